@@ -1,0 +1,34 @@
+"""agent-health: an evaluation harness for AI agents.
+
+Write tests with `test`, drive the agent with the `agent` fixture, assert with `expect` and
+`judge`; run them with `agent-health run` or as Dagster assets.
+"""
+
+from agent_health.config import AgentSpec, Config, define_config, load_config
+from agent_health.engine import Engine, EngineOptions
+from agent_health.loader import LoadedTest, LoadResult, load_tests
+from agent_health.model import (
+    SCHEMA_VERSION, ContextItem, ExpectedStep, Insight, RunResult, Signal, Step, TestCase, TestResult,
+    TrialResult, Usage, Verdict,
+)
+from agent_health.sdk.agent import AgentProxy
+from agent_health.sdk.api import after_all, after_each, before_all, before_each, describe, fixture, test
+from agent_health.sdk.context import TestInfo
+from agent_health.sdk.errors import (
+    AgentError, AgentHealthError, ConfigError, EvalFileError, InfrastructureError, UsageError,
+)
+from agent_health.sdk.expect import expect
+from agent_health.sdk.judge import judge
+from agent_health.session import run_tests
+
+__version__ = "0.1.0"
+
+agent = AgentProxy()
+
+__all__ = [
+    "SCHEMA_VERSION", "AgentError", "AgentHealthError", "AgentSpec", "Config", "ConfigError", "ContextItem",
+    "Engine", "EngineOptions", "EvalFileError", "ExpectedStep", "InfrastructureError", "Insight", "LoadResult",
+    "LoadedTest", "RunResult", "Signal", "Step", "TestCase", "TestInfo", "TestResult", "TrialResult", "Usage",
+    "UsageError", "Verdict", "__version__", "after_all", "after_each", "agent", "before_all", "before_each",
+    "define_config", "describe", "expect", "fixture", "judge", "load_config", "load_tests", "run_tests", "test",
+]

@@ -1,0 +1,212 @@
+"""The built-in demo agent: deterministic, offline, incident/RCA flavoured.
+
+Versions differ the way real agent builds do, so a benchmark has something to find:
+
+- `v1` is quick and shallow: it searches the logs once and reports the first error it sees. It
+  gets the root cause when the logs say it outright, misses it when it needs metrics or traces,
+  and ignores a failing tool call on one scenario.
+- `v2` investigates: logs, then metrics, then traces. It finds root causes v1 misses, spends
+  roughly three times the tokens, repeats one search on the queue scenario, and over-thinks the
+  DNS scenario, where it blames the network instead of the missing record.
+
+`latency_ms` (setting, or AGENT_HEALTH_DEMO_LATENCY_MS) adds a simulated per-run latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_health.connectors.base import AgentRequest, Connector
+from agent_health.model import RunResult, Step, Usage
+
+VERSIONS = {"v1": "demo-sre-small", "v2": "demo-sre-large"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    key: str
+    keywords: tuple[str, ...]
+    service: str
+    log_line: str
+    metric: tuple[str, str]
+    trace_finding: str
+    shallow_answer: str
+    deep_answer: str
+    v1_tool_error: bool = False
+    v2_repeats_search: bool = False
+    v2_wrong: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "payment_db", ("payment", "db-primary", "5432", "card"), "payment-service",
+        "ERROR payment-service: Connection refused to db-primary:5432 (pool exhausted, 50/50 in use)",
+        ("db_connections_active", "50 of 50 connections in use since 14:02 UTC; db-primary failover at 14:01"),
+        "span payment-service -> db-primary:5432 failed: connection refused (1,204 errors in 5 min)",
+        "The payment-service is failing because it cannot reach its database: connections to "
+        "db-primary:5432 are refused. Restart payment-service.",
+        "Root cause: the payment-service cannot reach its database. After the db-primary failover at "
+        "14:01 UTC the connection pool to db-primary:5432 was exhausted (50/50 connections in use) and "
+        "new connections are refused. Remediation: recycle the connection pool, point the service at the "
+        "new primary, and raise the pool limit with a connection timeout.",
+    ),
+    Scenario(
+        "checkout_latency", ("checkout", "latency", "slow", "p99"), "checkout-service",
+        "WARN checkout-service: request took 4200ms (threshold 1000ms)",
+        ("cache_hit_ratio", "redis cache hit ratio fell from 0.97 to 0.12 at 09:15 after the TTL config change"),
+        "span checkout-service -> redis GET: cache miss, fallback to catalog-db 3.9s",
+        "Checkout is slow because the checkout-service pods are under high CPU load. Scale out checkout-service.",
+        "Root cause: a cache configuration change at 09:15 lowered the redis TTL, so the cache hit ratio "
+        "dropped from 0.97 to 0.12 and checkout falls back to catalog-db on almost every request (3.9s). "
+        "Remediation: revert the TTL change and add an alert on the cache hit ratio.",
+    ),
+    Scenario(
+        "auth_5xx", ("auth", "login", "401", "certificate", "tls", "sign-in"), "auth-service",
+        "ERROR auth-service: upstream identity-provider handshake failed",
+        ("tls_handshake_errors", "tls handshake errors 100% since 00:00 UTC"),
+        "span auth-service -> identity-provider: x509 certificate has expired (NotAfter 00:00 UTC)",
+        "Logins fail because the auth-service is returning errors. Restart the auth-service.",
+        "Root cause: the identity provider's TLS certificate expired at 00:00 UTC, so every handshake from "
+        "auth-service fails and logins return 5xx. Remediation: renew and rotate the certificate, and "
+        "alert on certificate expiry 14 days ahead.",
+    ),
+    Scenario(
+        "oom", ("memory", "oom", "crashloop", "restart", "image-resizer"), "image-resizer",
+        "ERROR kubelet: image-resizer container OOMKilled (limit 512Mi), restart count 14",
+        ("container_memory_working_set", "memory grows 40Mi per 1k requests since deploy v3.2"),
+        "span image-resizer resize(): buffers retained after response (v3.2)",
+        "The image-resizer pods are OOMKilled. Increase the memory limit of image-resizer.",
+        "Root cause: a memory leak introduced in image-resizer v3.2: buffers are retained after each "
+        "response, so memory grows until the container is OOMKilled. Remediation: roll back to v3.1 and "
+        "fix the buffer release; raising the limit only delays the crash.",
+    ),
+    Scenario(
+        "dns", ("dns", "nxdomain", "resolve", "inventory"), "inventory-service",
+        "ERROR inventory-service: lookup inventory-db.internal: NXDOMAIN",
+        ("dns_query_errors", "NXDOMAIN responses for inventory-db.internal since 11:40"),
+        "span inventory-service -> inventory-db.internal: 2.1s before failing (retries)",
+        "Root cause: the DNS record for inventory-db.internal is missing (NXDOMAIN), so inventory-service "
+        "cannot resolve its database. Remediation: restore the DNS record.",
+        "",
+        v2_wrong="Root cause: network latency between inventory-service and its database: calls take 2.1s "
+                 "before failing. Remediation: investigate the network path and raise client timeouts.",
+    ),
+    Scenario(
+        "disk", ("disk", "no space", "logs-ingest", "volume"), "logs-ingest",
+        "ERROR logs-ingest: write failed: no space left on device (/var/lib/ingest 100%)",
+        ("disk_used_percent", "/var/lib/ingest at 100% since 03:12"),
+        "span logs-ingest flush(): ENOSPC",
+        "Root cause: the logs-ingest volume /var/lib/ingest is full (no space left on device). "
+        "Remediation: free space and enable log rotation.",
+        "Root cause: the logs-ingest volume /var/lib/ingest is full (no space left on device), because "
+        "rotation stopped at 03:12. Remediation: free space, re-enable log rotation, and alert at 80% use.",
+    ),
+    Scenario(
+        "kafka", ("kafka", "consumer lag", "queue", "orders"), "orders-consumer",
+        "WARN orders-consumer: consumer lag 182,000 messages on topic orders",
+        ("consumer_group_rebalances", "orders-consumer group rebalanced 96 times in 1h (session timeout 10s)"),
+        "span orders-consumer poll(): processing 14s > session timeout, member evicted",
+        "Orders are delayed because of a spike in producer traffic on the orders topic.",
+        "Root cause: the orders-consumer group is stuck in a rebalance loop: processing a batch takes 14s, "
+        "longer than the 10s session timeout, so members are evicted and lag grows to 182,000. "
+        "Remediation: raise the session timeout or shrink max.poll.records.",
+        v1_tool_error=True, v2_repeats_search=True,
+    ),
+)
+
+GENERIC = Scenario(
+    "generic", (), "unknown-service", "INFO no errors matched the query", ("error_rate", "error rate nominal"),
+    "no failing spans found",
+    "I could not find a specific root cause in the logs.",
+    "I could not find a specific root cause: logs, metrics and traces show no anomaly for this request.",
+)
+
+
+def pick_scenario(text: str) -> Scenario:
+    low = text.lower()
+    best, hits = GENERIC, 0
+    for sc in SCENARIOS:
+        n = sum(1 for k in sc.keywords if k in low)
+        if n > hits:
+            best, hits = sc, n
+    return best
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class DemoConnector(Connector):
+    """Deterministic offline agent; see the module docstring for how versions differ."""
+
+    name = "demo"
+
+    @property
+    def endpoint(self) -> str:
+        return "builtin:demo"
+
+    async def run(self, request: AgentRequest) -> RunResult:
+        started = time.perf_counter()
+        latency = self.agent.settings.get("latency_ms", os.environ.get("AGENT_HEALTH_DEMO_LATENCY_MS", 0))
+        if float(latency or 0) > 0:
+            await asyncio.sleep(float(latency) / 1000)
+        version = self.agent.version if self.agent.version in VERSIONS else "v2"
+        steps, output = self._investigate(request, version)
+        model = self.agent.settings.get("model") or VERSIONS[version]
+        llm_calls = 1 + sum(1 for s in steps if s.kind == "tool_call")
+        seen = _tokens(request.prompt + " ".join(str(c.get("value", "")) for c in request.context))
+        input_tokens = output_tokens = 0
+        for s in steps:  # every model call re-reads the conversation so far
+            if s.kind in ("tool_call", "message"):
+                input_tokens += seen + 180
+                output_tokens += s.output_tokens or 0
+            seen += _tokens(s.content) + _tokens(str(s.args or ""))
+        duration = (time.perf_counter() - started) * 1000
+        return RunResult(
+            output=output, trajectory=tuple(steps), run_id=request.run_id, trace_id=request.trace_id,
+            agent=self.agent.ref, prompt=request.prompt, context=request.context, duration_ms=duration,
+            usage=Usage.of(input_tokens, output_tokens, model=model, llm_calls=llm_calls),
+            raw_events=({"type": "demo", "scenario": pick_scenario(request.prompt).key, "version": version},),
+        )
+
+    def _investigate(self, request: AgentRequest, version: str) -> tuple[list[Step], str]:
+        text = request.prompt + " " + " ".join(str(c.get("value", "")) for c in request.context)
+        sc = pick_scenario(text)
+        steps: list[Step] = []
+        clock = [0.0]
+
+        def add(kind: str, content: str = "", ms: float = 0.0, **kw: Any) -> None:
+            steps.append(Step(kind=kind, content=content, started_ms=clock[0], duration_ms=ms, **kw))
+            clock[0] += ms
+
+        def tool(name: str, args: dict[str, Any], result: str, ms: float, error: bool = False) -> None:
+            cid = f"call_{len(steps)}"
+            add("tool_call", "", 40.0, tool=name, args=args, call_id=cid, output_tokens=30)
+            add("tool_result", result, ms, tool=name, call_id=cid, is_error=error)
+
+        if version == "v1":
+            add("thinking", f"The user reports a problem. I will search the {sc.service} logs for errors.", 300.0,
+                output_tokens=40)
+            tool("search_logs", {"service": sc.service, "level": "error"}, sc.log_line, 450.0)
+            if sc.v1_tool_error:
+                tool("get_metrics", {"service": sc.service, "metric": "lag"},
+                     "error: unknown metric 'lag'; available: consumer_group_rebalances", 120.0, error=True)
+            answer = sc.shallow_answer
+        else:
+            add("thinking", f"Symptoms point at {sc.service}. Check logs first, then metrics, then traces to "
+                            "separate the symptom from the root cause.", 900.0, output_tokens=120)
+            tool("search_logs", {"service": sc.service, "level": "error"}, sc.log_line, 450.0)
+            if sc.v2_repeats_search:
+                tool("search_logs", {"service": sc.service, "level": "error"}, sc.log_line, 450.0)
+            tool("get_metrics", {"service": sc.service, "metric": sc.metric[0]}, sc.metric[1], 700.0)
+            tool("query_traces", {"service": sc.service, "status": "error"}, sc.trace_finding, 1600.0)
+            add("thinking", "Correlating the log errors, the metric change and the failing spans.", 1100.0,
+                output_tokens=150)
+            answer = sc.v2_wrong or sc.deep_answer
+        add("message", answer, 800.0 if version == "v1" else 2400.0, output_tokens=_tokens(answer))
+        return steps, answer

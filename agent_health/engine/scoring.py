@@ -1,0 +1,73 @@
+"""Status, score and evaluation type: pure functions of the signals a test produced.
+
+- status: `errored` when any signal errored or infrastructure broke; otherwise `failed` when a
+  gate signal failed; otherwise `passed`. Observe and skipped signals never gate.
+- score: the mean over non-skipped, non-errored expectation and judge signals (gate and observe)
+  of their score (an expectation scores 1 or 0; a judge its verdict score, else 1 or 0). Metric
+  signals do not count. None when there is nothing to score.
+- evaluation type: `agentic` when only judges produced signals, `hybrid` when judges and
+  expectations did, `deterministic` otherwise.
+- epochs: the test is `passed` when every non-errored trial passed, `failed` when any failed,
+  `errored` only when every trial errored; pass@k = any trial passed, pass^k = all passed.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+from typing import Iterable, Sequence
+
+from agent_health.model import Signal, TrialResult
+
+
+def status_of(signals: Iterable[Signal], infra_error: str | None = None) -> str:
+    signals = list(signals)
+    if infra_error or any(s.errored for s in signals):
+        return "errored"
+    if any(s.role == "gate" and s.kind != "metric" and s.passed is False and not s.skipped for s in signals):
+        return "failed"
+    return "passed"
+
+
+def score_of(signals: Iterable[Signal]) -> float | None:
+    values = []
+    for s in signals:
+        if s.kind == "metric" or s.skipped or s.errored or s.passed is None and s.score is None:
+            continue
+        values.append(s.score if s.score is not None else (1.0 if s.passed else 0.0))
+    return round(fmean(values), 4) if values else None
+
+
+def evaluation_type(signals: Iterable[Signal]) -> str:
+    kinds = {s.kind for s in signals if not s.skipped}
+    if "judge" in kinds:
+        return "hybrid" if "deterministic" in kinds else "agentic"
+    return "deterministic"
+
+
+def first_failure(signals: Iterable[Signal]) -> str | None:
+    for s in signals:
+        if s.errored:
+            return s.reasoning
+        if s.role == "gate" and s.passed is False and not s.skipped:
+            return f"{s.name}: {s.reasoning}" if s.reasoning else s.name
+    return None
+
+
+def combine_trials(trials: Sequence[TrialResult]) -> dict[str, object]:
+    """Aggregate status and pass@k / pass^k / flaky over epochs."""
+    ran = [t for t in trials if t.status != "errored"]
+    passed = [t for t in ran if t.status == "passed"]
+    if not ran:
+        status = "errored"
+    elif len(passed) == len(ran):
+        status = "passed"
+    else:
+        status = "failed"
+    scores = [t.score for t in trials if t.score is not None]
+    return {
+        "status": status,
+        "score": round(fmean(scores), 4) if scores else None,
+        "pass_at_k": (1.0 if passed else 0.0) if ran else None,
+        "pass_hat_k": (1.0 if ran and len(passed) == len(trials) else 0.0) if ran else None,
+        "flaky": len({t.status for t in trials}) > 1,
+    }

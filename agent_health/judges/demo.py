@@ -1,0 +1,74 @@
+"""The offline `demo` judge: a deterministic heuristic, not an LLM.
+
+It scores how well the run supports the criteria by term coverage: the criteria's content words
+(lower-cased, light suffix stemming, stop words dropped) are looked up in the final output (weight
+1.0) and in the trajectory's tool names, arguments and results (weight 0.5). The score is the
+weighted share of terms found; the claim passes at `threshold` (default 0.6). Good enough to make
+the demo honest and repeatable; use a real provider for real judging.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent_health.judges.base import JudgeProvider, JudgeRequest
+from agent_health.model import Verdict
+
+_STOP = frozenset("""a an the and or of to in on at for from by with without into is are was were be been being
+that this these those it its as if then than so such not no do does did has have had which who whom whose
+what when where why how all any each both more most other some only own same too very can will just should
+now identifies identify identified mentions mention explains explain states state says say answer agent
+response output correctly correct clear clearly root cause causes""".split())
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.:-]*[a-z0-9]|[a-z0-9]")
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for w in _WORD.findall(text.lower()):
+        for part in re.split(r"[-_.:]", w) if len(w) > 12 else (w,):
+            if part and part not in _STOP and len(part) > 2:
+                seen.setdefault(_stem(part), None)
+    return list(seen)
+
+
+def _bag(text: str) -> set[str]:
+    return {_stem(p) for w in _WORD.findall(text.lower()) for p in {w, *re.split(r"[-_.:]", w)} if p}
+
+
+class DemoJudge(JudgeProvider):
+    """Deterministic term-coverage heuristic (see module docstring)."""
+
+    name = "demo"
+
+    def __init__(self, threshold: float = 0.6):
+        self.threshold = threshold
+
+    async def evaluate(self, request: JudgeRequest) -> Verdict:
+        wanted = terms(request.criteria)
+        output = _bag(request.output)
+        traj = set()
+        if request.run is not None and "trajectory" in request.context:
+            traj = _bag(" ".join(f"{s.tool or ''} {s.args or ''} {s.content}" for s in request.run.trajectory
+                                 if s.kind != "message"))
+        if not wanted:
+            return Verdict(passed=True, score=1.0, criteria=request.criteria, role=request.role,
+                           evaluator="demo", reasoning="criteria has no content words to check")
+        found_out = [t for t in wanted if t in output]
+        found_traj = [t for t in wanted if t not in output and t in traj]
+        missing = [t for t in wanted if t not in output and t not in traj]
+        score = round((len(found_out) + 0.5 * len(found_traj)) / len(wanted), 3)
+        passed = score >= self.threshold
+        reasoning = (f"demo heuristic: {len(found_out)}/{len(wanted)} criteria terms in the output"
+                     + (f", {len(found_traj)} more only in the trajectory" if found_traj else "")
+                     + (f"; missing: {', '.join(missing[:8])}" if missing else "")
+                     + f" (score {score:.2f}, pass at {self.threshold:.2f})")
+        return Verdict(passed=passed, score=score, reasoning=reasoning, criteria=request.criteria,
+                       role=request.role, evaluator="demo", model="demo-heuristic",
+                       details={"found": found_out + found_traj, "missing": missing})

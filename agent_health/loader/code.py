@@ -1,0 +1,119 @@
+"""Importing `*.eval.py` files into a fresh per-file registry."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import itertools
+import sys
+import traceback
+from pathlib import Path
+
+from agent_health.loader.ids import content_hash, suite_name, test_id
+from agent_health.loader.types import LoadedTest
+from agent_health.model import TestCase
+from agent_health.sdk.api import BUILTIN_FIXTURES, parameters
+from agent_health.sdk.errors import EvalFileError
+from agent_health.sdk.registry import FileRegistry, TestSpec, activate, deactivate
+
+_counter = itertools.count()
+
+
+def _error_line(exc: BaseException, path: Path) -> int | None:
+    if isinstance(exc, SyntaxError):
+        return exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == path:
+            line = frame.lineno
+    return line
+
+
+def import_eval_file(path: Path, rel: str) -> FileRegistry:
+    """Execute one eval file with its own registry; raise EvalFileError naming file and line."""
+    registry = FileRegistry(rel)
+    tag = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    name = f"agent_health_evals.f{tag}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise EvalFileError(rel, "cannot be imported as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    folder = str(path.parent)
+    sys.path.insert(0, folder)  # helpers next to an eval file import as they would under pytest
+    token = activate(registry)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise EvalFileError(rel, f"failed to import: {type(exc).__name__}: {exc}", _error_line(exc, path)) from exc
+    finally:
+        deactivate(token)
+        if sys.path and sys.path[0] == folder:
+            sys.path.pop(0)
+    return registry
+
+
+def _body_source(spec: TestSpec) -> str:
+    try:
+        return inspect.getsource(spec.body)
+    except (OSError, TypeError):
+        return getattr(getattr(spec.body, "__code__", None), "co_code", b"").hex()
+
+
+def code_case(spec: TestSpec, suite: str, rel: str) -> TestCase:
+    options = {
+        "name": spec.name, "prompt": spec.prompt, "labels": spec.labels, "description": spec.description,
+        "context": [c.model_dump() for c in spec.context], "timeout": spec.timeout_s,
+        "expected_outcomes": spec.expected_outcomes,
+        "expected_trajectory": [s.model_dump() for s in spec.expected_trajectory],
+        "skip_judge": spec.skip_judge, "epochs": spec.epochs, "body": _body_source(spec),
+        "fixtures": sorted(spec.fixtures),
+    }
+    return TestCase(
+        id=test_id(suite, spec.name), name=spec.name, suite=suite, source_file=rel, line=spec.line, kind="code",
+        description=spec.description, labels=spec.labels, prompt=spec.prompt, context=spec.context,
+        expected_outcomes=spec.expected_outcomes, expected_trajectory=spec.expected_trajectory,
+        timeout_s=spec.timeout_s, skip_judge=spec.skip_judge, epochs=spec.epochs,
+        content_hash=content_hash(options),
+    )
+
+
+def missing_fixtures(spec: TestSpec, registry: FileRegistry) -> list[str]:
+    """Parameters of the body (and of the fixtures it uses) that name no fixture."""
+    known = set(BUILTIN_FIXTURES) | set(registry.fixtures) | set(spec.fixtures)
+    missing, seen, todo = [], set(), [spec.body]
+    while todo:
+        fn = todo.pop()
+        for p in parameters(fn):
+            if p in seen:
+                continue
+            seen.add(p)
+            if p not in known:
+                missing.append(p)
+            elif p in spec.fixtures or p in registry.fixtures:
+                todo.append((spec.fixtures.get(p) or registry.fixtures[p]).fn)
+    return missing
+
+
+def load_code_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFileError]]:
+    registry = import_eval_file(path, rel)
+    suite = suite_name(rel)
+    tests, errors, ids = [], list(registry.errors), {}
+    for spec in registry.tests:
+        missing = missing_fixtures(spec, registry)
+        if missing:
+            known = sorted(set(BUILTIN_FIXTURES) | set(registry.fixtures) | set(spec.fixtures))
+            errors.append(EvalFileError(rel, f"test {spec.name!r} asks for unknown fixture(s) "
+                                             f"{', '.join(map(repr, missing))}; known: {', '.join(known)}",
+                                        spec.line))
+            continue
+        case = code_case(spec, suite, rel)
+        if case.id in ids:
+            errors.append(EvalFileError(rel, f"test {spec.name!r} has the same id {case.id!r} as test "
+                                             f"{ids[case.id]!r}; rename one", spec.line))
+            continue
+        ids[case.id] = spec.name
+        tests.append(LoadedTest(case, spec, registry))
+    return tests, errors

@@ -1,0 +1,76 @@
+"""Finding eval files under files and directories, and loading them all."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from agent_health.loader.code import load_code_file
+from agent_health.loader.data import load_data_file
+from agent_health.loader.ids import CODE_SUFFIX, DATA_SUFFIXES
+from agent_health.loader.types import LoadResult
+from agent_health.sdk.errors import EvalFileError
+
+_SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".venv", "venv"}
+
+
+def is_eval_file(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith(CODE_SUFFIX) or path.suffix.lower() in DATA_SUFFIXES
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[EvalFileError]]:
+    """Eval files under the given paths, sorted, each once; missing paths are errors."""
+    found: dict[Path, None] = {}
+    errors: list[EvalFileError] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found[path.resolve()] = None
+        elif path.is_dir():
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+                for f in sorted(filenames):
+                    p = Path(dirpath, f)
+                    if is_eval_file(p):
+                        found[p.resolve()] = None
+        else:
+            errors.append(EvalFileError(str(raw), "no such file or directory"))
+    return sorted(found), errors
+
+
+def _root_for(paths: list[Path], explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit.resolve()
+    if not paths:
+        return Path.cwd()
+    dirs = [p if p.is_dir() else p.parent for p in paths]
+    return Path(os.path.commonpath([str(d.resolve()) for d in dirs]))
+
+
+def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[str] | None = None) -> LoadResult:
+    """Load every eval file under `paths`. Suites are named relative to `root` (default: the
+    common folder of the paths). A file that fails to load is an error; the others still load."""
+    paths = [Path(p) for p in paths]
+    files, errors = discover(paths)
+    base = _root_for(paths, Path(root) if root else None)
+    result = LoadResult(errors=errors, root=str(base))
+    for file in files:
+        try:
+            rel = file.relative_to(base).as_posix()
+        except ValueError:
+            rel = file.name
+        result.files.append(rel)
+        try:
+            loader = load_code_file if file.name.lower().endswith(CODE_SUFFIX) else load_data_file
+            tests, file_errors = loader(file, rel)
+        except EvalFileError as exc:
+            result.errors.append(exc)
+            continue
+        except OSError as exc:
+            result.errors.append(EvalFileError(rel, f"cannot read: {exc.strerror or exc}"))
+            continue
+        result.tests.extend(tests)
+        result.errors.extend(file_errors)
+    return result

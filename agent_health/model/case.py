@@ -1,0 +1,54 @@
+"""Test case definitions: what a test is, independent of how it runs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ContextItem(BaseModel):
+    """One piece of context handed to the agent with the prompt (agent-health's `{description, value}`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    description: str = Field("", description="What this context is, e.g. 'Error log'.")
+    value: str = Field("", description="The context content itself.")
+
+
+class ExpectedStep(BaseModel):
+    """One expected trajectory step (agent-health's `expectedTrajectory` item)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int | None = Field(None, description="Step number, informational.")
+    description: str = Field("", description="What the agent should do at this step.")
+    required_tools: tuple[str, ...] = Field((), description="Tools the agent must call for this step.")
+
+
+class TestCase(BaseModel):
+    """A discovered test: metadata only, never an instruction to run anything.
+
+    `id` is stable (suite plus the test's name) and is a valid Dagster partition key;
+    `content_hash` changes whenever the test's definition (options, body source) changes.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    __test__ = False  # keep pytest from collecting this class
+
+    id: str = Field(description="Stable id: '<suite>::<test-slug>'.")
+    name: str = Field(description="Full test name; describe() groups are joined with ' > '.")
+    suite: str = Field(description="The eval file's path relative to the eval root, without extension.")
+    source_file: str = Field(description="Path of the eval file, relative to the eval root.")
+    line: int | None = Field(None, description="Line of the test definition in the source file.")
+    kind: Literal["code", "data"] = Field("code", description="A Python test body or a data test case.")
+    description: str | None = Field(None, description="Free-text description.")
+    labels: tuple[str, ...] = Field((), description="Labels such as 'category:RCA' or 'difficulty:Hard'.")
+    prompt: str | None = Field(None, description="Default prompt for agent.run(); None for dynamic prompts.")
+    context: tuple[ContextItem, ...] = Field((), description="Default context for agent.run().")
+    expected_outcomes: tuple[str, ...] = Field((), description="Outcomes a judge checks (data tests).")
+    expected_trajectory: tuple[ExpectedStep, ...] = Field((), description="Expected steps and required tools.")
+    timeout_s: float | None = Field(None, description="Per-test timeout in seconds; None uses the run default.")
+    skip_judge: bool | None = Field(None, description="True skips every judge() call in this test.")
+    epochs: int | None = Field(None, description="Independent trials for this test; None uses the run default.")
+    content_hash: str = Field("", description="sha256 of the test's definition; changes when the test changes.")

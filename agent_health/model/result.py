@@ -1,0 +1,90 @@
+"""Test results: the versioned, JSON round-trippable output of the engine."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_health.model.case import TestCase
+from agent_health.model.run import RunResult, Usage
+from agent_health.model.signal import Signal
+
+SCHEMA_VERSION = 1
+
+TestStatus = Literal["passed", "failed", "errored"]
+EvaluationType = Literal["deterministic", "agentic", "hybrid"]
+
+
+class Insight(BaseModel):
+    """One diagnosis about a test, with evidence and a concrete recommendation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str = Field(description="Which rule or synthesizer produced it, e.g. 'redundant_calls'.")
+    severity: Literal["info", "warning", "error"] = Field("info", description="How much it matters.")
+    summary: str = Field(description="One-line finding.")
+    evidence: dict[str, Any] = Field(default_factory=dict, description="Numbers and steps behind it.")
+    recommendation: str = Field("", description="What to change in the agent.")
+
+
+class TrialResult(BaseModel):
+    """One epoch of a test."""
+
+    model_config = ConfigDict(frozen=True)
+
+    epoch: int = Field(description="0-based trial number.")
+    status: TestStatus
+    score: float | None = None
+    signals: tuple[Signal, ...] = ()
+    run: RunResult | None = Field(None, description="The agent run of this trial, if the body ran the agent.")
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+class TestResult(BaseModel):
+    """The outcome of one test against one agent version.
+
+    `errored` means infrastructure failed; it is excluded from pass rate and `error` carries the
+    real message. With epochs, `trials` holds every trial and the top-level fields summarize them.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    __test__ = False
+
+    schema_version: int = Field(SCHEMA_VERSION, description="Version of this schema.")
+    test_id: str = Field(description="Stable test id (a Dagster partition key).")
+    name: str
+    suite: str
+    source_file: str
+    labels: tuple[str, ...] = ()
+    content_hash: str = Field("", description="Hash of the test definition that produced this result.")
+    agent: str = Field(description="Agent version as KEY@VERSION.")
+    status: TestStatus
+    score: float | None = Field(None, description="0-1; see engine.scoring for the rule.")
+    evaluation_type: EvaluationType = Field("deterministic", description="Inferred from the signals produced.")
+    signals: tuple[Signal, ...] = Field((), description="Signals in body order (last trial with epochs).")
+    metrics: dict[str, Any] = Field(default_factory=dict, description="Derived metrics of the run.")
+    insights: tuple[Insight, ...] = Field((), description="Diagnosis from the insight layer.")
+    run_id: str | None = Field(None, description="Run id of the (last) agent run.")
+    run: RunResult | None = Field(None, description="The (last) agent run, when the body ran the agent.")
+    error: str | None = Field(None, description="Real error text when errored; the first failure otherwise.")
+    started_at: float = 0.0
+    duration_ms: float = 0.0
+    usage: Usage = Field(default_factory=Usage, description="Agent tokens over all trials.")
+    judge_usage: Usage = Field(default_factory=Usage, description="Judge tokens over all trials.")
+    cost_usd: float | None = Field(None, description="Estimated agent + judge cost from the price table.")
+    epochs: int = 1
+    trials: tuple[TrialResult, ...] = Field((), description="Every trial when epochs > 1.")
+    pass_at_k: float | None = Field(None, description="1 if any trial passed (epochs > 1).")
+    pass_hat_k: float | None = Field(None, description="1 if every trial passed (epochs > 1).")
+    flaky: bool = Field(False, description="Trials disagreed.")
+
+    @property
+    def partition_key(self) -> str:
+        return self.test_id
+
+    @classmethod
+    def for_case(cls, case: TestCase, agent: str, **kw: Any) -> "TestResult":
+        return cls(test_id=case.id, name=case.name, suite=case.suite, source_file=case.source_file,
+                   labels=case.labels, content_hash=case.content_hash, agent=agent, **kw)

@@ -1,0 +1,127 @@
+"""What one `agent.run()` returns: a normalized, immutable record of one agent invocation."""
+
+from __future__ import annotations
+
+import json as _json
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_health.traces.view import TracesView
+
+StepKind = Literal["message", "thinking", "tool_call", "tool_result"]
+STEP_KINDS: tuple[str, ...] = ("message", "thinking", "tool_call", "tool_result")
+
+
+class Step(BaseModel):
+    """One trajectory step. Tool calls and their results are linked by `call_id`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: StepKind = Field(description="message | thinking | tool_call | tool_result.")
+    content: str = Field("", description="Text of a message/thinking step, or a tool result's output.")
+    tool: str | None = Field(None, description="Tool name for tool_call and tool_result steps.")
+    args: dict[str, Any] | None = Field(None, description="Arguments of a tool_call.")
+    call_id: str | None = Field(None, description="Links a tool_result to its tool_call.")
+    is_error: bool = Field(False, description="True when a tool_result reports a tool failure.")
+    started_ms: float | None = Field(None, description="Offset from the run start, in milliseconds.")
+    duration_ms: float | None = Field(None, description="How long the step took, when known.")
+    input_tokens: int | None = Field(None, description="Tokens consumed by the model call that produced this step.")
+    output_tokens: int | None = Field(None, description="Tokens produced by the model call behind this step.")
+
+
+class Usage(BaseModel):
+    """Token usage. Names follow OpenTelemetry GenAI (`gen_ai.usage.input_tokens`, ...)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(0, description="gen_ai.usage.input_tokens")
+    output_tokens: int = Field(0, description="gen_ai.usage.output_tokens")
+    total_tokens: int = Field(0, description="input + output tokens")
+    model: str | None = Field(None, description="gen_ai.request.model (or response model)")
+    llm_calls: int = Field(0, description="Model calls made, when the agent reports them.")
+    retries: int = Field(0, description="Transport retries the connector made for this run.")
+
+    @classmethod
+    def of(cls, input_tokens: int = 0, output_tokens: int = 0, **kw: Any) -> "Usage":
+        return cls(input_tokens=input_tokens, output_tokens=output_tokens,
+                   total_tokens=input_tokens + output_tokens, **kw)
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            model=self.model or other.model,
+            llm_calls=self.llm_calls + other.llm_calls,
+            retries=self.retries + other.retries,
+        )
+
+
+class RunResult(BaseModel):
+    """An immutable record of one agent invocation, with helpers for assertions.
+
+    `traces` is resolved lazily from this run's id on first access (see `agent_health.traces`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    output: str = Field("", description="The agent's final answer text.")
+    trajectory: tuple[Step, ...] = Field((), description="Ordered steps the agent took.")
+    run_id: str = Field(description="Correlation id of this run (also sent to the agent).")
+    trace_id: str | None = Field(None, description="W3C trace id of this run, when one was sent.")
+    agent: str = Field("", description="The agent version that ran, as KEY@VERSION.")
+    prompt: str | None = Field(None, description="The prompt actually sent.")
+    context: tuple[dict[str, Any], ...] = Field((), description="The context actually sent.")
+    started_at: float = Field(0.0, description="Unix time the run started.")
+    duration_ms: float = Field(0.0, description="Wall-clock duration of the run in milliseconds.")
+    usage: Usage = Field(default_factory=Usage, description="Token usage of the agent.")
+    raw_events: tuple[Any, ...] = Field((), description="Raw protocol events/responses, secrets removed.")
+    replayed: bool = Field(False, description="True when this result came from a recording.")
+
+    _traces: Any = PrivateAttr(default=None)
+
+    def tool_calls(self, name: str | None = None) -> list[Step]:
+        """All tool_call steps, optionally only those of tool `name`."""
+        return [s for s in self.trajectory if s.kind == "tool_call" and (name is None or s.tool == name)]
+
+    def first_tool_call(self, name: str) -> Step | None:
+        """The first call of tool `name`, or None."""
+        return next((s for s in self.trajectory if s.kind == "tool_call" and s.tool == name), None)
+
+    def steps_of_type(self, kind: str) -> list[Step]:
+        """All steps of one kind (message, thinking, tool_call, tool_result)."""
+        return [s for s in self.trajectory if s.kind == kind]
+
+    def json(self) -> Any:  # type: ignore[override]
+        """The output parsed as JSON (a fenced ```json block is accepted), or None."""
+        return parse_json_output(self.output)
+
+    @property
+    def traces(self) -> "TracesView":
+        """Lazy, honest view of this run's traces; raises when traces are off or unavailable."""
+        from agent_health.traces.view import TracesView, TracesNotEnabled
+
+        if self._traces is None:
+            raise TracesNotEnabled(f"traces not enabled for agent {self.agent or '?'}; "
+                                   "configure a trace source for this agent")
+        view = self._traces
+        assert isinstance(view, TracesView)
+        return view
+
+    def bind_traces(self, view: Any) -> "RunResult":
+        """Attach a lazy traces view (used by the engine); returns self."""
+        self.__pydantic_private__["_traces"] = view
+        return self
+
+
+def parse_json_output(text: str) -> Any:
+    text = (text or "").strip()
+    if text.startswith("```"):
+        body = text.split("\n", 1)[1] if "\n" in text else ""
+        text = body.rsplit("```", 1)[0].strip()
+    try:
+        return _json.loads(text)
+    except (ValueError, TypeError):
+        return None

@@ -1,0 +1,1 @@
+"""The authoring API (test, expect, judge, fixtures)."""

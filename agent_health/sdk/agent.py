@@ -1,0 +1,57 @@
+"""The `agent` fixture: `agent.run()` invokes the agent exactly once per test."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from agent_health.connectors.base import AgentRequest
+from agent_health.model import RunResult
+from agent_health.sdk.api import to_context
+from agent_health.sdk.context import TestContext, bridge, current_context
+from agent_health.sdk.errors import AgentRunTwiceError, InfrastructureError
+
+
+class AgentFixture:
+    """Bound to one test. `run()` returns an immutable RunResult; a second call raises."""
+
+    def __init__(self, ctx: TestContext):
+        self._ctx = ctx
+
+    @property
+    def key(self) -> str:
+        return self._ctx.info.agent
+
+    def run(self, prompt: str | None = None, *, context: Iterable[Any] | None = None,
+            env: Mapping[str, str] | None = None, files: Mapping[str, Any] | None = None,
+            provisioned: Mapping[str, Any] | None = None) -> Any:
+        """Run the agent once. Uses the test's prompt and context when none are given."""
+        ctx = self._ctx
+        with ctx.lock:
+            if ctx.run_started:
+                raise AgentRunTwiceError(
+                    f"test {ctx.case.name!r}: agent.run() was already called; a test runs the agent once "
+                    "(one test, one trajectory, one comparable data point)")
+            ctx.run_started = True
+        text = prompt if prompt is not None else ctx.case.prompt
+        if not text:
+            raise InfrastructureError(f"test {ctx.case.name!r}: agent.run() has no prompt; pass one or set "
+                                      "prompt= on @test")
+        items = to_context(context) if context is not None else ctx.case.context
+        request = AgentRequest(prompt=text, context=tuple(i.model_dump() for i in items), env=dict(env or {}),
+                               files=dict(files or {}), provisioned=dict(provisioned or {}),
+                               test_id=ctx.case.id, timeout_s=ctx.case.timeout_s)
+        return bridge(ctx, self._invoke(request))
+
+    async def _invoke(self, request: AgentRequest) -> RunResult:
+        if self._ctx.runtime is None:
+            raise InfrastructureError("no agent configured for this run")
+        result = await self._ctx.runtime.invoke(request)
+        self._ctx.run = result
+        return result
+
+
+class AgentProxy:
+    """`from agent_health import agent` works too: it forwards to the running test's agent."""
+
+    def run(self, *args: Any, **kw: Any) -> Any:
+        return AgentFixture(current_context("agent.run()")).run(*args, **kw)

@@ -1,0 +1,162 @@
+"""The authoring API: `test`, `describe`, hooks and fixtures."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from typing import Any, Callable, Iterable, Mapping
+
+from agent_health.model import ContextItem, ExpectedStep
+from agent_health.sdk.registry import FixtureDef, Scope, TestSpec, active_registry, definition_line
+
+BUILTIN_FIXTURES = ("agent", "expect", "judge", "test_info")
+
+
+def to_context(items: Iterable[Any] | None) -> tuple[ContextItem, ...]:
+    """Accept ContextItems, `{description, value}` dicts, or plain strings."""
+    out = []
+    for item in items or ():
+        if isinstance(item, ContextItem):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            out.append(ContextItem(description=str(item.get("description", "")),
+                                   value=_as_text(item.get("value", ""))))
+        else:
+            out.append(ContextItem(description="", value=_as_text(item)))
+    return tuple(out)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def to_expected_steps(items: Iterable[Any] | None) -> tuple[ExpectedStep, ...]:
+    out = []
+    for i, item in enumerate(items or (), start=1):
+        if isinstance(item, ExpectedStep):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            tools = item.get("required_tools", item.get("requiredTools", ())) or ()
+            out.append(ExpectedStep(step=item.get("step", i), description=str(item.get("description", "")),
+                                    required_tools=tuple(tools)))
+        else:
+            out.append(ExpectedStep(step=i, description=str(item)))
+    return tuple(out)
+
+
+class TestAPI:
+    """`@test(name, ...)` registers a test body; `test.extend(name=fixture_fn)` adds fixtures.
+
+    The body may be `async def` or `def`; its parameters name the fixtures it needs.
+    """
+
+    __test__ = False
+
+    def __init__(self, fixtures: Mapping[str, FixtureDef] | None = None):
+        self._fixtures = dict(fixtures or {})
+
+    def __call__(
+        self,
+        name: str | Callable[..., Any],
+        *,
+        prompt: str | None = None,
+        labels: Iterable[str] = (),
+        description: str | None = None,
+        context: Iterable[Any] = (),
+        timeout: float | None = None,
+        expected_outcomes: Iterable[str] = (),
+        expected_trajectory: Iterable[Any] = (),
+        skip_judge: bool | None = None,
+        epochs: int | None = None,
+    ) -> Any:
+        if callable(name):  # bare @test: the function name is the test name
+            return self(name.__name__)(name)
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError("test() needs a non-empty name")
+
+        def register(body: Callable[..., Any]) -> Callable[..., Any]:
+            reg = active_registry("test()")
+            scope = reg.scope
+            full = " > ".join([*scope.title_parts(), name.strip()])
+            reg.add_test(TestSpec(
+                name=full, body=body, scope=scope, line=definition_line(body), prompt=prompt,
+                labels=tuple(labels), description=description, context=to_context(context),
+                timeout_s=timeout, expected_outcomes=tuple(expected_outcomes),
+                expected_trajectory=to_expected_steps(expected_trajectory), skip_judge=skip_judge,
+                epochs=epochs, fixtures=dict(self._fixtures),
+            ))
+            return body
+
+        return register
+
+    def extend(self, **fixtures: Callable[..., Any]) -> "TestAPI":
+        """A new `test` whose bodies can also ask for these fixtures (Playwright's test.extend)."""
+        merged = dict(self._fixtures)
+        for fname, fn in fixtures.items():
+            if fname in BUILTIN_FIXTURES:
+                raise ValueError(f"test.extend(): {fname!r} is a built-in fixture and cannot be redefined")
+            merged[fname] = FixtureDef(fname, fn)
+        return TestAPI(merged)
+
+
+test = TestAPI()
+
+
+class describe(contextlib.ContextDecorator):
+    """Group tests: `with describe("checkout"): ...`. Names join with ' > '; hooks apply inside."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self) -> "describe":
+        reg = active_registry("describe()")
+        reg.stack.append(Scope(self.name, parent=reg.scope))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        active_registry("describe()").stack.pop()
+
+    def __call__(self, fn: Callable[..., Any]) -> Any:  # type: ignore[override]
+        """As a decorator, runs the function at once inside the group."""
+        with self:
+            fn()
+        return fn
+
+
+def _hook(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        active_registry(f"{kind}()").scope.hooks[kind].append(fn)
+        return fn
+
+    decorator.__name__ = kind
+    decorator.__doc__ = f"Register a {kind.replace('_', ' ')} hook in the current file or describe() scope."
+    return decorator
+
+
+before_all = _hook("before_all")
+after_all = _hook("after_all")
+before_each = _hook("before_each")
+after_each = _hook("after_each")
+
+
+def fixture(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+    """Declare a file fixture, injected by parameter name. `yield` once to get teardown."""
+
+    def register(f: Callable[..., Any]) -> Callable[..., Any]:
+        fname = name or f.__name__
+        if fname in BUILTIN_FIXTURES:
+            raise ValueError(f"fixture {fname!r} is built in and cannot be redefined")
+        active_registry("fixture()").fixtures[fname] = FixtureDef(fname, f)
+        return f
+
+    return register(fn) if fn is not None else register
+
+
+def parameters(fn: Callable[..., Any]) -> list[str]:
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+

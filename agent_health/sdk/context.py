@@ -1,0 +1,83 @@
+"""The per-test context. One per test invocation; reached through a ContextVar, never a global."""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_health.model import Signal, TestCase
+from agent_health.sdk.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_health.connectors.base import AgentRuntime
+    from agent_health.judges.service import JudgeService
+    from agent_health.model import RunResult
+
+
+@dataclass
+class TestInfo:
+    """What a body or hook may know about the running test (the `test_info` fixture)."""
+
+    __test__ = False
+
+    id: str
+    name: str
+    suite: str
+    labels: tuple[str, ...]
+    prompt: str | None
+    agent: str
+    epoch: int = 0
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TestContext:
+    """Signals and capabilities of one running test. Concurrent tests never share one."""
+
+    __test__ = False
+
+    case: TestCase
+    info: TestInfo
+    runtime: "AgentRuntime | None"
+    judges: "JudgeService"
+    skip_judge: bool = False
+    signals: list[Signal] = field(default_factory=list)
+    run: "RunResult | None" = None
+    run_started: bool = False
+    loop: Any = None  # the engine's event loop, so sync bodies can call async capabilities
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, signal: Signal) -> None:
+        with self.lock:  # sync bodies record from worker threads
+            self.signals.append(signal)
+
+
+_current: ContextVar[TestContext | None] = ContextVar("agent_health_test_context", default=None)
+
+
+def bridge(ctx: TestContext, coro: Any) -> Any:
+    """In an async body return the awaitable; in a sync body (worker thread) run it to completion."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+        return coro
+    except RuntimeError:
+        return asyncio.run_coroutine_threadsafe(coro, ctx.loop).result()
+
+
+def current_context(what: str) -> TestContext:
+    ctx = _current.get()
+    if ctx is None:
+        raise UsageError(f"{what} was used outside a running test; call it inside a @test body")
+    return ctx
+
+
+def set_context(ctx: TestContext | None):
+    return _current.set(ctx)
+
+
+def reset_context(token) -> None:
+    _current.reset(token)

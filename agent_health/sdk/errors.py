@@ -1,0 +1,52 @@
+"""Errors a user can cause or meet, each with one clear message."""
+
+from __future__ import annotations
+
+
+class AgentHealthError(Exception):
+    """Base of every error agent-health raises on purpose."""
+
+
+class ConfigError(AgentHealthError):
+    """A bad configuration value; the message names the setting."""
+
+
+class UsageError(AgentHealthError):
+    """Bad command-line usage or API misuse outside a test."""
+
+
+class EvalFileError(AgentHealthError):
+    """An eval file that cannot be imported or parsed; names the file and line."""
+
+    def __init__(self, file: str, message: str, line: int | None = None):
+        self.file, self.line, self.message = file, line, message
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {message}")
+
+
+class InfrastructureError(AgentHealthError):
+    """Something the test depends on broke (agent, judge, fixture, trace store): the test errors."""
+
+
+class AgentError(InfrastructureError):
+    """The agent could not produce a run; the message names the agent and the endpoint."""
+
+
+class AgentRunTwiceError(InfrastructureError):
+    """A test called agent.run() a second time."""
+
+
+class FixtureError(InfrastructureError):
+    """A fixture or hook raised, or a test asked for an unknown fixture."""
+
+
+class BodyStop(AssertionError):
+    """Stops the body after a gate signal already recorded the failure."""
+
+
+class ExpectationFailed(BodyStop):
+    """A non-soft expect() failed."""
+
+
+class VerdictFailed(BodyStop):
+    """verdict.or_throw() on a failed verdict."""

@@ -1,0 +1,57 @@
+"""`judge(result, criteria)`: records a Verdict on the current test and returns it; never raises.
+
+`judge.observe(...)` records a non-gating verdict. In an async body `await` it; in a sync body
+it returns the Verdict directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from agent_health.judges.base import JudgeRequest
+from agent_health.model import RunResult, Verdict
+from agent_health.sdk.context import TestContext, bridge, current_context
+
+_RICH_KEYS = {"criteria", "context", "tools", "evaluator", "model", "gate", "options"}
+
+
+def build_request(ctx: TestContext, subject: Any, criteria: str | Mapping[str, Any], *, gate: bool,
+                  **kw: Any) -> JudgeRequest:
+    spec: dict[str, Any] = dict(criteria) if isinstance(criteria, Mapping) else {"criteria": criteria}
+    spec.update({k: v for k, v in kw.items() if v is not None})
+    unknown = set(spec) - _RICH_KEYS
+    if unknown:
+        raise TypeError(f"judge(): unknown option(s) {sorted(unknown)}; known: {sorted(_RICH_KEYS)}")
+    if not isinstance(spec.get("criteria"), str) or not spec["criteria"].strip():
+        raise TypeError("judge() needs criteria: a non-empty string")
+    gate = bool(spec.get("gate", gate))
+    run = subject if isinstance(subject, RunResult) else None
+    return JudgeRequest(
+        criteria=spec["criteria"].strip(), run=run,
+        output=run.output if run is not None else ("" if subject is None else str(subject)),
+        context=tuple(spec.get("context") or ("output", "trajectory")), tools=tuple(spec.get("tools") or ()),
+        evaluator=spec.get("evaluator"), model=spec.get("model"), role="gate" if gate else "observe",
+        test_id=ctx.case.id, options=dict(spec.get("options") or {}),
+    )
+
+
+async def _judge(ctx: TestContext, request: JudgeRequest) -> Verdict:
+    verdict = await ctx.judges.judge(request, skip=ctx.skip_judge)
+    ctx.record(verdict.to_signal())
+    return verdict
+
+
+class JudgeAPI:
+    """The `judge` fixture/function."""
+
+    def __call__(self, result: Any, criteria: str | Mapping[str, Any], *, gate: bool = True, **kw: Any) -> Any:
+        ctx = current_context("judge()")
+        return bridge(ctx, _judge(ctx, build_request(ctx, result, criteria, gate=gate, **kw)))
+
+    def observe(self, result: Any, criteria: str | Mapping[str, Any], **kw: Any) -> Any:
+        """Record a verdict that feeds score and insights but never gates."""
+        kw.pop("gate", None)
+        return self(result, criteria, gate=False, **kw)
+
+
+judge = JudgeAPI()

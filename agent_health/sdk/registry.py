@@ -1,0 +1,112 @@
+"""Per-file registries. The loader activates one while it imports an eval file, so loading two
+files, or one file twice, never mixes or duplicates tests."""
+
+from __future__ import annotations
+
+import inspect
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from agent_health.model import ContextItem, ExpectedStep
+from agent_health.sdk.errors import EvalFileError, UsageError
+
+HOOK_KINDS = ("before_all", "after_all", "before_each", "after_each")
+
+
+@dataclass(eq=False)
+class Scope:
+    """A file or describe() block: a name and the hooks declared in it."""
+
+    name: str | None
+    parent: "Scope | None" = None
+    hooks: dict[str, list[Callable[..., Any]]] = field(default_factory=lambda: {k: [] for k in HOOK_KINDS})
+
+    def chain(self) -> list["Scope"]:
+        """Outermost first."""
+        out, s = [], self
+        while s is not None:
+            out.append(s)
+            s = s.parent
+        return out[::-1]
+
+    def title_parts(self) -> list[str]:
+        return [s.name for s in self.chain() if s.name]
+
+
+@dataclass
+class FixtureDef:
+    name: str
+    fn: Callable[..., Any]
+
+
+@dataclass
+class TestSpec:
+    """A registered test body with its options, scope and extra fixtures."""
+
+    __test__ = False
+
+    name: str
+    body: Callable[..., Any]
+    scope: Scope
+    line: int | None
+    prompt: str | None = None
+    labels: tuple[str, ...] = ()
+    description: str | None = None
+    context: tuple[ContextItem, ...] = ()
+    timeout_s: float | None = None
+    expected_outcomes: tuple[str, ...] = ()
+    expected_trajectory: tuple[ExpectedStep, ...] = ()
+    skip_judge: bool | None = None
+    epochs: int | None = None
+    fixtures: dict[str, FixtureDef] = field(default_factory=dict)
+
+
+@dataclass
+class FileRegistry:
+    """Everything one eval file declared."""
+
+    path: str
+    tests: list[TestSpec] = field(default_factory=list)
+    fixtures: dict[str, FixtureDef] = field(default_factory=dict)
+    root: Scope = field(default_factory=lambda: Scope(None))
+    stack: list[Scope] = field(default_factory=list)
+    errors: list[EvalFileError] = field(default_factory=list)
+
+    @property
+    def scope(self) -> Scope:
+        return self.stack[-1] if self.stack else self.root
+
+    def add_test(self, spec: TestSpec) -> None:
+        for other in self.tests:
+            if other.name == spec.name:
+                self.errors.append(EvalFileError(
+                    self.path, f"duplicate test name {spec.name!r} (first defined on line {other.line})",
+                    spec.line))
+                return
+        self.tests.append(spec)
+
+
+_active: ContextVar[FileRegistry | None] = ContextVar("agent_health_file_registry", default=None)
+
+
+def active_registry(what: str) -> FileRegistry:
+    reg = _active.get()
+    if reg is None:
+        raise UsageError(f"{what} must be declared in an eval file loaded by agent-health "
+                         "(agent-health run FILE, or agent_health.load_tests)")
+    return reg
+
+
+def activate(reg: FileRegistry | None):
+    return _active.set(reg)
+
+
+def deactivate(token) -> None:
+    _active.reset(token)
+
+
+def definition_line(fn: Callable[..., Any]) -> int | None:
+    """First line of the definition (the decorator line); cheap, no source parsing."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return code.co_firstlineno if code else None

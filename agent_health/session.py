@@ -1,0 +1,57 @@
+"""Wiring shared by every transport: build an agent runtime and a judge service from the
+configuration, then run tests through the engine."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator, Callable, Sequence
+
+from agent_health.config import Config
+from agent_health.connectors.base import AgentRuntime
+from agent_health.engine import Engine, EngineOptions
+from agent_health.judges.service import JudgeService
+from agent_health.loader.types import LoadedTest
+from agent_health.model import TestResult
+
+
+def build_runtime(config: Config, agent_ref: str) -> AgentRuntime:
+    """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent)."""
+    return AgentRuntime(config.agent(agent_ref))
+
+
+def build_judges(config: Config, *, skip: bool = False) -> JudgeService:
+    """The judge service for a run, from the `judge` settings."""
+    return JudgeService(skip=skip, concurrency=config.judge.concurrency)
+
+
+def engine_options(config: Config, **overrides: object) -> EngineOptions:
+    base = {"concurrency": config.concurrency, "timeout_s": config.timeout_s, "prices": dict(config.prices)}
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    return EngineOptions(**base)  # type: ignore[arg-type]
+
+
+async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: str,
+                       options: EngineOptions | None = None) -> AsyncIterator[TestResult]:
+    """Run `tests` against one agent version, yielding results as they finish."""
+    options = options or engine_options(config)
+    engine = Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge), options)
+    try:
+        async for result in engine.run(tests):
+            yield result
+    finally:
+        await engine.aclose()
+
+
+def run_tests(tests: Sequence[LoadedTest], config: Config, agent_ref: str, options: EngineOptions | None = None,
+              on_result: Callable[[TestResult], None] | None = None) -> list[TestResult]:
+    """Blocking convenience over `iter_results`."""
+
+    async def main() -> list[TestResult]:
+        out = []
+        async for r in iter_results(tests, config, agent_ref, options):
+            out.append(r)
+            if on_result:
+                on_result(r)
+        return out
+
+    return asyncio.run(main())
