@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import AsyncIterator, Callable, Sequence
 
+from agent_health.analysis.insights import with_insights
 from agent_health.config import Config
 from agent_health.connectors.base import AgentRuntime
 from agent_health.engine import Engine, EngineOptions
@@ -34,7 +35,8 @@ async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: s
                        options: EngineOptions | None = None) -> AsyncIterator[TestResult]:
     """Run `tests` against one agent version, yielding results as they finish."""
     options = options or engine_options(config)
-    engine = Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge), options)
+    engine = Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge), options,
+                    analyzers=[with_insights])
     try:
         async for result in engine.run(tests):
             yield result

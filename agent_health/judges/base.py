@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,16 @@ class JudgeRequest(BaseModel):
     role: Literal["gate", "observe"] = "gate"
     test_id: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+    trace_tools: Any = Field(None, description="RunTraceTools bound to this run, when traces are enabled.")
+
+
+class LLM(Protocol):
+    """A provider-agnostic completion helper (the `llm` given to custom evaluators and the insight
+    synthesizer). Implementations go through the judge cache."""
+
+    async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> str:
+        """One completion; returns the model's text."""
+        ...
 
 
 class JudgeProvider(abc.ABC):

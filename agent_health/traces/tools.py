@@ -1,0 +1,32 @@
+"""The trace-query tool pack: read-only tools bound to ONE run, for judges and insights.
+
+Trace sources (local span files, OpenSearch) implement `RunTraceTools`; the agentic judge exposes
+these methods to the model as tools, and custom evaluators receive them as `tools`.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+
+class RunTraceTools(abc.ABC):
+    """Read-only trace access scoped to one run; nothing here can see another run's data."""
+
+    run_id: str
+
+    @abc.abstractmethod
+    async def get_spans(self) -> list[dict[str, Any]]:
+        """This run's spans (OpenTelemetry fields: name, span_id, parent_span_id, start/end, attributes)."""
+
+    @abc.abstractmethod
+    async def get_logs(self) -> list[dict[str, Any]]:
+        """This run's log records."""
+
+    @abc.abstractmethod
+    async def metrics(self) -> dict[str, Any]:
+        """Token, cost, duration and call rollups of this run's spans."""
+
+    @abc.abstractmethod
+    async def query(self, dsl: dict[str, Any]) -> list[dict[str, Any]]:
+        """A read-only search, always filtered to this run. Rejects scripts and writes."""
