@@ -29,13 +29,14 @@ def _stem(word: str) -> str:
     return word
 
 
-def terms(text: str) -> list[str]:
-    seen: dict[str, None] = {}
+def terms(text: str) -> dict[str, str]:
+    """Content words of `text`: stem -> the word as written."""
+    seen: dict[str, str] = {}
     for w in _WORD.findall(text.lower()):
         for part in re.split(r"[-_.:]", w) if len(w) > 12 else (w,):
             if part and part not in _STOP and len(part) > 2:
-                seen.setdefault(_stem(part), None)
-    return list(seen)
+                seen.setdefault(_stem(part), part)
+    return seen
 
 
 def _bag(text: str) -> set[str]:
@@ -67,8 +68,9 @@ class DemoJudge(JudgeProvider):
         passed = score >= self.threshold
         reasoning = (f"demo heuristic: {len(found_out)}/{len(wanted)} criteria terms in the output"
                      + (f", {len(found_traj)} more only in the trajectory" if found_traj else "")
-                     + (f"; missing: {', '.join(missing[:8])}" if missing else "")
+                     + (f"; missing: {', '.join(wanted[t] for t in missing[:8])}" if missing else "")
                      + f" (score {score:.2f}, pass at {self.threshold:.2f})")
         return Verdict(passed=passed, score=score, reasoning=reasoning, criteria=request.criteria,
                        role=request.role, evaluator="demo", model="demo-heuristic",
-                       details={"found": found_out + found_traj, "missing": missing})
+                       details={"found": [wanted[t] for t in found_out + found_traj],
+                                "missing": [wanted[t] for t in missing]})

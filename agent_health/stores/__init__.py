@@ -1,1 +1,1 @@
-"""stores"""
+"""Result stores: where TestResults live between runs."""

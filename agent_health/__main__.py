@@ -1,0 +1,3 @@
+from agent_health.cli.main import main
+
+main()
