@@ -15,6 +15,7 @@ Versions differ the way real agent builds do, so a benchmark has something to fi
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -174,6 +175,15 @@ class DemoConnector(Connector):
             raw_events=({"type": "demo", "scenario": pick_scenario(request.prompt).key, "version": version},),
         )
 
+    @staticmethod
+    def _as_json(sc: Scenario, answer: str, version: str) -> str:
+        """Structured answer; v1 leaves out the remediation, as a small model often does."""
+        body: dict[str, Any] = {"service": sc.service, "root_cause": answer.split(". ")[0],
+                                "confidence": 0.55 if version == "v1" else 0.85}
+        if version != "v1":
+            body["remediation"] = answer.split("Remediation: ")[-1] if "Remediation: " in answer else ""
+        return json.dumps(body)
+
     def _investigate(self, request: AgentRequest, version: str) -> tuple[list[Step], str]:
         text = request.prompt + " " + " ".join(str(c.get("value", "")) for c in request.context)
         sc = pick_scenario(text)
@@ -208,5 +218,7 @@ class DemoConnector(Connector):
             add("thinking", "Correlating the log errors, the metric change and the failing spans.", 1100.0,
                 output_tokens=150)
             answer = sc.v2_wrong or sc.deep_answer
+        if "json" in request.prompt.lower():
+            answer = self._as_json(sc, answer, version)
         add("message", answer, 800.0 if version == "v1" else 2400.0, output_tokens=_tokens(answer))
         return steps, answer

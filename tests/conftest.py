@@ -1,0 +1,42 @@
+"""Shared test helpers. Tests that need a real service start it in their own fixtures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIRE_SERVICES = os.environ.get("AGENT_HEALTH_REQUIRE_SERVICES") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip a test whose service cannot start, unless CI demands the service (then fail)."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"required service unavailable (AGENT_HEALTH_REQUIRE_SERVICES=1): {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def write_eval(tmp_path: Path):
+    """Write an eval file (dedented) under tmp_path/evals and return its path."""
+
+    def write(name: str, body: str) -> Path:
+        path = tmp_path / "evals" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(body).lstrip())
+        return path
+
+    return write
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The CLI as a user runs it: a separate process."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full_env.pop("AGENT_HEALTH_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "agent_health", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,146 @@
+"""The loader: per-file registries, ids, content hashes, data formats, clear file errors."""
+
+from __future__ import annotations
+
+import json
+
+from agent_health import load_tests
+from agent_health.loader import slug
+
+from .helpers import run_dir
+
+CODE = """
+from agent_health import test, describe, expect
+
+@test("alpha", prompt="p", labels=["a"])
+async def alpha(agent):
+    pass
+
+with describe("Group One"):
+    with describe("inner"):
+        @test("Beta test!")
+        def beta():
+            expect(1).to_equal(1)
+"""
+
+
+def test_ids_are_stable_and_partition_key_safe(write_eval, tmp_path):
+    write_eval("sub/demo.eval.py", CODE)
+    loaded = load_tests([tmp_path / "evals"])
+    ids = [t.case.id for t in loaded.tests]
+    assert ids == ["sub/demo::alpha", "sub/demo::group-one/inner/beta-test"]
+    assert [t.case.name for t in loaded.tests] == ["alpha", "Group One > inner > Beta test!"]
+    for i in ids:
+        assert "|" not in i and "..." not in i and "," not in i
+    # the same test has the same id when loaded through its file with the same root
+    again = load_tests([tmp_path / "evals" / "sub" / "demo.eval.py"], root=tmp_path / "evals")
+    assert [t.case.id for t in again.tests] == ids
+
+
+def test_loading_twice_never_duplicates(write_eval, tmp_path):
+    a = write_eval("a.eval.py", CODE)
+    write_eval("b.eval.py", CODE)
+    first = load_tests([tmp_path / "evals"])
+    second = load_tests([a, a, tmp_path / "evals"])
+    assert len(first.tests) == 4 and len(second.tests) == 4
+    assert {t.case.suite for t in first.tests} == {"a", "b"}
+    assert all(t.registry.path in ("a.eval.py", "b.eval.py") for t in first.tests)
+
+
+def test_content_hash_changes_only_with_the_definition(write_eval, tmp_path):
+    path = write_eval("h.eval.py", CODE)
+    h1 = {t.case.id: t.case.content_hash for t in load_tests([path]).tests}
+    assert h1 == {t.case.id: t.case.content_hash for t in load_tests([path]).tests}
+    path.write_text(CODE.replace("expect(1).to_equal(1)", "expect(2).to_equal(2)"))
+    h2 = {t.case.id: t.case.content_hash for t in load_tests([path]).tests}
+    assert h2["h::alpha"] == h1["h::alpha"]
+    assert h2["h::group-one/inner/beta-test"] != h1["h::group-one/inner/beta-test"]
+    path.write_text(CODE.replace('labels=["a"]', 'labels=["b"]'))
+    h3 = {t.case.id: t.case.content_hash for t in load_tests([path]).tests}
+    assert h3["h::alpha"] != h1["h::alpha"]
+
+
+def test_broken_files_are_reported_with_line_and_others_load(write_eval, tmp_path):
+    write_eval("good.eval.py", CODE)
+    write_eval("syntax.eval.py", "from agent_health import test\n\n@test('x')\ndef x(:\n    pass\n")
+    write_eval("raises.eval.py", "import os\n\nraise RuntimeError('cannot connect to seed db')\n")
+    write_eval("bad.json", '{"tests": [\n  {"name": "a", "prompt": "p"},\n  oops\n]}')
+    write_eval("dupe.eval.py", """
+        from agent_health import test
+
+        @test("same")
+        def a(): pass
+
+        @test("same")
+        def b(): pass
+    """)
+    write_eval("fixture.eval.py", """
+        from agent_health import test
+
+        @test("needs db")
+        def a(database): pass
+    """)
+    loaded = load_tests([tmp_path / "evals"])
+    errors = sorted(str(e) for e in loaded.errors)
+    assert len(loaded.tests) == 3  # good.eval.py (2) + the first "same"
+    assert any(e.startswith("syntax.eval.py:4:") and "SyntaxError" in e for e in errors)
+    assert any(e.startswith("raises.eval.py:3:") and "cannot connect to seed db" in e for e in errors)
+    assert any(e.startswith("bad.json:3:") and "invalid JSON" in e for e in errors)
+    assert any(e.startswith("dupe.eval.py:6:") and "duplicate test name 'same'" in e and "line 3" in e for e in errors)
+    assert any(e.startswith("fixture.eval.py:3:") and "'needs db'" in e and "'database'" in e for e in errors)
+
+
+def test_agent_health_export_format_loads_and_runs(write_eval, tmp_path):
+    cases = [{
+        "id": "tc-1", "name": "Payments outage", "description": "d", "category": "RCA", "difficulty": "Hard",
+        "tags": ["payments"], "initialPrompt": "Why are card payments failing?",
+        "context": [{"description": "Error log", "value": "Connection refused to db-primary:5432"}],
+        "expectedOutcomes": ["identifies that payment-service cannot reach its database"],
+        "expectedTrajectory": [{"step": 1, "description": "logs", "requiredTools": ["search_logs"]},
+                               {"step": 2, "description": "traces", "requiredTools": ["query_traces"]}],
+    }]
+    write_eval("exported.json", json.dumps({"testCases": cases}))
+    loaded = load_tests([tmp_path / "evals"])
+    case = loaded.tests[0].case
+    assert case.kind == "data" and case.prompt == "Why are card payments failing?"
+    assert case.labels == ("payments", "category:RCA", "difficulty:Hard")
+    assert case.context[0].value.startswith("Connection refused")
+    assert case.expected_trajectory[1].required_tools == ("query_traces",)
+    v1 = run_dir(tmp_path / "evals", agent="demo@v1")["Payments outage"]
+    v2 = run_dir(tmp_path / "evals", agent="demo@v2")["Payments outage"]
+    # v1 never queries traces: the required-tool check fails; v2 passes both checks and the judge
+    assert v1.status == "failed" and "query_traces" in v1.error
+    assert v2.status == "passed", v2.error
+    assert [s.kind for s in v2.signals] == ["deterministic", "deterministic", "judge"]
+    assert v2.run.context[0]["value"].startswith("Connection refused")
+
+
+def test_native_yaml_and_jsonl(write_eval, tmp_path):
+    write_eval("native.yaml", """
+        defaults:
+          labels: [smoke]
+        tests:
+          - name: oom
+            prompt: image-resizer OOMKilled
+            expected_tools: [search_logs]
+            expected_outcomes: [memory leak]
+    """)
+    write_eval("rows.jsonl", '{"name": "r1", "prompt": "disk full on logs-ingest"}\n\n'
+                             '{"id": "r2", "initialPrompt": "kafka consumer lag"}\n')
+    write_eval("empty.yaml", "tests:\n  - name: no prompt here\n")
+    loaded = load_tests([tmp_path / "evals"])
+    ids = sorted(t.case.id for t in loaded.tests)
+    assert ids == ["native::oom", "rows::r1", "rows::r2"]
+    assert [str(e) for e in loaded.errors] == ["empty.yaml: case 'no prompt here' has no prompt "
+                                               "('initialPrompt' or 'prompt')"]
+    assert loaded.tests[0].case.labels == ("smoke",)
+
+
+def test_missing_path_is_an_error():
+    loaded = load_tests(["/nonexistent/evals"])
+    assert not loaded.tests and "no such file or directory" in str(loaded.errors[0])
+
+
+def test_slug():
+    assert slug("Checkout > Happy path!") == "checkout/happy-path"
+    assert slug("A  B") == "a-b"
