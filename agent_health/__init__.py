@@ -8,7 +8,7 @@ from agent_health.config import AgentSpec, Config, define_config, load_config
 from agent_health.engine import Engine, EngineOptions
 from agent_health.loader import LoadedTest, LoadResult, load_tests
 from agent_health.model import (
-    SCHEMA_VERSION, ContextItem, ExpectedStep, Insight, RunResult, Signal, Step, TestCase, TestResult,
+    SCHEMA_VERSION, ContextItem, ExpectedStep, Insight, RunReport, RunResult, RunSummary, Signal, Step, TestCase, TestResult,
     TrialResult, Usage, Verdict,
 )
 from agent_health.sdk.agent import AgentProxy
@@ -28,7 +28,7 @@ agent = AgentProxy()
 __all__ = [
     "SCHEMA_VERSION", "AgentError", "AgentHealthError", "AgentSpec", "Config", "ConfigError", "ContextItem",
     "Engine", "EngineOptions", "EvalFileError", "ExpectedStep", "InfrastructureError", "Insight", "LoadResult",
-    "LoadedTest", "RunResult", "Signal", "Step", "TestCase", "TestInfo", "TestResult", "TrialResult", "Usage",
+    "LoadedTest", "RunReport", "RunResult", "RunSummary", "Signal", "Step", "TestCase", "TestInfo", "TestResult", "TrialResult", "Usage",
     "UsageError", "Verdict", "__version__", "after_all", "after_each", "agent", "before_all", "before_each",
     "define_config", "describe", "expect", "fixture", "judge", "load_config", "load_tests", "run_tests", "test",
 ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import AsyncIterator, Callable, Sequence
 
-from agent_health.analysis.insights import with_insights
 from agent_health.config import Config
 from agent_health.connectors.base import AgentRuntime
 from agent_health.engine import Engine, EngineOptions
@@ -31,12 +30,16 @@ def engine_options(config: Config, **overrides: object) -> EngineOptions:
     return EngineOptions(**base)  # type: ignore[arg-type]
 
 
+def open_engine(config: Config, agent_ref: str, options: EngineOptions | None = None) -> Engine:
+    """The engine for one agent version, wired from the configuration. Close it with `aclose()`."""
+    options = options or engine_options(config)
+    return Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge), options)
+
+
 async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: str,
                        options: EngineOptions | None = None) -> AsyncIterator[TestResult]:
     """Run `tests` against one agent version, yielding results as they finish."""
-    options = options or engine_options(config)
-    engine = Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge), options,
-                    analyzers=[with_insights])
+    engine = open_engine(config, agent_ref, options)
     try:
         async for result in engine.run(tests):
             yield result

@@ -69,17 +69,14 @@ def print_list(result: LoadResult, tests: list[LoadedTest]) -> None:
 
 async def run_agents(tests: list[LoadedTest], config: Config, agents: Sequence[str], options,
                      reporters: list[Reporter]) -> tuple[list[TestResult], list[RunSummary], list[str], int]:
-    from agent_health.analysis.insights import with_insights
-    from agent_health.engine import Engine
-    from agent_health.session import build_judges, build_runtime
+    from agent_health.session import open_engine
 
     results: list[TestResult] = []
     summaries: list[RunSummary] = []
     hook_errors: list[str] = []
     not_run = 0
     for ref in agents:
-        engine = Engine(build_runtime(config, ref), build_judges(config, skip=options.skip_judge), options,
-                        analyzers=[with_insights])
+        engine = open_engine(config, ref, options)
         for rep in reporters:
             rep.start(ref, len(tests))
         t0 = time.perf_counter()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Sequence
 
+from agent_health.analysis.insights import with_insights
 from agent_health.analysis.metrics import run_metrics
 from agent_health.connectors.base import AgentRuntime
 from agent_health.engine import scoring
@@ -62,11 +63,12 @@ class Engine:
     """Runs tests against one agent version with fixtures, hooks, concurrency and timeouts."""
 
     def __init__(self, runtime: AgentRuntime | None, judges: JudgeService | None = None,
-                 options: EngineOptions | None = None, analyzers: Sequence[Analyzer] = ()):
+                 options: EngineOptions | None = None, analyzers: Sequence[Analyzer] | None = None):
         self.runtime = runtime
         self.options = options or EngineOptions()
         self.judges = judges or JudgeService(skip=self.options.skip_judge)
-        self.analyzers = list(analyzers)
+        # offline insights are always on; transports may add analyzers (trace metrics, synthesizers)
+        self.analyzers = list(analyzers) if analyzers is not None else [with_insights]
         self.hook_errors: list[str] = []
         self.not_run = 0
 

@@ -1,0 +1,48 @@
+"""The data model round-trips through JSON, and RunResult helpers work."""
+
+from __future__ import annotations
+
+from agent_health import TestResult
+
+from .helpers import run_dir
+
+
+def test_results_round_trip_through_json(write_eval, tmp_path):
+    write_eval("s.eval.py", """
+        from agent_health import test, expect
+
+        @test("rt", prompt="kafka consumer lag on orders", labels=["x"], epochs=2)
+        async def rt(agent, judge):
+            r = await agent.run()
+            expect.soft(r).to_have_called_tool("get_metrics")
+            await judge.observe(r, "consumer rebalance")
+    """)
+    result = run_dir(tmp_path / "evals")["rt"]
+    again = TestResult.model_validate_json(result.model_dump_json())
+    assert again == result
+    assert again.schema_version == 1 and again.trials[1].run.trajectory == result.trials[1].run.trajectory
+    assert again.run.tool_calls("search_logs")[0].args == {"service": "orders-consumer", "level": "error"}
+    assert again.metrics["redundant_calls"] == 1 and again.metrics["tool_histogram"]["search_logs"] == 2
+    assert any(i.rule == "redundant_calls" for i in again.insights)
+
+
+def test_run_result_helpers(write_eval, tmp_path):
+    write_eval("s.eval.py", """
+        from agent_health import test
+
+        @test("j", prompt="payment service failing, answer in json")
+        async def j(agent):
+            r = await agent.run()
+            assert r.json()["service"] == "payment-service"
+            assert r.first_tool_call("get_metrics").args["metric"] == "db_connections_active"
+            assert r.first_tool_call("nope") is None
+            assert len(r.steps_of_type("tool_result")) == 3
+            try:
+                r.output = "changed"
+            except Exception:
+                pass
+            else:
+                raise AssertionError("RunResult must be immutable")
+    """)
+    r = run_dir(tmp_path / "evals")["j"]
+    assert r.status == "passed", r.error
