@@ -55,20 +55,26 @@ def import_eval_file(path: Path, rel: str) -> FileRegistry:
     return registry
 
 
-def _body_source(spec: TestSpec) -> str:
+def _body_source(spec: TestSpec, cache: dict[object, str]) -> str:
+    """Source of the body; bodies defined in a loop share one code object, so parse it once."""
+    code = getattr(spec.body, "__code__", None)
+    if code in cache:
+        return cache[code]
     try:
-        return inspect.getsource(spec.body)
+        source = inspect.getsource(spec.body)
     except (OSError, TypeError):
-        return getattr(getattr(spec.body, "__code__", None), "co_code", b"").hex()
+        source = code.co_code.hex() if code else repr(spec.body)
+    cache[code] = source
+    return source
 
 
-def code_case(spec: TestSpec, suite: str, rel: str) -> TestCase:
+def code_case(spec: TestSpec, suite: str, rel: str, sources: dict[object, str] | None = None) -> TestCase:
     options = {
         "name": spec.name, "prompt": spec.prompt, "labels": spec.labels, "description": spec.description,
         "context": [c.model_dump() for c in spec.context], "timeout": spec.timeout_s,
         "expected_outcomes": spec.expected_outcomes,
         "expected_trajectory": [s.model_dump() for s in spec.expected_trajectory],
-        "skip_judge": spec.skip_judge, "epochs": spec.epochs, "body": _body_source(spec),
+        "skip_judge": spec.skip_judge, "epochs": spec.epochs, "body": _body_source(spec, {} if sources is None else sources),
         "fixtures": sorted(spec.fixtures),
     }
     return TestCase(
@@ -100,7 +106,7 @@ def missing_fixtures(spec: TestSpec, registry: FileRegistry) -> list[str]:
 def load_code_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFileError]]:
     registry = import_eval_file(path, rel)
     suite = suite_name(rel)
-    tests, errors, ids = [], list(registry.errors), {}
+    tests, errors, ids, sources = [], list(registry.errors), {}, {}
     for spec in registry.tests:
         missing = missing_fixtures(spec, registry)
         if missing:
@@ -109,7 +115,7 @@ def load_code_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
                                              f"{', '.join(map(repr, missing))}; known: {', '.join(known)}",
                                         spec.line))
             continue
-        case = code_case(spec, suite, rel)
+        case = code_case(spec, suite, rel, sources)
         if case.id in ids:
             errors.append(EvalFileError(rel, f"test {spec.name!r} has the same id {case.id!r} as test "
                                              f"{ids[case.id]!r}; rename one", spec.line))
