@@ -184,6 +184,9 @@ class Engine:
                         await self._hook(hook, fixtures, "before_each")
                 kwargs = await fixtures.kwargs_for(spec.body)
                 await call(spec.body, kwargs, thread=True)
+                for pending in ctx.pending:
+                    if not pending.awaited:
+                        await pending
         except TimeoutError:
             ctx.record(Signal(kind="deterministic", role="gate", name="timeout", passed=False, score=0.0,
                               reasoning=f"test did not finish within {timeout:g}s",
@@ -199,6 +202,8 @@ class Engine:
         except Exception as exc:
             infra.append(f"{_where(exc)}{type(exc).__name__}: {exc}")
         finally:
+            for pending in ctx.pending:
+                pending.close()
             for scope in reversed(chain):
                 for hook in reversed(scope.hooks["after_each"]):
                     try:

@@ -46,6 +46,7 @@ class TestContext:
     signals: list[Signal] = field(default_factory=list)
     run: "RunResult | None" = None
     run_started: bool = False
+    pending: list[Any] = field(default_factory=list)  # judge() calls an async body may forget to await
     loop: Any = None  # the engine's event loop, so sync bodies can call async capabilities
     lock: threading.Lock = field(default_factory=threading.Lock)
 

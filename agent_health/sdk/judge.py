@@ -41,12 +41,40 @@ async def _judge(ctx: TestContext, request: JudgeRequest) -> Verdict:
     return verdict
 
 
+class PendingVerdict:
+    """What `judge()` returns in an async body: await it for the Verdict. The engine awaits any
+    that the body forgot, so a verdict is never silently lost."""
+
+    def __init__(self, coro: Any):
+        self._coro = coro
+        self.awaited = False
+
+    def __await__(self) -> Any:
+        self.awaited = True
+        return self._coro.__await__()
+
+    def close(self) -> None:
+        """Drop a verdict that will never be awaited (the body already stopped)."""
+        if not self.awaited:
+            self._coro.close()
+
+    def or_throw(self) -> None:
+        raise TypeError("judge() must be awaited first: `(await judge(result, criteria)).or_throw()`")
+
+    to_pass = or_throw
+
+
 class JudgeAPI:
     """The `judge` fixture/function."""
 
     def __call__(self, result: Any, criteria: str | Mapping[str, Any], *, gate: bool = True, **kw: Any) -> Any:
         ctx = current_context("judge()")
-        return bridge(ctx, _judge(ctx, build_request(ctx, result, criteria, gate=gate, **kw)))
+        out = bridge(ctx, _judge(ctx, build_request(ctx, result, criteria, gate=gate, **kw)))
+        if isinstance(out, Verdict):
+            return out
+        pending = PendingVerdict(out)
+        ctx.pending.append(pending)
+        return pending
 
     def observe(self, result: Any, criteria: str | Mapping[str, Any], **kw: Any) -> Any:
         """Record a verdict that feeds score and insights but never gates."""

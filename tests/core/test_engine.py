@@ -367,3 +367,23 @@ def test_after_all_failure_is_reported(write_eval, tmp_path):
     res, engine = run_engine(loaded.tests)
     assert res["t"].status == "passed"
     assert len(engine.hook_errors) == 1 and "cleanup failed" in engine.hook_errors[0]
+
+
+def test_a_judge_the_body_forgot_to_await_is_still_recorded(write_eval, tmp_path):
+    write_eval("s.eval.py", """
+        from agent_health import test
+
+        @test("forgot await", prompt="payment service failing")
+        async def forgot(agent, judge):
+            r = await agent.run()
+            judge(r, "talks about quantum chromodynamics")
+
+        @test("or_throw without await", prompt="payment service failing")
+        async def no_await(agent, judge):
+            r = await agent.run()
+            judge(r, "payment service").or_throw()
+    """)
+    res = run_dir(tmp_path / "evals")
+    assert res["forgot await"].status == "failed" and res["forgot await"].signals[0].kind == "judge"
+    assert res["or_throw without await"].status == "errored"
+    assert "must be awaited first" in res["or_throw without await"].error
