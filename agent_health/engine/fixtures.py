@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
+from concurrent.futures import Executor
 from typing import Any, Callable
 
 from agent_health.sdk.api import parameters
@@ -11,12 +14,14 @@ from agent_health.sdk.errors import FixtureError
 from agent_health.sdk.registry import FixtureDef
 
 
-async def call(fn: Callable[..., Any], kwargs: dict[str, Any], *, thread: bool = False) -> Any:
-    """Call a user function; coroutines are awaited, sync functions run inline or in a worker thread."""
+async def call(fn: Callable[..., Any], kwargs: dict[str, Any], *, executor: Executor | None = None) -> Any:
+    """Call a user function; coroutines are awaited, sync functions run inline or, given an
+    executor, in a worker thread that sees the caller's context variables (the test context)."""
     if inspect.iscoroutinefunction(fn):
         return await fn(**kwargs)
-    if thread:
-        return await asyncio.to_thread(fn, **kwargs)
+    if executor is not None:
+        ctx = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(ctx.run, fn, **kwargs))
     result = fn(**kwargs)
     if inspect.isawaitable(result):
         return await result

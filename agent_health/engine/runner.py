@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Sequence
@@ -71,6 +72,9 @@ class Engine:
         self.analyzers = list(analyzers) if analyzers is not None else [with_insights]
         self.hook_errors: list[str] = []
         self.not_run = 0
+        # sync bodies block a thread for the whole agent call: size the pool to the concurrency
+        self._threads = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
+                                           thread_name_prefix="agent-health-body")
 
     @property
     def agent_ref(self) -> str:
@@ -183,7 +187,7 @@ class Engine:
                     for hook in scope.hooks["before_each"]:
                         await self._hook(hook, fixtures, "before_each")
                 kwargs = await fixtures.kwargs_for(spec.body)
-                await call(spec.body, kwargs, thread=True)
+                await call(spec.body, kwargs, executor=self._threads)
                 for pending in ctx.pending:
                     if not pending.awaited:
                         await pending
@@ -256,6 +260,7 @@ class Engine:
         return TestResult.for_case(test.case, self.agent_ref, **fields)
 
     async def aclose(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
         if self.runtime is not None:
             await self.runtime.aclose()
         await self.judges.aclose()

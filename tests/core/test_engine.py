@@ -387,3 +387,22 @@ def test_a_judge_the_body_forgot_to_await_is_still_recorded(write_eval, tmp_path
     assert res["forgot await"].status == "failed" and res["forgot await"].signals[0].kind == "judge"
     assert res["or_throw without await"].status == "errored"
     assert "must be awaited first" in res["or_throw without await"].error
+
+
+def test_sync_bodies_run_up_to_the_concurrency_at_once(write_eval, tmp_path):
+    src = ["import threading, time", "from agent_health import test", "lock = threading.Lock()",
+           "state = {'now': 0, 'peak': 0}", "",
+           "def body():",
+           "    with lock:",
+           "        state['now'] += 1; state['peak'] = max(state['peak'], state['now'])",
+           "    time.sleep(0.05)",
+           "    with lock:",
+           "        state['now'] -= 1",
+           "    assert state['peak'] <= 16", ""]
+    for i in range(32):
+        src.append(f"test('t{i:02d}')(lambda: body())")
+    src += ["", "@test('peak')", "def peak():", "    time.sleep(0.3)", "    assert state['peak'] == 16, state"]
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "threads.eval.py").write_text("\n".join(src) + "\n")
+    res = run_dir(tmp_path / "evals", concurrency=16)
+    assert res["peak"].status == "passed", res["peak"].error
