@@ -4,6 +4,7 @@ configuration, then run tests through the engine."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import AsyncIterator, Callable, Sequence
 
 from agent_health.config import Config
@@ -19,9 +20,14 @@ def build_runtime(config: Config, agent_ref: str) -> AgentRuntime:
     return AgentRuntime(config.agent(agent_ref))
 
 
-def build_judges(config: Config, *, skip: bool = False) -> JudgeService:
-    """The judge service for a run, from the `judge` settings."""
-    return JudgeService(skip=skip, concurrency=config.judge.concurrency)
+def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) -> JudgeService:
+    """The judge service for a run, from the `judge` settings and `evaluators`.
+
+    `no_cache=True` (CLI `--no-cache`, or env AGENT_HEALTH_NO_CACHE=1) bypasses the persistent judge
+    cache: every judgement calls the provider and nothing is stored."""
+    no_cache = no_cache or os.environ.get("AGENT_HEALTH_NO_CACHE", "").lower() in ("1", "true", "yes")
+    return JudgeService.from_settings(config.judge, state_path=config.state_path, skip=skip, no_cache=no_cache,
+                                      evaluators=config.evaluators)
 
 
 def engine_options(config: Config, **overrides: object) -> EngineOptions:
@@ -30,16 +36,20 @@ def engine_options(config: Config, **overrides: object) -> EngineOptions:
     return EngineOptions(**base)  # type: ignore[arg-type]
 
 
-def open_engine(config: Config, agent_ref: str, options: EngineOptions | None = None) -> Engine:
-    """The engine for one agent version, wired from the configuration. Close it with `aclose()`."""
+def open_engine(config: Config, agent_ref: str, options: EngineOptions | None = None, *,
+                no_cache: bool = False) -> Engine:
+    """The engine for one agent version, wired from the configuration. Close it with `aclose()`.
+
+    `no_cache=True` bypasses the persistent judge cache (CLI `--no-cache`)."""
     options = options or engine_options(config)
-    return Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge), options)
+    return Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge, no_cache=no_cache),
+                  options)
 
 
 async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: str,
-                       options: EngineOptions | None = None) -> AsyncIterator[TestResult]:
+                       options: EngineOptions | None = None, *, no_cache: bool = False) -> AsyncIterator[TestResult]:
     """Run `tests` against one agent version, yielding results as they finish."""
-    engine = open_engine(config, agent_ref, options)
+    engine = open_engine(config, agent_ref, options, no_cache=no_cache)
     try:
         async for result in engine.run(tests):
             yield result
@@ -48,12 +58,12 @@ async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: s
 
 
 def run_tests(tests: Sequence[LoadedTest], config: Config, agent_ref: str, options: EngineOptions | None = None,
-              on_result: Callable[[TestResult], None] | None = None) -> list[TestResult]:
+              on_result: Callable[[TestResult], None] | None = None, *, no_cache: bool = False) -> list[TestResult]:
     """Blocking convenience over `iter_results`."""
 
     async def main() -> list[TestResult]:
         out = []
-        async for r in iter_results(tests, config, agent_ref, options):
+        async for r in iter_results(tests, config, agent_ref, options, no_cache=no_cache):
             out.append(r)
             if on_result:
                 on_result(r)

@@ -13,15 +13,46 @@ from agent_health.sdk.errors import ConfigError
 
 
 class JudgeSettings(BaseModel):
-    """Which judge provider runs `judge()` and how."""
+    """Which judge provider runs `judge()` and how (see agent_health/judges/service.py).
+
+    A judge model is named `provider:model` (e.g. `openai:gpt-4o-mini`, `bedrock:anthropic.claude-3-5-haiku-...`,
+    `demo`) or a bare model id of the default `provider`. It can be chosen per run (`model`), per test
+    (`per_test`) and per call (`judge(..., model=...)`).
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    provider: str = Field("demo", description="demo (offline heuristic), openai, or bedrock.")
-    model: str | None = Field(None, description="Judge model id.")
-    settings: dict[str, Any] = Field(default_factory=dict, description="Provider settings.")
-    concurrency: int = Field(8, description="Judge calls in flight at once, apart from the agent's limit.")
+    provider: str = Field("demo", description="Default provider: demo (offline heuristic), openai, bedrock, "
+                                              "or a name from `providers`.")
+    model: str | None = Field(None, description="Judge model id of the default provider.")
+    settings: dict[str, Any] = Field(default_factory=dict, description="Settings of the default provider (openai: "
+                                     "base_url, api_key_env, temperature, max_tokens, json_mode, timeout_s, headers; "
+                                     "bedrock: region, profile, endpoint_url, inference_config, timeout_s).")
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict, description="More named providers: "
+                                                 "{name: {type: openai|bedrock, model: ..., <settings>}}.")
+    per_test: dict[str, str] = Field(default_factory=dict, description="Test id glob -> judge model for those tests.")
+    concurrency: int = Field(8, ge=1, description="Judge calls in flight at once, apart from the agent's limit.")
     cache: bool = Field(True, description="Use the persistent judge cache.")
+    cache_file: str = Field("judge_cache.sqlite", description="Cache file, relative to the state folder.")
+    max_retries: int = Field(4, ge=0, description="Retries after a rate-limit answer (429, throttling).")
+    backoff_s: float = Field(1.0, ge=0, description="First rate-limit backoff delay (doubles, with jitter).")
+    backoff_max_s: float = Field(30.0, ge=0, description="Longest single backoff delay (caps Retry-After too).")
+    max_output_chars: int = Field(12000, ge=100, description="Output characters the judge sees.")
+    max_step_chars: int = Field(2000, ge=50, description="Characters per trajectory step (long tool outputs cut).")
+    max_steps: int = Field(200, ge=1, description="Trajectory steps the judge sees.")
+    max_trace_chars: int = Field(12000, ge=100, description="Characters of spans/logs, and per judge tool result.")
+    max_tool_steps: int = Field(6, ge=1, description="Model turns an agentic judge may spend calling tools.")
+
+    @field_validator("settings", "providers")
+    @classmethod
+    def _no_inline_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        flat = [value] + [v for v in value.values() if isinstance(v, dict)]
+        for d in flat:
+            for k in d:
+                if str(k).lower() in ("api_key", "apikey", "secret", "password", "token", "aws_secret_access_key"):
+                    raise ValueError(f"judge setting {k!r}: secrets never go in the configuration; name an "
+                                     "environment variable instead (api_key_env) or use the AWS credential chain")
+        return value
 
 
 class TraceSettings(BaseModel):

@@ -1,44 +1,203 @@
-"""The judge service: picks a provider, applies skip mode and the judge concurrency limit, and
-turns every failure into an errored verdict, so `judge()` never raises."""
+"""The judge service: picks a provider per run, test or call, applies skip mode, the cache and the
+judge concurrency limit, and turns every failure into an errored verdict, so `judge()` never raises.
+
+Routing, for one request:
+1. `evaluator="name"` runs the custom evaluator `name` from the configuration (rubrics included),
+   with an `llm` helper bound to the judge model chosen below.
+2. The judge model is the call's `model=`, else the first `per_test` glob matching the test id,
+   else the run's `judge.model` (with `judge.provider`). `provider:model` picks a provider
+   (`openai`, `bedrock`, `demo`, or a name from `judge.providers`); a bare id uses the default one.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+import fnmatch
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from agent_health.judges.base import JudgeProvider, JudgeRequest
+from agent_health.judges.cache import JudgeCache
+from agent_health.judges.chat import Backoff, ChatClient
+from agent_health.judges.llm import CachedLLM
 from agent_health.model import Verdict
+from agent_health.sdk.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_health.config.model import JudgeSettings
 
 ProviderFactory = Callable[[JudgeRequest], JudgeProvider]
+BUILTIN_PROVIDERS = ("demo", "openai", "bedrock")
 
 
 class JudgeService:
     """Shared by the tests of one engine run."""
 
     def __init__(self, provider: JudgeProvider | None = None, *, skip: bool = False, concurrency: int = 8,
-                 select: ProviderFactory | None = None):
+                 select: ProviderFactory | None = None, settings: "JudgeSettings | None" = None,
+                 evaluators: Mapping[str, Callable[..., Any]] | None = None, cache: JudgeCache | Path | None = None):
         from agent_health.judges.demo import DemoJudge
 
         self.provider = provider or DemoJudge()
         self.skip = skip
         self._select = select
+        self.settings = settings
+        self.evaluators = dict(evaluators or {})
+        # A path opens lazily, so runs that only use the demo judge never create the cache file.
+        self._cache: JudgeCache | None = cache if isinstance(cache, JudgeCache) else None
+        self._cache_path = Path(cache) if isinstance(cache, (str, Path)) else None
         self._limit = asyncio.Semaphore(max(1, concurrency))
+        self._clients: dict[tuple[str, str], ChatClient] = {}
+        self._judges: dict[tuple[str, str], JudgeProvider] = {}
+        if settings is not None:
+            self.resolve(settings.model)  # fail fast on an unknown provider or missing key, naming the setting
 
+    @classmethod
+    def from_settings(cls, settings: "JudgeSettings", *, state_path: Path | None = None, skip: bool = False,
+                      no_cache: bool = False, evaluators: Mapping[str, Callable[..., Any]] | None = None) -> "JudgeService":
+        """Build from `JudgeSettings`; the cache lives in `state_path/settings.cache_file`."""
+        cache = None
+        if settings.cache and not no_cache and not skip and state_path is not None:
+            cache = Path(state_path) / settings.cache_file
+        return cls(skip=skip, concurrency=settings.concurrency, settings=settings, evaluators=evaluators, cache=cache)
+
+    @property
+    def cache(self) -> JudgeCache | None:
+        """The persistent cache (opened on first use), or None when caching is off."""
+        if self._cache is None and self._cache_path is not None:
+            self._cache = JudgeCache(self._cache_path)
+        return self._cache
+
+    # -- provider selection ----------------------------------------------------------
+    def model_for(self, request: JudgeRequest) -> str | None:
+        """The judge model spec for this request: call, then per-test glob, then the run's."""
+        if request.model:
+            return request.model
+        if self.settings is not None:
+            if request.test_id:
+                for pattern, spec in self.settings.per_test.items():
+                    if fnmatch.fnmatchcase(request.test_id, pattern):
+                        return spec
+            return self.settings.model
+        return None
+
+    def _split(self, spec: str | None) -> tuple[str, str | None, dict[str, Any]]:
+        """(provider type, model, settings) for a model spec."""
+        s = self.settings
+        assert s is not None
+        name, model = s.provider, spec
+        if spec:
+            head, sep, rest = spec.partition(":")
+            if sep and (head in BUILTIN_PROVIDERS or head in s.providers):
+                name, model = head, rest or None
+            elif spec in BUILTIN_PROVIDERS or spec in s.providers:
+                name, model = spec, None
+        if name in s.providers:
+            conf = dict(s.providers[name])
+            kind = str(conf.pop("type", name))
+            model = model or conf.pop("model", None)
+            conf.pop("model", None)
+        elif name == s.provider:
+            kind, conf = name, dict(s.settings)
+            model = model or s.model
+        elif name in BUILTIN_PROVIDERS:
+            kind, conf = name, {}
+        else:
+            raise ConfigError(f"judge provider {name!r} unknown; use one of {list(BUILTIN_PROVIDERS)} "
+                              f"or a name from judge.providers {sorted(s.providers)}")
+        if kind not in BUILTIN_PROVIDERS:
+            raise ConfigError(f"judge provider {name!r} has type {kind!r}; use one of {list(BUILTIN_PROVIDERS)}")
+        if kind != "demo" and not model:
+            raise ConfigError(f"judge provider {name!r} needs a model (judge.model, or model='{name}:<model id>')")
+        return kind, model, conf
+
+    def client(self, spec: str | None) -> ChatClient | None:
+        """The chat client for a model spec (None for the demo provider)."""
+        kind, model, conf = self._split(spec)
+        if kind == "demo":
+            return None
+        key = (kind, f"{model}|{sorted(conf.items())!r}")
+        if key not in self._clients:
+            s = self.settings
+            assert s is not None and model
+            backoff = Backoff(max_retries=s.max_retries, base_s=s.backoff_s, max_s=s.backoff_max_s)
+            if kind == "openai":
+                from agent_health.judges.openai import OpenAIChat
+
+                self._clients[key] = OpenAIChat(model, conf, backoff)
+            else:
+                from agent_health.judges.bedrock import BedrockChat
+
+                self._clients[key] = BedrockChat(model, conf, backoff)
+        return self._clients[key]
+
+    def resolve(self, spec: str | None) -> JudgeProvider:
+        """The judge provider for a model spec (the demo judge, or an LLM judge)."""
+        if self.settings is None:
+            return self.provider
+        client = self.client(spec)
+        if client is None:
+            return self.provider
+        key = (client.provider, id(client).__str__())
+        if key not in self._judges:
+            from agent_health.judges.llm_judge import LLMJudge
+            from agent_health.judges.prompt import PromptLimits
+
+            s = self.settings
+            limits = PromptLimits(max_output_chars=s.max_output_chars, max_step_chars=s.max_step_chars,
+                                  max_steps=s.max_steps, max_trace_chars=s.max_trace_chars)
+            self._judges[key] = LLMJudge(client, limits=limits, max_tool_steps=s.max_tool_steps, cache=self.cache)
+        return self._judges[key]
+
+    def llm(self, model: str | None = None) -> CachedLLM:
+        """The cached `llm` helper for a model spec (custom evaluators, the insight synthesizer)."""
+        spec = model or (self.settings.model if self.settings else None)
+        client = self.client(spec) if self.settings is not None else None
+        return CachedLLM(client, self.cache if client is not None else None,
+                         unavailable="the judge provider is the offline demo heuristic; "
+                                     "configure judge=... with an openai or bedrock model")
+
+    # -- judging ------------------------------------------------------------------
     async def judge(self, request: JudgeRequest, *, skip: bool = False) -> Verdict:
+        """One verdict; never raises."""
         if self.skip or skip:
             return Verdict(passed=True, score=None, skipped=True, criteria=request.criteria, role=request.role,
                            reasoning="judge skipped (skip mode)", evaluator="skipped")
-        provider = self._select(request) if self._select else self.provider
+        who = request.evaluator or request.model or "judge"
         try:
             async with self._limit:
-                verdict = await provider.evaluate(request)
+                if request.evaluator is not None and request.evaluator not in BUILTIN_PROVIDERS:
+                    verdict = await self._custom(request)
+                else:
+                    spec = request.evaluator if request.evaluator in BUILTIN_PROVIDERS and not request.model \
+                        else self.model_for(request)
+                    provider = self._select(request) if self._select else self.resolve(spec)
+                    who = provider.name or type(provider).__name__
+                    verdict = await provider.evaluate(request)
         except Exception as exc:  # provider failure: errored, never a silent pass or zero
+            where = f" in test {request.test_id}" if request.test_id else ""
             return Verdict(passed=False, errored=True, criteria=request.criteria, role=request.role,
-                           error=f"{provider.name or type(provider).__name__} judge failed: "
-                                 f"{type(exc).__name__}: {exc}", evaluator=provider.name or "judge")
+                           error=f"{who} judge failed{where}: {type(exc).__name__}: {exc}", evaluator=str(who))
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
         return verdict
 
+    async def _custom(self, request: JudgeRequest) -> Verdict:
+        from agent_health.judges.custom import run_custom
+
+        name = str(request.evaluator)
+        fn = self.evaluators.get(name)
+        if fn is None:
+            known = sorted(self.evaluators) + list(BUILTIN_PROVIDERS)
+            raise ConfigError(f"evaluator {name!r} is not configured; known: {', '.join(known)}")
+        return await run_custom(name, fn, request, self.llm(self.model_for(request)))
+
     async def aclose(self) -> None:
         await self.provider.aclose()
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+        self._judges.clear()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

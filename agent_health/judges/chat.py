@@ -1,0 +1,131 @@
+"""Provider-neutral chat types and the rate-limit backoff shared by the LLM providers.
+
+The judge logic (contextual, agentic, rubric, the `llm` helper) speaks these types; `openai.py` and
+`bedrock.py` translate them to their wire formats. Keeping one shape means every judging mode works
+with every provider.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import random
+from typing import Any, Awaitable, Callable, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_health.model import Usage
+
+T = TypeVar("T")
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(description="Provider call id, echoed back with the result.")
+    name: str = Field(description="Tool name.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Parsed arguments.")
+
+
+class ChatMessage(BaseModel):
+    """One conversation turn. `tool` turns carry one tool result for `tool_call_id`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = Field(False, description="A tool turn that reports a failed tool call.")
+
+
+class ToolSpec(BaseModel):
+    """A tool offered to the model (JSON-schema parameters)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ChatResponse(BaseModel):
+    """What one model call returned."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    model: str | None = None
+
+
+class ProviderError(Exception):
+    """A provider call failed for good (bad request, auth, server error, unreachable)."""
+
+
+class RateLimited(Exception):
+    """The provider asked us to slow down (HTTP 429/503, Bedrock throttling); retried with backoff."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Backoff(BaseModel):
+    """Rate-limit retry policy."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_retries: int = Field(4, description="Retries after a rate-limit answer before giving up.")
+    base_s: float = Field(1.0, description="First backoff delay; doubles each retry (with jitter).")
+    max_s: float = Field(30.0, description="Cap on one delay, also applied to Retry-After.")
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.max_s)
+        return min(self.max_s, self.base_s * (2 ** attempt)) * (0.5 + random.random() / 2)
+
+    async def run(self, call: Callable[[], Awaitable[T]], what: str) -> tuple[T, int]:
+        """Run `call`, retrying on RateLimited; returns (result, retries made)."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await call(), attempt
+            except RateLimited as exc:
+                if attempt >= self.max_retries:
+                    raise ProviderError(f"{what}: still rate limited after {self.max_retries} retries: {exc}") from exc
+                await asyncio.sleep(self.delay(attempt, exc.retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+class ChatClient(abc.ABC):
+    """One provider + model. Raises ProviderError on failure; backs off on rate limits."""
+
+    provider: str = ""
+
+    def __init__(self, model: str, backoff: Backoff | None = None):
+        self.model = model
+        self.backoff = backoff or Backoff()
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    async def chat(self, messages: list[ChatMessage], *, system: str | None = None,
+                   tools: tuple[ToolSpec, ...] = (), json_mode: bool = False) -> ChatResponse:
+        """One model call, rate limits retried; `usage.retries` counts the retries."""
+        response, retries = await self.backoff.run(
+            lambda: self._call(messages, system=system, tools=tools, json_mode=json_mode), self.label)
+        if retries:
+            response = response.model_copy(update={"usage": response.usage.model_copy(update={"retries": retries})})
+        return response
+
+    @abc.abstractmethod
+    async def _call(self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...],
+                    json_mode: bool) -> ChatResponse:
+        """One attempt; raise RateLimited to be retried, ProviderError to fail."""
+
+    async def aclose(self) -> None:
+        """Release connections."""

@@ -1,0 +1,133 @@
+"""The `openai` judge provider: any OpenAI-compatible chat-completions endpoint through httpx
+(OpenAI, vLLM, Ollama, LiteLLM, ...).
+
+Settings: `base_url` (default https://api.openai.com/v1), `api_key_env` (name of the environment
+variable holding the key; default OPENAI_API_KEY, optional when unset for keyless local servers),
+`temperature` (0), `max_tokens`, `json_mode` (send response_format json_object), `timeout_s` (60),
+`headers` (extra, non-secret headers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from agent_health.judges.chat import (
+    Backoff, ChatClient, ChatMessage, ChatResponse, ProviderError, RateLimited, ToolCall, ToolSpec,
+)
+from agent_health.model import Usage
+from agent_health.sdk.errors import ConfigError
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password, for error messages."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        parts = parts._replace(netloc=host + (f":{parts.port}" if parts.port else ""))
+    return urlunsplit(parts)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: fall back to exponential backoff
+
+
+def _excerpt(text: str, n: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n] + "…"
+
+
+class OpenAIChat(ChatClient):
+    """Chat completions over httpx; one pooled client per provider/model."""
+
+    provider = "openai"
+
+    def __init__(self, model: str, settings: dict[str, Any] | None = None, backoff: Backoff | None = None):
+        super().__init__(model, backoff)
+        s = dict(settings or {})
+        if "api_key" in s:
+            raise ConfigError("judge settings: put the OpenAI key in an environment variable and name it with "
+                              "api_key_env, never api_key in the configuration")
+        self.base_url = str(s.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+        key_env = s.get("api_key_env")
+        key = os.environ.get(key_env or DEFAULT_KEY_ENV)
+        if key_env and not key:
+            raise ConfigError(f"judge settings: environment variable {key_env} (api_key_env) is not set")
+        self.temperature = s.get("temperature", 0)
+        self.max_tokens = s.get("max_tokens")
+        self.json_mode = bool(s.get("json_mode", False))
+        headers = {str(k): str(v) for k, v in (s.get("headers") or {}).items()}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.AsyncClient(base_url=self.base_url, headers=headers,
+                                         timeout=float(s.get("timeout_s", 60.0)))
+
+    @property
+    def label(self) -> str:
+        return f"openai:{self.model} at {redact_url(self.base_url)}"
+
+    def _body(self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...],
+              json_mode: bool) -> dict[str, Any]:
+        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        for m in messages:
+            if m.role == "tool":
+                wire.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+            elif m.tool_calls:
+                wire.append({"role": "assistant", "content": m.content or None, "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.args)}}
+                    for c in m.tool_calls]})
+            else:
+                wire.append({"role": m.role, "content": m.content})
+        body: dict[str, Any] = {"model": self.model, "messages": wire, "temperature": self.temperature}
+        if self.max_tokens:
+            body["max_tokens"] = self.max_tokens
+        if tools:
+            body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                               "parameters": t.parameters}} for t in tools]
+        elif json_mode and self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    async def _call(self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...],
+                    json_mode: bool) -> ChatResponse:
+        try:
+            response = await self._client.post("/chat/completions", json=self._body(messages, system, tools, json_mode))
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"{self.label}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code in (429, 502, 503, 504):
+            raise RateLimited(f"HTTP {response.status_code}: {_excerpt(response.text)}", _retry_after(response))
+        if response.status_code >= 400:
+            raise ProviderError(f"{self.label}: HTTP {response.status_code}: {_excerpt(response.text)}")
+        try:
+            data = response.json()
+            message = data["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise ProviderError(f"{self.label}: unexpected response shape: {_excerpt(response.text)}") from exc
+        calls = []
+        for c in message.get("tool_calls") or []:
+            fn = c.get("function") or {}
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except ValueError:
+                args = {"_unparsed": fn.get("arguments")}
+            calls.append(ToolCall(id=str(c.get("id") or f"call_{len(calls)}"), name=str(fn.get("name")),
+                                  args=args if isinstance(args, dict) else {"value": args}))
+        usage = data.get("usage") or {}
+        model = data.get("model") or self.model
+        return ChatResponse(text=message.get("content") or "", tool_calls=tuple(calls), model=model,
+                            usage=Usage.of(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                                           model=model, llm_calls=1))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
