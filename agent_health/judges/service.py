@@ -97,7 +97,7 @@ class JudgeService:
             kind = str(conf.pop("type", name))
             model = model or conf.pop("model", None)
             conf.pop("model", None)
-        elif name == s.provider:
+        elif name == s.provider and name in BUILTIN_PROVIDERS:
             kind, conf = name, dict(s.settings)
             model = model or s.model
         elif name in BUILTIN_PROVIDERS:
