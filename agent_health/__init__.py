@@ -20,6 +20,8 @@ from agent_health.sdk.errors import (
 from agent_health.sdk.expect import expect
 from agent_health.sdk.judge import judge
 from agent_health.session import run_tests
+from agent_health.config import JudgeSettings  # noqa: E402  (judges, issue 5)
+from agent_health.judges.rubric import Rubric, load_rubric
 
 __version__ = "0.1.0"
 
@@ -32,3 +34,4 @@ __all__ = [
     "UsageError", "Verdict", "__version__", "after_all", "after_each", "agent", "before_all", "before_each",
     "define_config", "describe", "expect", "fixture", "judge", "load_config", "load_tests", "run_tests", "test",
 ]
+__all__ += ["JudgeSettings", "Rubric", "load_rubric"]

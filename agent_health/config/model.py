@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.connectors.base import ResolvedAgent
@@ -53,6 +53,18 @@ class JudgeSettings(BaseModel):
                     raise ValueError(f"judge setting {k!r}: secrets never go in the configuration; name an "
                                      "environment variable instead (api_key_env) or use the AWS credential chain")
         return value
+
+    @model_validator(mode="after")
+    def _known_providers(self) -> "JudgeSettings":
+        builtin = ("demo", "openai", "bedrock")
+        if self.provider not in builtin and self.provider not in self.providers:
+            raise ValueError(f"judge.provider {self.provider!r} unknown; use one of {list(builtin)} "
+                             f"or a name from judge.providers")
+        for name, conf in self.providers.items():
+            if str(conf.get("type", name)) not in builtin:
+                raise ValueError(f"judge.providers[{name!r}]: type {conf.get('type', name)!r} unknown; "
+                                 f"use one of {list(builtin)}")
+        return self
 
 
 class TraceSettings(BaseModel):

@@ -1,1 +1,15 @@
-"""judges"""
+"""Judges: turn `judge(result, criteria)` into a Verdict.
+
+- `service.JudgeService`: routing (custom evaluator, or provider/model per run, test or call), skip
+  mode, the judge concurrency limit, and "never raises" (failures become errored verdicts).
+- Providers: `demo` (offline heuristic), `openai` (any OpenAI-compatible endpoint, httpx) and
+  `bedrock` (Converse through boto3, imported lazily), behind `chat.ChatClient` with rate-limit backoff.
+- `llm_judge.LLMJudge` (contextual, one call) and `agentic` (bounded trace-tool loop) build the fenced
+  prompt (`prompt`), parse the JSON answer with one repair attempt (`parse`) and cache verdicts by
+  content (`cache`, `canonical`).
+- `rubric.Rubric` (agent-health evaluator JSON) and `custom` evaluators get the cached `llm` helper (`llm`).
+"""
+
+from agent_health.judges.rubric import Rubric, load_rubric
+
+__all__ = ["Rubric", "load_rubric"]

@@ -132,8 +132,12 @@ def test_unreachable_endpoint_is_errored_naming_it():
 
 
 def test_unknown_provider_is_a_clear_config_error():
-    with pytest.raises(ConfigError, match="judge provider 'nope' unknown"):
-        JudgeService.from_settings(JudgeSettings(provider="nope", model="m"))
+    from agent_health import define_config
+
+    with pytest.raises(ConfigError, match="judge.provider 'nope' unknown"):
+        define_config(judge={"provider": "nope", "model": "m"})
+    with pytest.raises(ConfigError, match=r"judge.providers\['x'\]: type 'grok' unknown"):
+        define_config(judge={"providers": {"x": {"type": "grok"}}})
     with pytest.raises(ConfigError, match="needs a model"):
         JudgeService.from_settings(JudgeSettings(provider="openai"))
 
