@@ -20,7 +20,7 @@ from agent_health.sdk.errors import (
 from agent_health.sdk.expect import expect
 from agent_health.sdk.judge import judge
 from agent_health.session import run_tests
-from agent_health.config import JudgeSettings  # noqa: E402  (judges, issue 5)
+from agent_health.config import JudgeSettings
 from agent_health.judges.rubric import Rubric, load_rubric
 
 __version__ = "0.1.0"

@@ -113,6 +113,11 @@ class ChatClient(abc.ABC):
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def identity(self) -> str:
+        """What, besides the model id, decides which model answers (part of cache keys)."""
+        return ""
+
     async def chat(self, messages: list[ChatMessage], *, system: str | None = None,
                    tools: tuple[ToolSpec, ...] = (), json_mode: bool = False) -> ChatResponse:
         """One model call, rate limits retried; `usage.retries` counts the retries."""

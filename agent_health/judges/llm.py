@@ -32,7 +32,8 @@ class CachedLLM(LLM):
         """One completion; a cache hit returns the stored text and makes no call."""
         if self.client is None:
             raise ProviderError(f"llm helper: {self.unavailable}")
-        key = cache_key(kind="completion", provider=self.client.provider, model=self.client.model,
+        key = cache_key(kind="completion", provider=self.client.provider, endpoint=self.client.identity,
+                        model=self.client.model,
                         system=system, prompt=prompt, json_mode=json_mode)
         if self.cache is not None:
             hit = self.cache.get(key)

@@ -43,7 +43,8 @@ class LLMJudge(JudgeProvider):
         """What makes two judgements the same: evaluator, provider, model, criteria, context
         selection, tools, prompt version and limits, and the canonical run (and trace) content."""
         return cache_key(kind="verdict", evaluator=f"builtin:{'agentic' if request.tools else 'contextual'}",
-                         provider=self.client.provider, model=self.client.model, criteria=request.criteria,
+                         provider=self.client.provider, endpoint=self.client.identity, model=self.client.model,
+                         criteria=request.criteria,
                          context=sorted(request.context), tools=sorted(request.tools), prompt=PROMPT_VERSION,
                          limits=self.limits.model_dump(), max_tool_steps=self.max_tool_steps if request.tools else None,
                          content=content, traces=traces)

@@ -77,6 +77,11 @@ class OpenAIChat(ChatClient):
     def label(self) -> str:
         return f"openai:{self.model} at {redact_url(self.base_url)}"
 
+    @property
+    def identity(self) -> str:
+        # Two OpenAI-compatible servers may serve different weights under the same model name.
+        return redact_url(self.base_url)
+
     def _body(self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...],
               json_mode: bool) -> dict[str, Any]:
         wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []

@@ -138,7 +138,7 @@ class JudgeService:
         client = self.client(spec)
         if client is None:
             return self.provider
-        key = (client.provider, id(client).__str__())
+        key = (client.provider, str(id(client)))
         if key not in self._judges:
             from agent_health.judges.llm_judge import LLMJudge
             from agent_health.judges.prompt import PromptLimits
