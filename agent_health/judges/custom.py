@@ -58,7 +58,8 @@ def coerce(value: Any, name: str, request: JudgeRequest) -> Verdict:
     if isinstance(value, Verdict):
         return value.model_copy(update={k: v for k, v in base.items() if k != "evaluator" or value.evaluator == "demo"})
     if isinstance(value, bool):
-        return Verdict(passed=value, score=1.0 if value else 0.0, reasoning=f"evaluator {name!r} returned {value}", **base)
+        return Verdict(passed=value, score=1.0 if value else 0.0, reasoning=f"evaluator {name!r} returned {value}",
+                       **base)
     if isinstance(value, dict):
         key = "pass" if "pass" in value else "passed" if "passed" in value else None
         if key is None or not isinstance(value[key], bool):

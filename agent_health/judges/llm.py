@@ -3,6 +3,8 @@ the `LLM` protocol over a judge provider, through the judge cache."""
 
 from __future__ import annotations
 
+import asyncio
+
 from agent_health.judges.base import LLM
 from agent_health.judges.cache import JudgeCache, cache_key
 from agent_health.judges.chat import ChatClient, ChatMessage, ProviderError
@@ -45,7 +47,7 @@ class CachedLLM(LLM):
         self.calls += 1
         self.usage = self.usage + response.usage
         if self.cache is not None:
-            self.cache.put(key, "completion", {"text": response.text, "model": response.model})
+            await asyncio.to_thread(self.cache.put, key, "completion", {"text": response.text, "model": response.model})
         return response.text
 
     @property

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -78,7 +79,8 @@ class LLMJudge(JudgeProvider):
                           model=self.client.model, usage=usage.model_copy(update={"model": self.client.model}),
                           details=details)
         if self.cache is not None:
-            self.cache.put(key, "verdict", verdict.model_dump(mode="json"))
+            # off the event loop: a write may wait on another process's write lock (busy timeout)
+            await asyncio.to_thread(self.cache.put, key, "verdict", verdict.model_dump(mode="json"))
         return verdict
 
     async def aclose(self) -> None:

@@ -131,8 +131,8 @@ class OpenAIChat(ChatClient):
         usage = data.get("usage") or {}
         model = data.get("model") or self.model
         return ChatResponse(text=message.get("content") or "", tool_calls=tuple(calls), model=model,
-                            usage=Usage.of(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                                           model=model, llm_calls=1))
+                            usage=Usage.of(int(usage.get("prompt_tokens") or 0),
+                                           int(usage.get("completion_tokens") or 0), model=model, llm_calls=1))
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -36,13 +36,15 @@ from agent_health.model import Verdict
 from agent_health.sdk.errors import ConfigError
 
 
+_RANGE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|–|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*")
+
+
 def _scale(value: Any) -> tuple[float, float]:
     if value is None:
         return (0.0, 1.0)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         lo, hi = 0.0, float(value)
-    elif isinstance(value, str) and (m := re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|–|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*",
-                                                       value)):
+    elif isinstance(value, str) and (m := _RANGE.fullmatch(value)):
         lo, hi = float(m.group(1)), float(m.group(2))
     elif isinstance(value, (list, tuple)) and len(value) == 2:
         lo, hi = float(value[0]), float(value[1])
@@ -141,7 +143,8 @@ class Rubric(BaseModel):
         suggestions = obj.get("suggestions") or []
         if isinstance(suggestions, str):
             suggestions = [suggestions]
-        return {"scores": scores, "reasoning": str(obj.get("reasoning", "")), "suggestions": [str(s) for s in suggestions]}
+        return {"scores": scores, "reasoning": str(obj.get("reasoning", "")),
+                "suggestions": [str(s) for s in suggestions]}
 
     def score(self, scores: dict[str, float]) -> tuple[float, dict[str, dict[str, float]]]:
         """(weighted 0-1 score, per-metric breakdown)."""

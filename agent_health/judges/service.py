@@ -54,7 +54,8 @@ class JudgeService:
 
     @classmethod
     def from_settings(cls, settings: "JudgeSettings", *, state_path: Path | None = None, skip: bool = False,
-                      no_cache: bool = False, evaluators: Mapping[str, Callable[..., Any]] | None = None) -> "JudgeService":
+                      no_cache: bool = False,
+                      evaluators: Mapping[str, Callable[..., Any]] | None = None) -> "JudgeService":
         """Build from `JudgeSettings`; the cache lives in `state_path/settings.cache_file`."""
         cache = None
         if settings.cache and not no_cache and not skip and state_path is not None:

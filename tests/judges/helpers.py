@@ -103,8 +103,8 @@ class ScriptedServer:
         self.httpd.server_close()
 
 
-def chat(content: str | None = None, *, tool_calls: list[dict[str, Any]] | None = None, usage: tuple[int, int] = (100, 20),
-         model: str = "judge-model") -> Reply:
+def chat(content: str | None = None, *, tool_calls: list[dict[str, Any]] | None = None,
+         usage: tuple[int, int] = (100, 20), model: str = "judge-model") -> Reply:
     """An OpenAI chat-completions reply."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
@@ -165,7 +165,8 @@ def make_run(output: str = "The payment service cannot reach its database db-pri
     )
 
 
-def make_request(criteria: str = "identifies that the payment service cannot reach its database", **kw: Any) -> JudgeRequest:
+def make_request(criteria: str = "identifies that the payment service cannot reach its database",
+                 **kw: Any) -> JudgeRequest:
     run = kw.pop("run", None) or make_run()
     return JudgeRequest(criteria=criteria, run=run, output=run.output, test_id=kw.pop("test_id", "suite::t"), **kw)
 

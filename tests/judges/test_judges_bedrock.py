@@ -34,7 +34,8 @@ def aws_env(monkeypatch, tmp_path):
 
 def converse_reply(text=None, tool_uses=(), usage=(120, 30)):
     content = ([{"text": text}] if text is not None else []) + [
-        {"toolUse": {"toolUseId": f"tooluse_{i}", "name": name, "input": args}} for i, (name, args) in enumerate(tool_uses)]
+        {"toolUse": {"toolUseId": f"tooluse_{i}", "name": name, "input": args}}
+        for i, (name, args) in enumerate(tool_uses)]
     return (200, {}, {"output": {"message": {"role": "assistant", "content": content}},
                       "stopReason": "tool_use" if tool_uses else "end_turn",
                       "usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)},
