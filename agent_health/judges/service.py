@@ -49,8 +49,9 @@ class JudgeService:
         self._limit = asyncio.Semaphore(max(1, concurrency))
         self._clients: dict[tuple[str, str], ChatClient] = {}
         self._judges: dict[tuple[str, str], JudgeProvider] = {}
-        if settings is not None:
-            self.resolve(settings.model)  # fail fast on an unknown provider or missing key, naming the setting
+        if settings is not None and not skip:
+            # fail fast on a missing model or key, naming the setting (skip mode needs no credentials)
+            self.resolve(settings.model)
 
     @classmethod
     def from_settings(cls, settings: "JudgeSettings", *, state_path: Path | None = None, skip: bool = False,

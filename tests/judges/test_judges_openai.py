@@ -143,8 +143,10 @@ def test_unknown_provider_is_a_clear_config_error():
         JudgeService.from_settings(JudgeSettings(provider="openai"))
 
 
-def test_skip_mode_makes_no_call(openai_server):
-    service = JudgeService.from_settings(JudgeSettings(**openai_settings(openai_server)), skip=True)
+def test_skip_mode_makes_no_call_and_needs_no_credentials(openai_server, monkeypatch):
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    settings = openai_settings(openai_server, settings={"base_url": openai_server.url, "api_key_env": "NOPE_KEY"})
+    service = JudgeService.from_settings(JudgeSettings(**settings), skip=True)
     v = judge(service)
     assert v.skipped and v.passed and v.score is None and openai_server.posts() == []
 
