@@ -25,9 +25,17 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
 
     `no_cache=True` (CLI `--no-cache`, or env AGENT_HEALTH_NO_CACHE=1) bypasses the persistent judge
     cache: every judgement calls the provider and nothing is stored."""
+    from agent_health.judges.rubric import load_rubric
+    from agent_health.sdk.errors import ConfigError
+
     no_cache = no_cache or os.environ.get("AGENT_HEALTH_NO_CACHE", "").lower() in ("1", "true", "yes")
+    evaluators = dict(config.evaluators)
+    for name, path in config.judge.rubrics.items():
+        if name in evaluators:
+            raise ConfigError(f"evaluator {name!r} is defined twice: in evaluators and in judge.rubrics")
+        evaluators[name] = load_rubric(config.path(path))
     return JudgeService.from_settings(config.judge, state_path=config.state_path, skip=skip, no_cache=no_cache,
-                                      evaluators=config.evaluators)
+                                      evaluators=evaluators)
 
 
 def engine_options(config: Config, **overrides: object) -> EngineOptions:

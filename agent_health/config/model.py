@@ -31,6 +31,8 @@ class JudgeSettings(BaseModel):
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict, description="More named providers: "
                                                  "{name: {type: openai|bedrock, model: ..., <settings>}}.")
     per_test: dict[str, str] = Field(default_factory=dict, description="Test id glob -> judge model for those tests.")
+    rubrics: dict[str, str] = Field(default_factory=dict, description="Evaluator name -> agent-health evaluator JSON "
+                                    "file (relative to the project root), usable as judge(..., evaluator=name).")
     concurrency: int = Field(8, ge=1, description="Judge calls in flight at once, apart from the agent's limit.")
     cache: bool = Field(True, description="Use the persistent judge cache.")
     cache_file: str = Field("judge_cache.sqlite", description="Cache file, relative to the state folder.")

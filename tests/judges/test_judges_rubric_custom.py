@@ -168,3 +168,32 @@ def test_llm_helper_with_the_demo_provider_errors_clearly():
 
     v = asyncio.run(main())
     assert v.errored and "offline demo heuristic" in v.error
+
+
+def test_rubric_files_from_judge_settings_are_loaded_relative_to_the_root(openai_server, tmp_path):
+    from agent_health import define_config
+    from agent_health.session import build_judges
+
+    (tmp_path / "evaluators").mkdir()
+    (tmp_path / "evaluators" / "rca.json").write_text(json.dumps(RCA_EVALUATOR))
+    config = define_config(root=str(tmp_path), judge={**openai_settings(openai_server),
+                                                      "rubrics": {"rca-quality": "evaluators/rca.json"}})
+    openai_server.script.append(rubric_answer(5, 10, 1))
+
+    async def main():
+        service = build_judges(config, no_cache=True)
+        try:
+            return await service.judge(make_request(evaluator="rca-quality"))
+        finally:
+            await service.aclose()
+
+    v = asyncio.run(main())
+    assert v.evaluator == "rca-quality" and v.score == 1.0 and v.passed
+
+    missing = define_config(root=str(tmp_path), judge={"rubrics": {"x": "evaluators/nope.json"}})
+    with pytest.raises(ConfigError, match="nope.json: cannot read"):
+        build_judges(missing)
+    twice = define_config(root=str(tmp_path), evaluators={"x": lambda: True},
+                          judge={"rubrics": {"x": "evaluators/rca.json"}})
+    with pytest.raises(ConfigError, match="defined twice"):
+        build_judges(twice)
