@@ -8,6 +8,7 @@ import re
 from urllib.parse import unquote
 
 import pytest
+from pathlib import Path
 
 from agent_health.config.model import JudgeSettings
 from agent_health.judges.service import JudgeService
@@ -135,7 +136,7 @@ def test_agentic_tool_use_round_trips_through_converse(bedrock_server):
     assert "toolConfig" in second.json
 
 
-def test_boto3_is_not_imported_for_other_providers():
+def test_boto3_is_not_imported_for_other_providers(tmp_path):
     import subprocess
     import sys
 
@@ -143,5 +144,6 @@ def test_boto3_is_not_imported_for_other_providers():
             "build_judges(define_config(judge={'provider': 'openai', 'model': 'm', "
             "'settings': {'base_url': 'http://127.0.0.1:9'}}));"
             "print('boto3' in sys.modules, 'dagster' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
+                         env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.stdout.split() == ["False", "False"]
