@@ -8,16 +8,37 @@ import os
 from typing import AsyncIterator, Callable, Sequence
 
 from agent_health.config import Config
-from agent_health.connectors.base import AgentRuntime
+from agent_health.connectors.base import AgentRuntime, connector_class
 from agent_health.engine import Engine, EngineOptions
 from agent_health.judges.service import JudgeService
 from agent_health.loader.types import LoadedTest
 from agent_health.model import TestResult
 
 
-def build_runtime(config: Config, agent_ref: str) -> AgentRuntime:
-    """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent)."""
-    return AgentRuntime(config.agent(agent_ref))
+def replay_mode(config: Config, replay: str | None = None) -> str:
+    """The record/replay mode: the explicit one (--replay), else $AGENT_HEALTH_REPLAY, else config."""
+    from agent_health.replay.store import REPLAY_ENV, check_mode
+
+    if replay:
+        return check_mode(replay, "--replay")
+    if os.environ.get(REPLAY_ENV):
+        return check_mode(os.environ[REPLAY_ENV], f"${REPLAY_ENV}")
+    return config.replay
+
+
+def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> AgentRuntime:
+    """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent), wrapped
+    for record/replay unless the mode is `off`. Recordings live in `<state>/recordings`."""
+    agent = config.agent(agent_ref)
+    if agent.connector != "demo" and "root" not in agent.settings:  # relative cwd/modules resolve here
+        agent = agent.model_copy(update={"settings": {**agent.settings, "root": config.root}})
+    connector = connector_class(agent.connector)(agent)
+    mode = replay_mode(config, replay)
+    if mode != "off":
+        from agent_health.replay.store import RecordingStore, ReplayConnector
+
+        connector = ReplayConnector(connector, RecordingStore(config.state_path / "recordings"), mode)
+    return AgentRuntime(agent, connector)
 
 
 def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) -> JudgeService:
@@ -45,19 +66,21 @@ def engine_options(config: Config, **overrides: object) -> EngineOptions:
 
 
 def open_engine(config: Config, agent_ref: str, options: EngineOptions | None = None, *,
-                no_cache: bool = False) -> Engine:
+                no_cache: bool = False, replay: str | None = None) -> Engine:
     """The engine for one agent version, wired from the configuration. Close it with `aclose()`.
 
-    `no_cache=True` bypasses the persistent judge cache (CLI `--no-cache`)."""
+    `no_cache=True` bypasses the persistent judge cache (CLI `--no-cache`). `replay` is the
+    record/replay mode (CLI `--replay`); None means $AGENT_HEALTH_REPLAY, else the configuration."""
     options = options or engine_options(config)
-    return Engine(build_runtime(config, agent_ref), build_judges(config, skip=options.skip_judge, no_cache=no_cache),
-                  options)
+    return Engine(build_runtime(config, agent_ref, replay),
+                  build_judges(config, skip=options.skip_judge, no_cache=no_cache), options)
 
 
 async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: str,
-                       options: EngineOptions | None = None, *, no_cache: bool = False) -> AsyncIterator[TestResult]:
+                       options: EngineOptions | None = None, *, no_cache: bool = False,
+                       replay: str | None = None) -> AsyncIterator[TestResult]:
     """Run `tests` against one agent version, yielding results as they finish."""
-    engine = open_engine(config, agent_ref, options, no_cache=no_cache)
+    engine = open_engine(config, agent_ref, options, no_cache=no_cache, replay=replay)
     try:
         async for result in engine.run(tests):
             yield result
@@ -66,12 +89,13 @@ async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: s
 
 
 def run_tests(tests: Sequence[LoadedTest], config: Config, agent_ref: str, options: EngineOptions | None = None,
-              on_result: Callable[[TestResult], None] | None = None, *, no_cache: bool = False) -> list[TestResult]:
+              on_result: Callable[[TestResult], None] | None = None, *, no_cache: bool = False,
+              replay: str | None = None) -> list[TestResult]:
     """Blocking convenience over `iter_results`."""
 
     async def main() -> list[TestResult]:
         out = []
-        async for r in iter_results(tests, config, agent_ref, options, no_cache=no_cache):
+        async for r in iter_results(tests, config, agent_ref, options, no_cache=no_cache, replay=replay):
             out.append(r)
             if on_result:
                 on_result(r)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_health.connectors.base import ResolvedAgent
 from agent_health.sdk.errors import ConfigError
@@ -24,17 +24,53 @@ class AgentSpec(BaseModel):
     traces: bool = Field(False, description="Whether runs of this agent have traces to read.")
     description: str = ""
 
+    @field_validator("connector")
+    @classmethod
+    def _known_connector(cls, value: str) -> str:
+        from agent_health.connectors.base import CONNECTORS
+
+        if value not in CONNECTORS:
+            raise ValueError(f"unknown connector {value!r}; known: {', '.join(sorted(CONNECTORS))}")
+        return value
+
+    @field_validator("versions")
+    @classmethod
+    def _some_version(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        if not value:
+            raise ValueError("an agent needs at least one version")
+        for name, overrides in value.items():
+            if not name or "@" in name or "/" in name:
+                raise ValueError(f"version name {name!r} must be non-empty, without '@' or '/'")
+            if not isinstance(overrides, dict):
+                raise ValueError(f"version {name!r}: overrides must be a mapping of settings")
+        return value
+
     def resolve(self, version: str | None = None) -> ResolvedAgent:
         version = version or self.default_version or list(self.versions)[-1]
         if version not in self.versions:
             raise ConfigError(f"unknown version {version!r} of agent {self.key!r}; known: "
                               + ", ".join(f"{self.key}@{v}" for v in self.versions))
         return ResolvedAgent(key=self.key, version=version, connector=self.connector,
-                             settings={**self.settings, **self.versions[version]}, traces=self.traces)
+                             settings=merge_settings(self.settings, self.versions[version]), traces=self.traces)
 
     @property
     def refs(self) -> list[str]:
         return [f"{self.key}@{v}" for v in self.versions]
+
+
+# Mappings a version usually extends rather than replaces (a version adds one header, one env var).
+MERGED_SETTINGS = frozenset({"headers", "env", "body", "forwarded_props", "state", "kwargs"})
+
+
+def merge_settings(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """A version's settings: overrides win; `headers`, `env`, `body`... merge one level deep."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if key in MERGED_SETTINGS and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
 
 
 DEMO_AGENT = AgentSpec(

@@ -96,6 +96,8 @@ class Config(BaseModel):
     timeout_s: float = Field(120.0, description="Default per-test timeout.")
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict,
                                                    description="Model -> (USD per 1M input, per 1M output).")
+    replay: str = Field("off", description="Record/replay of agent runs: off, record, auto or strict "
+                                           "(overridden by --replay and $AGENT_HEALTH_REPLAY).")
     root: str = Field(".", description="Project root (the folder of the configuration file).")
     source: str | None = Field(None, description="Path of the configuration file, if any.")
 
@@ -105,6 +107,13 @@ class Config(BaseModel):
         if isinstance(value, (list, tuple)):
             value = {(a.key if isinstance(a, AgentSpec) else a["key"]): a for a in value}
         return value
+
+    @field_validator("replay")
+    @classmethod
+    def _replay(cls, value: str) -> str:
+        from agent_health.replay.store import check_mode
+
+        return check_mode(value)
 
     def agent(self, ref: str) -> ResolvedAgent:
         """Resolve KEY@VERSION (or KEY for its default version)."""

@@ -81,6 +81,10 @@ class Connector(abc.ABC):
 # Lazily imported so the CLI does not pay for connectors it does not use.
 CONNECTORS: dict[str, str] = {
     "demo": "agent_health.connectors.demo:DemoConnector",
+    "http": "agent_health.connectors.http:HttpConnector",
+    "agui": "agent_health.connectors.agui:AguiConnector",
+    "subprocess": "agent_health.connectors.subprocess:SubprocessConnector",
+    "python": "agent_health.connectors.python:PythonConnector",
 }
 
 

@@ -1,0 +1,263 @@
+"""The `agui` connector: the AG-UI protocol over server-sent events.
+
+Sends a `RunAgentInput`-shaped body (threadId, runId, messages, tools, context, state,
+forwardedProps) and folds the event stream into a trajectory:
+TEXT_MESSAGE_* -> message steps, TOOL_CALL_START/ARGS/END -> tool_call, TOOL_CALL_RESULT ->
+tool_result, THINKING_* / REASONING_* -> thinking. STEP_*, STATE_*, MESSAGES_SNAPSHOT, CUSTOM, RAW
+and unknown events are kept in raw events. RUN_ERROR, or a stream that ends before RUN_FINISHED,
+is an error naming the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import json
+import time
+import uuid
+from typing import Any, AsyncIterator
+
+import httpx
+from pydantic import Field
+
+from agent_health.connectors.base import AgentRequest
+from agent_health.connectors.http import HttpBase, HttpSettings, describe_transport_error
+from agent_health.connectors.parsing import as_text, parse_args, usage_of
+from agent_health.model import RunResult, Step, Usage
+
+
+class AguiSettings(HttpSettings):
+    """Settings of the agui connector (besides the http ones)."""
+
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="Tools offered to the agent.")
+    state: dict[str, Any] = Field(default_factory=dict, description="Initial shared state.")
+    forwarded_props: dict[str, Any] = Field(default_factory=dict, description="forwardedProps of the input.")
+    thread_id: str | None = Field(None, description="Thread id; a fresh one per run when unset.")
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """`data:` payloads of a server-sent event stream, one per event (multi-line data joined)."""
+    data: list[str] = []
+    async for line in lines:
+        if line == "":
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        if line.startswith(":"):
+            continue  # comment / keep-alive
+        field, _, value = line.partition(":")
+        if field == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)
+
+
+class _Fold:
+    """Accumulates AG-UI events into steps."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.raw: list[Any] = []
+        self.messages: dict[str, list[str]] = {}
+        self.message_role: dict[str, str] = {}
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.call_names: dict[str, str] = {}
+        self.thinking: list[str] | None = None
+        self.finished: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.usage = Usage()
+        self.last_text = ""
+        self.t0 = time.perf_counter()
+
+    def _ms(self) -> float:
+        return (time.perf_counter() - self.t0) * 1000
+
+    def _close_message(self, mid: str) -> None:
+        parts = self.messages.pop(mid, None)
+        if parts is None:
+            return
+        text = "".join(parts)
+        if self.message_role.get(mid, "assistant") == "assistant":
+            self.last_text = text
+        self.steps.append(Step(kind="message", content=text, started_ms=self._ms()))
+
+    def _close_call(self, cid: str) -> None:
+        call = self.calls.pop(cid, None)
+        if call is None:
+            return
+        self.steps.append(Step(kind="tool_call", tool=call["name"], args=parse_args("".join(call["args"])),
+                               call_id=cid, started_ms=call["at"], duration_ms=self._ms() - call["at"]))
+
+    def _close_thinking(self) -> None:
+        if self.thinking is not None:
+            text = "".join(self.thinking)
+            if text:
+                self.steps.append(Step(kind="thinking", content=text, started_ms=self._ms()))
+            self.thinking = None
+
+    def add(self, ev: dict[str, Any]) -> None:
+        t = str(ev.get("type", ""))
+        mid = str(ev.get("messageId", ""))
+        if t in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK"):
+            self.messages.setdefault(mid, [])
+            if "role" in ev:
+                self.message_role[mid] = ev["role"]
+            self.messages[mid].append(str(ev.get("delta") or ""))
+        elif t == "TEXT_MESSAGE_END":
+            self._close_message(mid)
+        elif t in ("TOOL_CALL_START", "TOOL_CALL_CHUNK"):
+            cid = str(ev.get("toolCallId"))
+            call = self.calls.setdefault(cid, {"name": ev.get("toolCallName"), "args": [], "at": self._ms()})
+            call["name"] = call["name"] or ev.get("toolCallName")
+            self.call_names[cid] = call["name"]
+            if ev.get("delta"):
+                call["args"].append(str(ev["delta"]))
+        elif t == "TOOL_CALL_ARGS":
+            self.calls.setdefault(str(ev.get("toolCallId")), {"name": None, "args": [], "at": self._ms()})[
+                "args"].append(str(ev.get("delta") or ""))
+        elif t == "TOOL_CALL_END":
+            self._close_call(str(ev.get("toolCallId")))
+        elif t == "TOOL_CALL_RESULT":
+            cid = str(ev.get("toolCallId"))
+            self._close_call(cid)
+            self.steps.append(Step(kind="tool_result", tool=self.call_names.get(cid), call_id=cid,
+                                   content=as_text(ev.get("content")), started_ms=self._ms(),
+                                   is_error=bool(ev.get("isError") or ev.get("error"))))
+        elif t in ("THINKING_START", "REASONING_START", "THINKING_TEXT_MESSAGE_START", "REASONING_MESSAGE_START"):
+            if self.thinking is None:
+                self.thinking = []
+        elif t in ("THINKING_TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CHUNK"):
+            (self.thinking if self.thinking is not None else self._start_thinking()).append(str(ev.get("delta", "")))
+        elif t in ("THINKING_END", "REASONING_END", "THINKING_TEXT_MESSAGE_END", "REASONING_MESSAGE_END"):
+            self._close_thinking()
+        elif t == "RUN_FINISHED":
+            self.finished = ev
+        elif t == "RUN_ERROR":
+            code = f" (code {ev['code']})" if ev.get("code") else ""
+            self.error = f"RUN_ERROR: {ev.get('message') or 'no message'}{code}"
+        elif t == "CUSTOM" and ev.get("name") in ("usage", "agent_health.usage"):
+            self.usage = usage_of(ev.get("value"))
+        self.raw.append(ev)
+
+    def _start_thinking(self) -> list[str]:
+        self.thinking = []
+        return self.thinking
+
+    def open_parts(self) -> str:
+        """What was cut off, for the early-end message."""
+        parts = [f"message {m!r} incomplete" for m in self.messages]
+        parts += [f"tool call {c!r} incomplete" for c in self.calls]
+        return ", ".join(parts)
+
+    def finish(self) -> None:
+        for mid in list(self.messages):
+            self._close_message(mid)
+        for cid in list(self.calls):
+            self._close_call(cid)
+        self._close_thinking()
+
+
+class AguiConnector(HttpBase):
+    """AG-UI agents over SSE."""
+
+    name = "agui"
+    settings_model = AguiSettings
+    settings: AguiSettings
+
+    def default_body(self, request: AgentRequest) -> Any:
+        s = self.settings
+        messages = [{"id": f"msg_{request.run_id[:12]}", "role": "user", "content": request.prompt}]
+        context = [{"description": str(c.get("description", "")), "value": as_text(c.get("value", ""))}
+                   for c in request.context]
+        forwarded = {**s.forwarded_props, **({"provisioned": dict(request.provisioned)} if request.provisioned else {})}
+        if s.model:
+            forwarded.setdefault("model", s.model)
+        return {"threadId": s.thread_id or f"thread_{uuid.uuid4().hex[:16]}", "runId": request.run_id,
+                "messages": messages, "tools": list(s.tools), "context": context,
+                "state": {**s.state, **(request.provisioned.get("state") or {})}, "forwardedProps": forwarded,
+                **s.body}
+
+    async def run(self, request: AgentRequest) -> RunResult:
+        started = time.perf_counter()
+        limit = self.run_timeout(request)
+        fold = _Fold()
+        try:
+            async with asyncio.timeout(limit):
+                response, retries, _ = await self.send(request, self.build_body(request), accept="text/event-stream")
+                # From here on output has begun: no retries, only the idle and run timeouts apply.
+                await self._consume(response, fold)
+        except TimeoutError:
+            raise self.fail(f"run did not finish within timeout_s={limit:g}s after {len(fold.raw)} events"
+                            + (f" ({fold.open_parts()})" if fold.open_parts() else "")) from None
+        if fold.error:
+            raise self.fail(fold.error)
+        if fold.finished is None:
+            open_parts = fold.open_parts()
+            raise self.fail(f"stream ended before RUN_FINISHED after {len(fold.raw)} events"
+                            + (f" ({open_parts})" if open_parts else ""))
+        fold.finish()
+        output = fold.last_text
+        result_value = fold.finished.get("result")
+        if not output and result_value not in (None, ""):
+            output = as_text(result_value)
+        usage = fold.usage
+        if isinstance(result_value, dict) and isinstance(result_value.get("usage"), dict):
+            usage = usage_of(result_value["usage"], self.settings.model)
+        if usage.model is None and self.settings.model:
+            usage = usage.model_copy(update={"model": self.settings.model})
+        if retries:
+            usage = usage.model_copy(update={"retries": retries})
+        result = RunResult(output=output, trajectory=tuple(fold.steps), run_id=request.run_id,
+                           trace_id=request.trace_id, agent=self.agent.ref, prompt=request.prompt,
+                           context=request.context, duration_ms=(time.perf_counter() - started) * 1000,
+                           usage=usage, raw_events=tuple(fold.raw))
+        return await self.apply_after(list(fold.raw), result)
+
+    async def _consume(self, response: httpx.Response, fold: _Fold) -> None:
+        cap = self.settings.max_response_bytes
+        size = 0
+
+        async def lines() -> AsyncIterator[str]:
+            nonlocal size
+            buf = ""
+            decoder = codecs.getincrementaldecoder("utf-8")("strict")
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise self.too_large()
+                try:
+                    buf += decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    raise self.fail(f"event stream is not valid UTF-8: byte 0x{chunk[exc.start:exc.start + 1].hex()}"
+                                    f" after {size - len(chunk) + exc.start} bytes") from None
+                *complete, buf = buf.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+                for line in complete:
+                    yield line
+            if buf:
+                yield buf
+
+        try:
+            async for payload in sse_events(lines()):
+                try:
+                    event = json.loads(payload)
+                except ValueError as exc:
+                    raise self.fail(f"malformed AG-UI event #{len(fold.raw) + 1}: {exc}; data {payload[:80]!r}") \
+                        from None
+                if not isinstance(event, dict):
+                    fold.raw.append(event)
+                    continue
+                fold.add(self.secrets.scrub(event) if self.secrets else event)
+                if fold.error or fold.finished is not None:
+                    break
+        except httpx.TimeoutException:
+            raise self.fail(f"no event for request_timeout_s={self.settings.request_timeout_s:g}s after "
+                            f"{len(fold.raw)} events") from None
+        except httpx.HTTPError as exc:
+            if fold.error or fold.finished is not None:
+                return
+            open_parts = fold.open_parts()
+            raise self.fail(f"stream cut off after {len(fold.raw)} events ({describe_transport_error(exc)})"
+                            + (f"; {open_parts}" if open_parts else "")) from None
+        finally:
+            await response.aclose()

@@ -1,0 +1,126 @@
+"""What the real connectors share: validated settings, secrets, hooks, errors and result scrubbing."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+from typing import Any, Callable, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_health.config.secrets import SecretSet, resolve_env_refs
+from agent_health.connectors.base import AgentRequest, Connector, ResolvedAgent
+from agent_health.model import RunResult
+from agent_health.sdk.errors import AgentError, ConfigError
+
+S = TypeVar("S", bound="ConnectorSettings")
+
+
+class ConnectorSettings(BaseModel):
+    """Settings every real connector accepts (besides its own)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    root: str = Field(".", description="Folder relative paths (cwd, modules) resolve from; the project root.")
+    timeout_s: float = Field(300.0, gt=0, description="Per-run timeout, including retries.")
+    before_request: Any = Field(None, description="Hook (callable or 'module:function') that may change "
+                                                  "the outgoing request: fn(request_dict, agent_request).")
+    after_response: Any = Field(None, description="Hook that reads the raw response: fn(raw, result) "
+                                                  "-> RunResult | None.")
+    model: str | None = Field(None, description="Model name, reported in usage and sent when the agent takes one.")
+    description: str | None = None
+
+
+def load_callable(spec: Any, setting: str, root: str = ".") -> Callable[..., Any] | None:
+    """A callable from a callable or a 'module:function' string (imported with `root` on sys.path)."""
+    if spec is None or callable(spec):
+        return spec
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ConfigError(f"setting {setting}: expected a callable or 'module:function', got {spec!r}")
+    module_name, _, attr = spec.partition(":")
+    root_path = str(Path(root).resolve())
+    if root_path not in sys.path:
+        sys.path.insert(0, root_path)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(f"setting {setting}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    fn = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise ConfigError(f"setting {setting}: {module_name!r} has no attribute {attr!r}")
+    if not callable(fn):
+        raise ConfigError(f"setting {setting}: {spec!r} is not callable")
+    return fn
+
+
+async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class RealConnector(Connector):
+    """Base of the http/agui/subprocess/python connectors.
+
+    Resolves env-var references once (collecting the secrets), validates settings into
+    `settings_model` with errors that name the setting, and offers `fail()` to raise the
+    AgentError every failure must become.
+    """
+
+    settings_model: ClassVar[type[ConnectorSettings]] = ConnectorSettings
+
+    def __init__(self, agent: ResolvedAgent):
+        super().__init__(agent)
+        self.secrets = SecretSet()
+        where = f"agents.{agent.key}"
+        resolved = resolve_env_refs(dict(agent.settings), f"{where}.settings", self.secrets)
+        try:
+            self.settings = self.settings_model.model_validate(resolved)
+        except ValidationError as exc:
+            raise ConfigError(f"agent {agent.ref}: invalid settings: " + "; ".join(
+                f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )) from None
+        self.before_request = load_callable(self.settings.before_request, f"{where}.settings.before_request",
+                                            self.settings.root)
+        self.after_response = load_callable(self.settings.after_response, f"{where}.settings.after_response",
+                                            self.settings.root)
+
+    def fail(self, what: str, cause: BaseException | None = None) -> AgentError:
+        """The AgentError for a failure: names the agent, the endpoint and what went wrong."""
+        return AgentError(self.secrets.scrub_text(f"agent {self.agent.ref} ({self.endpoint}): {what}"))
+
+    def run_timeout(self, request: AgentRequest) -> float:
+        """The per-run limit: the connector's, capped by the test's own timeout when smaller."""
+        t = self.settings.timeout_s
+        return min(t, request.timeout_s) if request.timeout_s else t
+
+    async def apply_before(self, outgoing: dict[str, Any], request: AgentRequest) -> dict[str, Any]:
+        if self.before_request is None:
+            return outgoing
+        try:
+            changed = await call_maybe_async(self.before_request, outgoing, request)
+        except Exception as exc:
+            raise self.fail(f"before_request hook failed: {type(exc).__name__}: {exc}") from exc
+        return changed if isinstance(changed, dict) else outgoing
+
+    async def apply_after(self, raw: Any, result: RunResult) -> RunResult:
+        if self.after_response is not None:
+            try:
+                changed = await call_maybe_async(self.after_response, raw, result)
+            except Exception as exc:
+                raise self.fail(f"after_response hook failed: {type(exc).__name__}: {exc}") from exc
+            if isinstance(changed, RunResult):
+                result = changed
+        return self.scrub(result)
+
+    def scrub(self, result: RunResult) -> RunResult:
+        """The result with every known secret removed (raw events, output, steps)."""
+        if not self.secrets:
+            return result
+        data = self.secrets.scrub(result.model_dump())
+        return RunResult.model_validate(data)

@@ -1,0 +1,196 @@
+"""Turning an agent's response body into output, trajectory and usage.
+
+Recognized shapes (first match wins), unless `paths` points at the fields:
+
+- OpenAI chat completions: `choices[0].message.content`, `.tool_calls`, `.reasoning_content`,
+  `usage.prompt_tokens/completion_tokens`, `model`;
+- common agent shapes: the answer in `response` / `content` / `answer` / `text` / `message` /
+  `output` / `result`; tool calls in `toolCalls` / `tool_calls` (name, args or arguments, id,
+  optional result); `thinking` / `reasoning`; `trajectory` / `steps` as step objects; `usage`;
+- a JSON string or a plain-text body is the answer itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from agent_health.model import Step, Usage
+
+OUTPUT_KEYS = ("response", "content", "answer", "text", "message", "output", "result", "final_answer")
+TOOL_KEYS = ("toolCalls", "tool_calls", "tools_called")
+THINKING_KEYS = ("thinking", "reasoning", "reasoning_content")
+STEP_KEYS = ("trajectory", "steps")
+
+
+class ParseError(ValueError):
+    """The response has no usable answer at a configured path."""
+
+
+def get_path(data: Any, path: str) -> Any:
+    """Value at a dotted path (`choices.0.message.content`); raises KeyError when absent."""
+    cur = data
+    for part in path.split("."):
+        if isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, (list, tuple)) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            raise KeyError(path)
+    return cur
+
+
+def as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("content"), str):  # {"role":..,"content":..}
+        return value["content"]
+    if isinstance(value, list) and all(isinstance(p, Mapping) for p in value):  # content parts
+        texts = [str(p.get("text", "")) for p in value if p.get("type", "text") in ("text", "output_text")]
+        if texts:
+            return "".join(texts)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def parse_args(value: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict; JSON strings are decoded, anything else is kept under `_raw`."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value) if value.strip() else {}
+        except ValueError:
+            return {"_raw": value}
+        return decoded if isinstance(decoded, dict) else {"_value": decoded}
+    return {"_value": value}
+
+
+def usage_of(data: Any, model: str | None = None) -> Usage:
+    if not isinstance(data, Mapping):
+        return Usage(model=model)
+
+    def first(*keys: str) -> int:
+        for k in keys:
+            if isinstance(data.get(k), (int, float)):
+                return int(data[k])
+        return 0
+
+    inp = first("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")
+    out = first("output_tokens", "completion_tokens", "outputTokens", "completionTokens")
+    total = first("total_tokens", "totalTokens") or inp + out
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total, model=data.get("model") or model,
+                 llm_calls=first("llm_calls", "llmCalls"))
+
+
+def tool_steps(calls: Any) -> list[Step]:
+    """Steps for a list of tool calls in OpenAI, Anthropic-like or flat form, results included."""
+    steps: list[Step] = []
+    if not isinstance(calls, (list, tuple)):
+        return steps
+    for i, call in enumerate(calls):
+        if not isinstance(call, Mapping):
+            continue
+        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        name = fn.get("name") or call.get("tool") or call.get("toolName") or call.get("tool_name")
+        args = fn.get("arguments", fn.get("args", fn.get("input", call.get("parameters"))))
+        cid = str(call.get("id") or call.get("call_id") or call.get("toolCallId") or f"call_{i}")
+        steps.append(Step(kind="tool_call", tool=str(name) if name else None, args=parse_args(args), call_id=cid))
+        for key in ("result", "output", "response"):
+            if key in call:
+                steps.append(Step(kind="tool_result", tool=str(name) if name else None, call_id=cid,
+                                  content=as_text(call[key]), is_error=bool(call.get("is_error") or
+                                                                             call.get("isError") or
+                                                                             call.get("error"))))
+                break
+    return steps
+
+
+def explicit_steps(items: Any) -> list[Step]:
+    out: list[Step] = []
+    for item in items if isinstance(items, (list, tuple)) else ():
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("kind") or item.get("type")
+        if kind in ("tool_use", "function_call"):
+            kind = "tool_call"
+        if kind not in ("message", "thinking", "tool_call", "tool_result"):
+            continue
+        out.append(Step(kind=kind, content=as_text(item.get("content", item.get("text", ""))),
+                        tool=item.get("tool") or item.get("name"),
+                        args=parse_args(item.get("args", item.get("arguments"))) if kind == "tool_call" else None,
+                        call_id=item.get("call_id") or item.get("callId") or item.get("id"),
+                        is_error=bool(item.get("is_error", False))))
+    return out
+
+
+def _thinking_steps(value: Any) -> list[Step]:
+    if not value:
+        return []
+    items = value if isinstance(value, list) else [value]
+    return [Step(kind="thinking", content=as_text(v)) for v in items]
+
+
+def parse_body(data: Any, paths: Mapping[str, str] | None = None,
+               model: str | None = None) -> tuple[str, list[Step], Usage]:
+    """(output, trajectory, usage) from a decoded response body."""
+    if paths:
+        return _parse_paths(data, paths, model)
+    if isinstance(data, str):
+        return data, [Step(kind="message", content=data)], Usage(model=model)
+    if not isinstance(data, Mapping):
+        text = as_text(data)
+        return text, [Step(kind="message", content=text)], Usage(model=model)
+    if isinstance(data.get("choices"), list) and data["choices"]:  # OpenAI chat completion
+        choice = data["choices"][0]
+        msg = choice.get("message") or choice.get("delta") or {}
+        steps = _thinking_steps(msg.get("reasoning_content") or msg.get("reasoning"))
+        steps += tool_steps(msg.get("tool_calls"))
+        text = as_text(msg.get("content"))
+        if text:
+            steps.append(Step(kind="message", content=text))
+        usage = usage_of(data.get("usage"), data.get("model") or model)
+        if not usage.llm_calls:
+            usage = usage.model_copy(update={"llm_calls": 1})
+        return text, steps, usage
+    steps = []
+    for k in STEP_KEYS:
+        if isinstance(data.get(k), list):
+            steps = explicit_steps(data[k])
+            break
+    if not steps:
+        for k in THINKING_KEYS:
+            steps += _thinking_steps(data.get(k))
+        for k in TOOL_KEYS:
+            if k in data:
+                steps += tool_steps(data[k])
+                break
+    text = ""
+    for k in OUTPUT_KEYS:
+        if data.get(k) not in (None, ""):
+            text = as_text(data[k])
+            break
+    if text and not (steps and steps[-1].kind == "message" and steps[-1].content == text):
+        steps.append(Step(kind="message", content=text))
+    return text, steps, usage_of(data.get("usage"), data.get("model") or model)
+
+
+def _parse_paths(data: Any, paths: Mapping[str, str], model: str | None) -> tuple[str, list[Step], Usage]:
+    def at(name: str) -> Any:
+        if name not in paths:
+            return None
+        try:
+            return get_path(data, paths[name])
+        except KeyError:
+            if name == "output":
+                raise ParseError(f"response has no value at output path {paths[name]!r}") from None
+            return None
+
+    steps = _thinking_steps(at("thinking")) + tool_steps(at("tool_calls")) + explicit_steps(at("trajectory"))
+    text = as_text(at("output"))
+    if text:
+        steps.append(Step(kind="message", content=text))
+    return text, steps, usage_of(at("usage"), model)

@@ -1,0 +1,98 @@
+"""The `python` connector: call `module:function` in-process (sync or async).
+
+The function receives the keyword arguments it names among `prompt`, `context`, `run_id`,
+`trace_id`, `traceparent`, `provisioned`, `env`, `files`, `settings`, `request`, and returns
+text, a dict (parsed like an HTTP response body), or a `RunResult`. Sync functions run in a worker
+thread so they do not block other tests; a timed-out sync function cannot be interrupted, only
+abandoned (use the subprocess connector for agents that may hang).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from typing import Any
+
+from pydantic import Field
+
+from agent_health.connectors.base import AgentRequest
+from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable
+from agent_health.connectors.parsing import ParseError, parse_body
+from agent_health.model import RunResult, Usage
+from agent_health.sdk.errors import AgentError, ConfigError
+
+
+class PythonSettings(ConnectorSettings):
+    """Settings of the python connector."""
+
+    function: Any = Field(description="'module:function' (imported with the project root on sys.path) or a callable.")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments for the function.")
+    response_paths: dict[str, str] = Field(default_factory=dict, description="Paths into a returned dict.")
+
+
+class PythonConnector(RealConnector):
+    name = "python"
+    settings_model = PythonSettings
+    settings: PythonSettings
+
+    def __init__(self, agent: Any):
+        super().__init__(agent)
+        self.fn = load_callable(self.settings.function, f"agents.{agent.key}.settings.function", self.settings.root)
+        if self.fn is None:
+            raise ConfigError(f"setting agents.{agent.key}.settings.function is required")
+        self._params = set(inspect.signature(self.fn).parameters)
+        self._var_kw = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(self.fn).parameters.values())
+
+    @property
+    def endpoint(self) -> str:
+        f = self.agent.settings.get("function")
+        return f if isinstance(f, str) else f"python:{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', f)}"
+
+    def _kwargs(self, request: AgentRequest) -> dict[str, Any]:
+        available = {"prompt": request.prompt, "context": [dict(c) for c in request.context],
+                     "run_id": request.run_id, "trace_id": request.trace_id, "traceparent": request.traceparent,
+                     "provisioned": dict(request.provisioned), "env": dict(request.env), "files": dict(request.files),
+                     "settings": dict(self.agent.settings), "request": request, **self.settings.kwargs}
+        return available if self._var_kw else {k: v for k, v in available.items() if k in self._params}
+
+    async def run(self, request: AgentRequest) -> RunResult:
+        kwargs = (await self.apply_before({"kwargs": self._kwargs(request)}, request))["kwargs"]
+        started = time.perf_counter()
+        limit = self.run_timeout(request)
+        try:
+            async with asyncio.timeout(limit):
+                if inspect.iscoroutinefunction(self.fn):
+                    value = await self.fn(**kwargs)
+                else:
+                    value = await asyncio.to_thread(self.fn, **kwargs)
+                    if inspect.isawaitable(value):
+                        value = await value
+        except TimeoutError:
+            raise self.fail(f"did not return within timeout_s={limit:g}s") from None
+        except AgentError:
+            raise
+        except Exception as exc:
+            raise self.fail(f"raised {type(exc).__name__}: {exc}") from exc
+        duration = (time.perf_counter() - started) * 1000
+        if isinstance(value, RunResult):
+            updates: dict[str, Any] = {"run_id": value.run_id or request.run_id, "agent": self.agent.ref}
+            if not value.duration_ms:
+                updates["duration_ms"] = duration
+            if value.prompt is None:
+                updates["prompt"] = request.prompt
+            if not value.trace_id:
+                updates["trace_id"] = request.trace_id
+            result = value.model_copy(update=updates)
+        else:
+            try:
+                output, steps, usage = parse_body(value, self.settings.response_paths, self.settings.model)
+            except ParseError as exc:
+                raise self.fail(str(exc)) from None
+            raw = value if isinstance(value, (dict, list, str, int, float, bool, type(None))) else repr(value)
+            result = RunResult(output=output, trajectory=tuple(steps), run_id=request.run_id,
+                               trace_id=request.trace_id, agent=self.agent.ref, prompt=request.prompt,
+                               context=request.context, duration_ms=duration,
+                               usage=usage if usage != Usage() else Usage(model=self.settings.model),
+                               raw_events=(raw,))
+        return await self.apply_after(value, result)
