@@ -130,3 +130,39 @@ def display_value(value: Any) -> Any:
 
 def _is_ref_only(value: Any) -> bool:
     return is_env_ref(value) or (isinstance(value, str) and bool(_REF.fullmatch(value)))
+
+
+# -- logs -------------------------------------------------------------------------------
+# Transport libraries log request lines (httpx logs every URL at INFO); a secret in a query string
+# would reach the user's logs. Every connector registers its secrets here, and a filter on those
+# loggers scrubs records before any handler sees them.
+_LOG_SECRETS = SecretSet()
+_FILTERED_LOGGERS = ("httpx", "httpcore.http11", "httpcore.http2", "httpcore.connection", "httpcore.proxy",
+                     "botocore.auth", "botocore.endpoint", "agent_health")
+
+
+class _RedactingFilter:
+    def filter(self, record: Any) -> bool:
+        if _LOG_SECRETS:
+            message = record.getMessage()
+            scrubbed = _LOG_SECRETS.scrub_text(message)
+            if scrubbed != message:
+                record.msg, record.args = scrubbed, ()
+        return True
+
+
+_FILTER = _RedactingFilter()
+
+
+def register_log_secrets(secrets: SecretSet) -> None:
+    """Scrub these secrets from transport and agent_health log records from now on."""
+    import logging
+
+    if not secrets:
+        return
+    for value in secrets._values:
+        _LOG_SECRETS.add(value)
+    for name in _FILTERED_LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)

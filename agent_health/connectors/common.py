@@ -10,7 +10,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_health.config.secrets import SecretSet, resolve_env_refs
+from agent_health.config.secrets import SecretSet, register_log_secrets, resolve_env_refs
 from agent_health.connectors.base import AgentRequest, Connector, ResolvedAgent
 from agent_health.model import RunResult
 from agent_health.sdk.errors import AgentError, ConfigError
@@ -85,6 +85,7 @@ class RealConnector(Connector):
             raise ConfigError(f"agent {agent.ref}: invalid settings: " + "; ".join(
                 f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
             )) from None
+        register_log_secrets(self.secrets)
         self.before_request = load_callable(self.settings.before_request, f"{where}.settings.before_request",
                                             self.settings.root)
         self.after_response = load_callable(self.settings.after_response, f"{where}.settings.after_response",

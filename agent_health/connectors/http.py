@@ -18,7 +18,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import Field
 
-from agent_health.config.secrets import collect_sensitive, redact_headers
+from agent_health.config.secrets import collect_sensitive, redact_headers, register_log_secrets
 from agent_health.connectors.auth import Authenticator, AuthSettings
 from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.common import ConnectorSettings, RealConnector
@@ -114,6 +114,7 @@ class HttpBase(RealConnector):
         s = self.settings
         self.auth = Authenticator(s.auth, self.secrets, f"agents.{agent.key}.settings.auth")
         collect_sensitive(s.headers, self.secrets)
+        register_log_secrets(self.secrets)
         self._client: httpx.AsyncClient | None = None
 
     @property
@@ -181,7 +182,9 @@ class HttpBase(RealConnector):
         elif isinstance(content, str):
             content = content.encode()
         headers = {str(k): str(v) for k, v in outgoing["headers"].items()}
-        collect_sensitive(headers, self.secrets)  # a hook may have added credentials
+        if self.before_request is not None:  # a hook may have added credentials
+            collect_sensitive(headers, self.secrets)
+            register_log_secrets(self.secrets)
         headers = self.auth.apply(outgoing["method"], outgoing["url"], headers, content)
         return outgoing["method"], outgoing["url"], headers, content
 

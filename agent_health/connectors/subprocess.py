@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agent_health.config.secrets import register_log_secrets
 from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.common import ConnectorSettings, RealConnector
 from agent_health.connectors.parsing import ParseError, as_text, parse_args, parse_body, usage_of
@@ -59,6 +60,7 @@ class SubprocessConnector(RealConnector):
         for k, v in self.settings.env.items():  # literal env values are the usual place for a key
             if any(w in k.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")):
                 self.secrets.add(v)
+        register_log_secrets(self.secrets)
 
     @property
     def endpoint(self) -> str:
