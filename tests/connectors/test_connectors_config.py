@@ -1,0 +1,89 @@
+"""Agent configuration: versions select overrides, env references stay references, `agents` lists them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from agent_health.cli.agents import agents
+from agent_health.config import define_config, load_config
+from agent_health.sdk.errors import ConfigError
+from agent_health.session import build_runtime
+from tests.connectors.servers import invoke
+
+CONFIG = '''
+from agent_health import define_config
+
+config = define_config(
+    default_agent="rest@v2",
+    agents=[{
+        "key": "rest", "connector": "http", "description": "REST RCA agent",
+        "settings": {"endpoint": "ENDPOINT/echo", "model": "small", "headers": {"x-team": "sre"},
+                     "auth": {"type": "bearer", "token": {"env": "CFG_TOKEN"}}},
+        "versions": {"v1": {}, "v2": {"model": "large", "headers": {"x-build": "2"}}},
+    }],
+)
+'''
+
+
+def write_config(tmp_path, server):
+    path = tmp_path / "agent_health_config.py"
+    path.write_text(CONFIG.replace("ENDPOINT", server.url))
+    return path
+
+
+def test_versions_really_run_different_builds(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("CFG_TOKEN", "cfg-token-abc123")
+    cfg = load_config(write_config(tmp_path, server))
+    before = len(server.requests)
+    invoke(build_runtime(cfg, "rest@v1"))
+    invoke(build_runtime(cfg, "rest@v2"))
+    (h1, b1), (h2, b2) = [({k.lower(): v for k, v in r["headers"].items()}, r["body"])
+                          for r in server.requests[before:before + 2]]
+    assert (b1["model"], b2["model"]) == ("small", "large")
+    assert h1["x-team"] == h2["x-team"] == "sre" and "x-build" not in h1 and h2["x-build"] == "2"
+    # The resolved agent (what Dagster partitions and the UI see) keeps the reference, not the value.
+    assert cfg.agent("rest@v2").settings["auth"]["token"] == {"env": "CFG_TOKEN"}
+
+
+def test_agents_command_lists_versions_without_secrets(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("CFG_TOKEN", "cfg-token-abc123")
+    cfg = load_config(write_config(tmp_path, server))
+    out = CliRunner().invoke(agents, [], obj={"config": cfg})
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert any(line.startswith("  rest@v1") and f"{server.url}/echo" in line for line in lines)
+    assert any(line.startswith("* rest@v2") and '"model": "large"' in line for line in lines)
+    assert any("demo@v1" in line for line in lines)
+    rows = json.loads(CliRunner().invoke(agents, ["--json", "--check"], obj={"config": cfg}).output)
+    assert {r["ref"]: r["status"] for r in rows}["rest@v2"] == "ok"
+    assert "cfg-token-abc123" not in out.output
+
+
+def test_agents_check_names_the_broken_setting(tmp_path, server, monkeypatch):
+    monkeypatch.delenv("CFG_TOKEN", raising=False)
+    cfg = load_config(write_config(tmp_path, server))
+    out = CliRunner().invoke(agents, ["--check"], obj={"config": cfg})
+    assert out.exit_code == 1
+    assert "error: setting agents.rest.settings.auth.token: environment variable CFG_TOKEN is not set" in out.output
+
+
+def test_agents_command_falls_back_to_load_config(tmp_path, server, monkeypatch):
+    write_config(tmp_path, server)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENT_HEALTH_CONFIG", raising=False)
+    out = CliRunner().invoke(agents, [])
+    assert out.exit_code == 0 and "rest@v2" in out.output and "agent_health_config.py" in out.output
+
+
+def test_config_errors_name_the_setting():
+    with pytest.raises(ConfigError, match=r"agents\.x\.connector"):
+        define_config(agents=[{"key": "x", "connector": "grpc"}])
+    with pytest.raises(ConfigError, match="version name 'a@b'"):
+        define_config(agents=[{"key": "x", "connector": "http", "versions": {"a@b": {}}}])
+    with pytest.raises(ConfigError, match=r"unknown version 'v9' of agent 'demo'"):
+        define_config().agent("demo@v9")
+    assert isinstance(agents, click.Command)
