@@ -1,0 +1,184 @@
+"""Benchmark of the http connector. Prints figures; it asserts nothing.
+
+1. Overhead per request against a local zero-latency agent: the connector (through
+   AgentRuntime.invoke, as tests call it) vs a raw httpx loop posting the same body on a pooled
+   client. Target: at most 0.3 ms.
+2. 1,000 tests through the engine (session.run_tests) against a local agent with 200 ms latency at
+   concurrency 64, vs the ideal ceil(1000/64) x 200 ms. Target: at most 1.15 x ideal.
+
+The agent server runs in its own process (stdlib asyncio, HTTP/1.1 keep-alive) so it does not
+share the benchmark's interpreter.
+
+    /work/main/.venv/bin/python benchmarks/connectors_http.py [--requests 3000] [--tests 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+RESPONSE = json.dumps({"response": "ok", "toolCalls": [{"name": "search_logs", "args": {"q": "x"}, "result": "r"}],
+                       "usage": {"input_tokens": 10, "output_tokens": 5}}).encode()
+
+
+async def serve(port: int, latency_s: float) -> None:
+    """A minimal keep-alive HTTP/1.1 agent: reads one request, waits `latency_s`, answers."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                if length:
+                    await reader.readexactly(length)
+                if latency_s:
+                    await asyncio.sleep(latency_s)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                             % (len(RESPONSE), RESPONSE))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=512)
+    async with server:
+        await server.serve_forever()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(latency_s: float) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(latency_s)])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, f"http://127.0.0.1:{port}/agent"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("benchmark agent server did not start")
+
+
+async def raw_loop(url: str, n: int) -> float:
+    import httpx
+
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=10)) as client:
+        t0 = time.perf_counter()
+        for i in range(n):
+            body = json.dumps({"prompt": "benchmark prompt", "context": [], "run_id": f"r{i}"}).encode()
+            r = await client.post(url, content=body, headers={"content-type": "application/json"})
+            json.loads(r.content)
+        return (time.perf_counter() - t0) / n
+
+
+async def connector_loop(url: str, n: int) -> float:
+    from agent_health.config.agents import AgentSpec
+    from agent_health.connectors.base import AgentRequest, AgentRuntime
+
+    rt = AgentRuntime(AgentSpec(key="bench", connector="http", settings={"endpoint": url}).resolve())
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await rt.invoke(AgentRequest(prompt="benchmark prompt"))
+        return (time.perf_counter() - t0) / n
+    finally:
+        await rt.aclose()
+
+
+def overhead(n: int, rounds: int = 5) -> None:
+    proc, url = start_server(0.0)
+    try:
+        asyncio.run(raw_loop(url, 300))
+        asyncio.run(connector_loop(url, 300))  # warm up imports, pools, server
+        raws, conns = [], []
+        for _ in range(rounds):  # interleaved so drift hits both equally
+            raws.append(asyncio.run(raw_loop(url, n)))
+            conns.append(asyncio.run(connector_loop(url, n)))
+    finally:
+        proc.kill()
+        proc.wait()
+    raw_ms, conn_ms = statistics.median(raws) * 1000, statistics.median(conns) * 1000
+    print(f"[overhead] {rounds} rounds x {n} sequential requests, zero-latency local agent")
+    print(f"  raw httpx loop     : {raw_ms:.3f} ms/request (median of rounds)")
+    print(f"  http connector     : {conn_ms:.3f} ms/request (median of rounds)")
+    print(f"  overhead           : {conn_ms - raw_ms:.3f} ms/request (target <= 0.300)")
+
+
+def engine_ratio(n_tests: int, concurrency: int, latency_s: float) -> None:
+    from agent_health.config import define_config
+    from agent_health.engine import EngineOptions
+    from agent_health.loader import load_tests
+    from agent_health.session import run_tests
+
+    proc, url = start_server(latency_s)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "bench.eval.py").write_text(textwrap.dedent(f"""
+                from agent_health import test
+
+                for i in range({n_tests}):
+                    @test(f"bench {{i}}", prompt=f"question {{i}}")
+                    async def body(agent):
+                        await agent.run()
+            """))
+            loaded = load_tests([Path(tmp, "bench.eval.py")])
+            assert not loaded.errors and len(loaded.tests) == n_tests, loaded.errors
+            cfg = define_config(root=tmp, agents=[{"key": "bench", "connector": "http",
+                                                   "settings": {"endpoint": url}, "versions": {"v1": {}}}])
+            opts = EngineOptions(concurrency=concurrency, timeout_s=60, skip_judge=True)
+            run_tests(loaded.tests[:concurrency], cfg, "bench@v1", opts)  # warm-up
+            t0 = time.perf_counter()
+            results = run_tests(loaded.tests, cfg, "bench@v1", opts, replay="off")
+            wall = time.perf_counter() - t0
+    finally:
+        proc.kill()
+        proc.wait()
+    statuses = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "errored")}
+    ideal = math.ceil(n_tests / concurrency) * latency_s
+    print(f"[engine] {n_tests} tests x {latency_s * 1000:.0f} ms agent latency, concurrency {concurrency}")
+    print(f"  statuses           : {statuses}")
+    print(f"  wall               : {wall:.3f} s; ideal {ideal:.3f} s")
+    print(f"  ratio              : {wall / ideal:.3f} x ideal (target <= 1.15)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--serve", nargs=2, metavar=("PORT", "LATENCY_S"), help=argparse.SUPPRESS)
+    ap.add_argument("--requests", type=int, default=3000)
+    ap.add_argument("--tests", type=int, default=1000)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--latency-ms", type=float, default=200.0)
+    args = ap.parse_args()
+    if args.serve:
+        asyncio.run(serve(int(args.serve[0]), float(args.serve[1])))
+        return
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus")
+    overhead(args.requests)
+    engine_ratio(args.tests, args.concurrency, args.latency_ms / 1000)
+
+
+if __name__ == "__main__":
+    main()
