@@ -337,8 +337,9 @@ class HttpConnector(HttpBase):
                            agent=self.agent.ref, prompt=request.prompt, context=request.context,
                            duration_ms=(time.perf_counter() - started) * 1000, usage=usage,
                            raw_events=(raw_event,))
-        return await self.apply_after({"status": response.status_code,
-                                       "headers": redact_headers(dict(response.headers)), "body": data}, result)
+        raw = {"status": response.status_code, "headers": redact_headers(dict(response.headers)), "body": data} \
+            if self.after_response is not None else None
+        return await self.apply_after(raw, result)
 
     def parse_json(self, text: str, response: httpx.Response) -> Any:
         ctype = response.headers.get("content-type", "")

@@ -87,3 +87,25 @@ def test_config_errors_name_the_setting():
     with pytest.raises(ConfigError, match=r"unknown version 'v9' of agent 'demo'"):
         define_config().agent("demo@v9")
     assert isinstance(agents, click.Command)
+
+
+def test_secret_helpers():
+    import email.utils
+    import time
+
+    from agent_health.config.secrets import SecretSet, display_value, resolve_env_refs
+    from agent_health.connectors.retry import RetryPolicy, parse_retry_after
+
+    secrets = SecretSet()
+    value = resolve_env_refs({"a": {"env": "H_X"}, "b": ["Bearer ${H_X}", 3]}, "agents.k.settings", secrets,
+                             environ={"H_X": "abcd1234"})
+    assert value == {"a": "abcd1234", "b": ["Bearer abcd1234", 3]}
+    assert secrets.scrub({"k": ("x abcd1234 y",)}) == {"k": ("x [REDACTED] y",)}
+    assert display_value({"token": {"env": "H_X"}, "password": "literal", "url": "${U}"}) == \
+        {"token": "${H_X}", "password": "[REDACTED]", "url": "${U}"}
+    assert parse_retry_after("2") == 2.0 and parse_retry_after("soon") is None
+    future = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 < parse_retry_after(future) <= 30
+    policy = RetryPolicy(backoff_s=1, max_backoff_s=4)
+    assert policy.delay(0, "100") == 4  # Retry-After is honoured but capped
+    assert all(0 <= policy.delay(5) <= 4 for _ in range(20))
