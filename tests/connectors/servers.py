@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import socket
 import threading
 import time
@@ -24,9 +23,9 @@ SIGV4_SERVICE = "execute-api"
 
 def require_or_skip(reason: str) -> None:
     """Skip a test whose service cannot start, unless CI demands services (then fail)."""
-    if os.environ.get("AGENT_HEALTH_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"required service unavailable: {reason}")
-    pytest.skip(reason)
+    from tests.conftest import skip_or_fail
+
+    skip_or_fail(reason)
 
 
 class Handler(BaseHTTPRequestHandler):
