@@ -91,7 +91,7 @@ class RealConnector(Connector):
         self.after_response = load_callable(self.settings.after_response, f"{where}.settings.after_response",
                                             self.settings.root)
 
-    def fail(self, what: str, cause: BaseException | None = None) -> AgentError:
+    def fail(self, what: str) -> AgentError:
         """The AgentError for a failure: names the agent, the endpoint and what went wrong."""
         return AgentError(self.secrets.scrub_text(f"agent {self.agent.ref} ({self.endpoint}): {what}"))
 

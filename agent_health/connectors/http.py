@@ -18,7 +18,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import Field
 
-from agent_health.config.secrets import collect_sensitive, redact_headers, register_log_secrets
+from agent_health.config.secrets import collect_sensitive, display_value, redact_headers, register_log_secrets
 from agent_health.connectors.auth import Authenticator, AuthSettings
 from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.common import ConnectorSettings, RealConnector
@@ -118,6 +118,12 @@ class HttpBase(RealConnector):
         register_log_secrets(self.secrets)
         self._clients: list[httpx.AsyncClient] = []
         self._in_flight: list[int] = []
+
+    @property
+    def endpoint(self) -> str:
+        value = self.agent.settings.get("endpoint") or ""
+        # The configured form: `${NAME}` references stay references, resolved secrets never show.
+        return self.secrets.scrub_text(value if isinstance(value, str) else str(display_value(value)))
 
     def _open_clients(self) -> None:
         # httpcore's pool does work proportional to (waiting requests x connections) on every

@@ -198,3 +198,9 @@ def test_unknown_or_invalid_setting_named():
         runtime("http", endpoint="http://x/", auth={"type": "bearer"})
     with pytest.raises(ConfigError, match=r"agents\.agent\.settings\.endpoint: Field required"):
         runtime("http")
+
+
+def test_endpoint_from_env_reference_is_named_by_reference(monkeypatch):
+    monkeypatch.setenv("AGENT_URL", f"http://127.0.0.1:{free_port()}/secret-path-token-x1")
+    msg = invoke_error(runtime("http", endpoint={"env": "AGENT_URL"}, retry={"max_retries": 0}))
+    assert msg.startswith("agent agent@v1 (${AGENT_URL}): connection refused") and "secret-path" not in msg
