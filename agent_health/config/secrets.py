@@ -1,7 +1,9 @@
 """Secrets in agent settings: environment-variable references, and redaction.
 
 A setting value may reference an environment variable instead of holding a secret:
-`{"env": "NAME"}` (whole value) or `"Bearer ${NAME}"` (inside a string). References are resolved
+`{"env": "NAME"}` (whole value) or `"Bearer ${NAME}"` (inside a string). Every referenced value is
+treated as a secret (scrubbed wherever it appears, even in the agent's output) unless marked
+`{"env": "NAME", "secret": False}`, for values such as a model name. References are resolved
 only when a connector is built, so configurations, partitions and the Dagster UI keep the
 reference, never the value. Every resolved value, and every value of a sensitive header or
 auth field, is collected in a `SecretSet` that connectors use to scrub raw events, results and
@@ -26,7 +28,9 @@ _MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
 
 
 def is_env_ref(value: Any) -> bool:
-    return isinstance(value, Mapping) and set(value) == {"env"} and isinstance(value["env"], str)
+    """`{"env": NAME}`, optionally with `"secret": False` for a value that is not secret."""
+    return (isinstance(value, Mapping) and isinstance(value.get("env"), str)
+            and set(value) <= {"env", "secret"})
 
 
 class SecretSet:
@@ -79,17 +83,17 @@ def resolve_env_refs(value: Any, setting: str, secrets: SecretSet | None = None,
     """
     env = os.environ if environ is None else environ
 
-    def lookup(name: str, where: str) -> str:
+    def lookup(name: str, where: str, secret: bool = True) -> str:
         if name not in env:
             raise ConfigError(f"setting {where}: environment variable {name} is not set")
         found = env[name]
-        if secrets is not None:
+        if secrets is not None and secret:
             secrets.add(found)
         return found
 
     def walk(v: Any, where: str) -> Any:
         if is_env_ref(v):
-            return lookup(v["env"], where)
+            return lookup(v["env"], where, v.get("secret", True) is not False)
         if isinstance(v, str) and "${" in v:
             return _REF.sub(lambda m: lookup(m.group(1), where), v)
         if isinstance(v, Mapping):

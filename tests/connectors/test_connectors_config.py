@@ -100,6 +100,8 @@ def test_secret_helpers():
     value = resolve_env_refs({"a": {"env": "H_X"}, "b": ["Bearer ${H_X}", 3]}, "agents.k.settings", secrets,
                              environ={"H_X": "abcd1234"})
     assert value == {"a": "abcd1234", "b": ["Bearer abcd1234", 3]}
+    plain = resolve_env_refs({"model": {"env": "H_M", "secret": False}}, "s", secrets, environ={"H_M": "gpt-big"})
+    assert plain == {"model": "gpt-big"} and secrets.scrub("gpt-big") == "gpt-big"
     assert secrets.scrub({"k": ("x abcd1234 y",)}) == {"k": ("x [REDACTED] y",)}
     assert display_value({"token": {"env": "H_X"}, "password": "literal", "url": "${U}"}) == \
         {"token": "${H_X}", "password": "[REDACTED]", "url": "${U}"}
