@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 import time
 from typing import Any, Literal
 
@@ -49,7 +50,8 @@ class HttpSettings(ConnectorSettings):
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="Retries of connection errors, 429, 5xx.")
     max_response_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Larger responses are an error.")
     max_connections: int = Field(100, gt=0, description="Pooled connections to the agent.")
-    connections_per_pool: int = Field(16, gt=0, description="Connections per internal pool (tuning only).")
+    pool: Literal["lean", "httpx"] = Field("lean", description="Connection pool: lean (see connectors.transport) "
+                                                             "or httpx's default one.")
     verify_tls: bool = Field(True, description="Verify the agent's TLS certificate.")
 
 
@@ -116,8 +118,7 @@ class HttpBase(RealConnector):
         self.auth = Authenticator(s.auth, self.secrets, f"agents.{agent.key}.settings.auth")
         collect_sensitive(s.headers, self.secrets)
         register_log_secrets(self.secrets)
-        self._clients: list[httpx.AsyncClient] = []
-        self._in_flight: list[int] = []
+        self._client: httpx.AsyncClient | None = None
 
     @property
     def endpoint(self) -> str:
@@ -125,48 +126,28 @@ class HttpBase(RealConnector):
         # The configured form: `${NAME}` references stay references, resolved secrets never show.
         return self.secrets.scrub_text(value if isinstance(value, str) else str(display_value(value)))
 
-    def _open_clients(self) -> None:
-        # httpcore's pool does work proportional to (waiting requests x connections) on every
-        # request event, which collapses throughput at ~64 concurrent runs. Several small pools,
-        # each request on the least busy one, keep that cost flat (see benchmarks/connectors_http.py).
-        s = self.settings
-        shards = max(1, -(-s.max_connections // s.connections_per_pool))
-        per_pool = -(-s.max_connections // shards)
-        limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
-        timeout = httpx.Timeout(s.request_timeout_s, connect=s.connect_timeout_s)
-        # One TLS context for all pools: loading the CA bundle costs ~30 ms per context.
-        verify = httpx.create_ssl_context(verify=True) if s.verify_tls else False
-        self._clients = [httpx.AsyncClient(limits=limits, timeout=timeout, verify=verify, follow_redirects=True)
-                         for _ in range(shards)]
-        self._in_flight = [0] * shards
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            s = self.settings
+            # One TLS context: loading the CA bundle costs ~30 ms.
+            verify = httpx.create_ssl_context(verify=True) if s.verify_tls else False
+            transport = None
+            if s.pool == "lean":
+                from agent_health.connectors.transport import LeanTransport
+
+                transport = LeanTransport(s.max_connections, verify if isinstance(verify, ssl.SSLContext)
+                                          else _no_verify_context())
+            limits = httpx.Limits(max_connections=s.max_connections, max_keepalive_connections=s.max_connections)
+            self._client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(
+                s.request_timeout_s, connect=s.connect_timeout_s), verify=verify, transport=transport,
+                follow_redirects=True)
+        return self._client
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, []
-        for client in clients:
+        client, self._client = self._client, None
+        if client is not None:
             await client.aclose()
-
-    async def _send_once(self, method: str, url: str, headers: dict[str, str], content: bytes) -> httpx.Response:
-        if not self._clients:
-            self._open_clients()
-        i = min(range(len(self._clients)), key=self._in_flight.__getitem__)
-        client = self._clients[i]
-        self._in_flight[i] += 1
-        try:
-            response = await client.send(client.build_request(method, url, headers=headers, content=content),
-                                         stream=True)
-        except BaseException:
-            self._in_flight[i] -= 1
-            raise
-        close = response.aclose
-
-        async def aclose() -> None:  # the slot frees when the body is done, not when headers arrive
-            if getattr(response, "_ah_released", False) is False:
-                response._ah_released = True  # type: ignore[attr-defined]
-                self._in_flight[i] -= 1
-            await close()
-
-        response.aclose = aclose  # type: ignore[method-assign]
-        return response
 
     # -- request building ---------------------------------------------------
     def template_values(self, request: AgentRequest) -> dict[str, Any]:
@@ -234,7 +215,8 @@ class HttpBase(RealConnector):
             retry_after = None
             try:
                 async with asyncio.timeout_at(deadline):
-                    response = await self._send_once(method, url, headers, content)
+                    response = await self.client.send(self.client.build_request(method, url, headers=headers,
+                                                                                content=content), stream=True)
             except TimeoutError:
                 raise self.fail(f"no response within request_timeout_s={self.settings.request_timeout_s:g}s"
                                 + (f" (after {retries} retries)" if retries else "")) from None
@@ -358,3 +340,9 @@ class HttpConnector(HttpBase):
             start = stripped[:80]
             raise self.fail(f"malformed JSON response: {exc}; body starts {start!r}") from None
 
+
+def _no_verify_context() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx

@@ -43,7 +43,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         path = urlsplit(self.path).path
-        self.server.requests.append({"path": path, "headers": dict(self.headers.items()), "body": body, "raw": raw})
+        self.server.requests.append({"path": path, "headers": dict(self.headers.items()), "body": body, "raw": raw,
+                                     "client_port": self.client_address[1]})
         route = self.server.routes.get(path)
         if route is None:
             return self.send_json({"error": f"no route {path}"}, 404)
@@ -210,6 +211,11 @@ def install_rest(srv: AgentServer) -> None:
         n = srv.bump("count:" + (body or {}).get("prompt", ""))
         h.send_json({"response": f"call {n} for {(body or {}).get('prompt')}",
                      "toolCalls": [{"name": "lookup", "args": {"n": n}}]})
+
+    @srv.route("/drop-after")
+    def drop_after(h: Handler, body: Any) -> None:  # answers as keep-alive, then drops the connection
+        h.send_json({"response": "dropped after"})
+        h.close_connection = True
 
     @srv.route("/sigv4")
     def sigv4(h: Handler, body: Any) -> None:
