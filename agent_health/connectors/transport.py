@@ -68,11 +68,14 @@ class LeanTransport(httpx.AsyncBaseTransport):
         timeouts = request.extensions.get("timeout", {})
         if self._slots is None:  # created on first use, inside the running loop
             self._slots = asyncio.Semaphore(self._max)
-        try:
-            async with asyncio.timeout(timeouts.get("pool")):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise httpx.PoolTimeout("no free connection to the agent", request=request) from None
+        if self._slots.locked():  # only a wait for a free slot needs a timer
+            try:
+                async with asyncio.timeout(timeouts.get("pool")):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise httpx.PoolTimeout("no free connection to the agent", request=request) from None
+        else:
+            await self._slots.acquire()
         try:
             return await self._exchange(request, timeouts)
         except BaseException:
@@ -95,11 +98,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
                     data += conn.h11.send(h11.Data(data=body)) or b""
                 data += conn.h11.send(h11.EndOfMessage()) or b""
                 conn.writer.write(data)
-                try:
-                    async with asyncio.timeout(timeouts.get("write")):
-                        await conn.writer.drain()
-                except TimeoutError:
-                    raise httpx.WriteTimeout("timed out sending to the agent", request=request) from None
+                if conn.writer.transport.get_write_buffer_size():  # the socket did not take it all
+                    try:
+                        async with asyncio.timeout(timeouts.get("write")):
+                            await conn.writer.drain()
+                    except TimeoutError:
+                        raise httpx.WriteTimeout("timed out sending to the agent", request=request) from None
                 while True:
                     event = await conn.next_event(timeouts.get("read"), request)
                     if isinstance(event, h11.Response):
