@@ -5,8 +5,9 @@ stdin (`prompt_via: stdin`, as text or as the JSON request with `stdin_format: j
 argument (`prompt_via: arg`, replacing `{prompt}` in args or appended). Output is parsed as JSON
 (same shapes as the http connector), plain text, or a JSON-lines event stream
 (`output_format: auto|json|text|jsonl`). The process gets `TRACEPARENT` and
-`AGENT_HEALTH_RUN_ID`, plus `env` and the test's own env; it runs in its own process group, which
-is killed as a whole on timeout.
+`AGENT_HEALTH_RUN_ID`, plus `env` and the test's own env; files provisioned by the test are
+written to a fresh folder named by `AGENT_HEALTH_FILES_DIR`. It runs in its own process group,
+which is killed as a whole on timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import shlex
 import signal
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -85,10 +87,31 @@ class SubprocessConnector(RealConnector):
         return request.prompt.encode()
 
     async def run(self, request: AgentRequest) -> RunResult:
+        if not request.files:
+            return await self._run(request, {})
+        # Provisioned files live in a fresh folder per run, named by AGENT_HEALTH_FILES_DIR.
+        with tempfile.TemporaryDirectory(prefix="agent-health-files-") as folder:
+            self._write_files(Path(folder), request.files)
+            return await self._run(request, {"AGENT_HEALTH_FILES_DIR": folder})
+
+    def _write_files(self, folder: Path, files: dict[str, Any]) -> None:
+        for name, content in files.items():
+            path = (folder / name).resolve()
+            if not path.is_relative_to(folder.resolve()):
+                raise self.fail(f"provisioned file name {name!r} points outside the files folder")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content if isinstance(content, str) else json.dumps(content, default=str),
+                                encoding="utf-8")
+
+    async def _run(self, request: AgentRequest, extra_env: dict[str, str]) -> RunResult:
         s = self.settings
         env = dict(os.environ) if s.inherit_env else {"PATH": os.environ.get("PATH", "")}
         env.update(s.env)
         env.update(request.env)
+        env.update(extra_env)
         env.update({"TRACEPARENT": request.traceparent, "AGENT_HEALTH_RUN_ID": request.run_id})
         cwd = str((Path(s.root) / s.cwd).resolve()) if s.cwd else s.root
         outgoing = await self.apply_before({"argv": self._argv(request), "env": env, "cwd": cwd,

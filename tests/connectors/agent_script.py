@@ -28,6 +28,14 @@ elif mode == "env":
     print(json.dumps({"answer": "env", "env": {k: os.environ.get(k) for k in
                                                ("TRACEPARENT", "AGENT_HEALTH_RUN_ID", "AGENT_MODE", "EXTRA")},
                       "cwd": os.getcwd(), "request": req}))
+elif mode == "files":
+    folder = os.environ["AGENT_HEALTH_FILES_DIR"]
+    found = {}
+    for dirpath, _, names in os.walk(folder):
+        for n in names:
+            path = os.path.join(dirpath, n)
+            found[os.path.relpath(path, folder)] = open(path, encoding="utf-8").read()
+    print(json.dumps({"answer": "files", "files": found}))
 elif mode == "fail":
     print("partial output")
     print("Traceback: model backend unreachable", file=sys.stderr)

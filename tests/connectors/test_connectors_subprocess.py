@@ -95,3 +95,10 @@ def test_secret_env_values_scrubbed(monkeypatch):
     r = invoke(agent("env", env={"AGENT_MODE": "${SUB_TOKEN}", "EXTRA": "x"}))
     assert "sub-secret-token-77" not in json.dumps(r.model_dump())
     assert r.raw_events[0]["env"]["AGENT_MODE"] == "[REDACTED]"
+
+
+def test_provisioned_files_in_a_fresh_folder():
+    r = invoke(agent("files"), files={"runbook.md": "# restart", "data/config.json": {"replicas": 3}})
+    assert r.raw_events[0]["files"] == {"runbook.md": "# restart", "data/config.json": '{"replicas": 3}'}
+    msg = invoke_error(agent("files"), files={"../escape.txt": "x"})
+    assert "provisioned file name '../escape.txt' points outside the files folder" in msg
