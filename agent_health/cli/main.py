@@ -23,9 +23,11 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 
 def _register() -> None:
+    from agent_health.cli.agents import agents
     from agent_health.cli.run import run_command
 
     cli.add_command(run_command)
+    cli.add_command(agents)
 
 
 _register()

@@ -68,7 +68,7 @@ def print_list(result: LoadResult, tests: list[LoadedTest]) -> None:
 
 
 async def run_agents(tests: list[LoadedTest], config: Config, agents: Sequence[str], options,
-                     reporters: list[Reporter], no_cache: bool = False) -> tuple[list[TestResult], list[RunSummary], list[str], int]:
+                     reporters: list[Reporter], no_cache: bool = False, replay: str | None = None) -> tuple[list[TestResult], list[RunSummary], list[str], int]:
     from agent_health.session import open_engine
 
     results: list[TestResult] = []
@@ -76,7 +76,7 @@ async def run_agents(tests: list[LoadedTest], config: Config, agents: Sequence[s
     hook_errors: list[str] = []
     not_run = 0
     for ref in agents:
-        engine = open_engine(config, ref, options, no_cache=no_cache)
+        engine = open_engine(config, ref, options, no_cache=no_cache, replay=replay)
         for rep in reporters:
             rep.start(ref, len(tests))
         t0 = time.perf_counter()
@@ -109,6 +109,9 @@ async def run_agents(tests: list[LoadedTest], config: Config, agents: Sequence[s
 @click.option("--fail-fast", is_flag=True, help="Stop starting tests after the first failure or error.")
 @click.option("--no-judge", is_flag=True, help="Skip every judge() (neutral verdicts); also AGENT_HEALTH_SKIP_JUDGE=1.")
 @click.option("--no-cache", is_flag=True, help="Bypass the judge cache (neither read nor write); also AGENT_HEALTH_NO_CACHE=1.")
+@click.option("--replay", type=click.Choice(["off", "record", "auto", "strict"]), envvar="AGENT_HEALTH_REPLAY",
+              help="Record agent runs, replay recordings (auto: replay when recorded, else record; strict: a "
+                   "missing recording is an error). Default: the config's, off.")
 @click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
 @click.option("--grep", help="Only tests whose name or id matches this regular expression.")
 @click.option("--list", "list_only", is_flag=True, help="Discover and print the tests without running them.")
@@ -117,7 +120,7 @@ async def run_agents(tests: list[LoadedTest], config: Config, agents: Sequence[s
 @click.option("-v", "--verbose", is_flag=True, help="Print every test and its signals.")
 @click.pass_context
 def run_command(ctx: click.Context, paths: tuple[Path, ...], agents: tuple[str, ...], concurrency: int | None,
-                timeout: float | None, epochs: int | None, fail_fast: bool, no_judge: bool, no_cache: bool, labels: tuple[str, ...],
+                timeout: float | None, epochs: int | None, fail_fast: bool, no_judge: bool, no_cache: bool, replay: str | None, labels: tuple[str, ...],
                 grep: str | None, list_only: bool, reporters: tuple[str, ...], verbose: bool) -> None:
     """Run eval files (*.eval.py, *.json, *.yaml, *.jsonl) or folders of them.
 
@@ -158,7 +161,7 @@ def run_command(ctx: click.Context, paths: tuple[Path, ...], agents: tuple[str, 
                              fail_fast=fail_fast, skip_judge=skip)
     reps = build_reporters(reporters, verbose)
     started = time.time()
-    results, summaries, hook_errors, not_run = asyncio.run(run_agents(tests, config, agents, options, reps, no_cache))
+    results, summaries, hook_errors, not_run = asyncio.run(run_agents(tests, config, agents, options, reps, no_cache, replay))
     report = RunReport(started_at=started, finished_at=time.time(), summaries=summaries, results=results,
                        load_errors=load_errors, hook_errors=hook_errors, not_run=not_run)
     for rep in reps:

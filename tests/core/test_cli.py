@@ -166,3 +166,15 @@ def test_cli_startup_does_not_import_heavy_modules(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout.strip()
     assert out == "[]"
+
+
+def test_replay_flag_and_agents_command(write_eval, tmp_path):
+    write_eval("good.eval.py", GOOD)
+    p = run_cli("run", "evals", "--replay", "strict", cwd=tmp_path)
+    assert p.returncode == 1 and "no recording" in p.stdout.lower()
+    assert run_cli("run", "evals", "--replay", "record", cwd=tmp_path).returncode == 0
+    p = run_cli("run", "evals", "--replay", "strict", "--reporter", "json", cwd=tmp_path)
+    report = RunReport.model_validate(json.loads(p.stdout))
+    assert p.returncode == 0 and [r.run.replayed for r in report.results if r.run] == [True]
+    p = run_cli("agents", cwd=tmp_path)
+    assert p.returncode == 0 and "demo@v1" in p.stdout and "demo@v2" in p.stdout
