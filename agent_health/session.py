@@ -28,17 +28,34 @@ def replay_mode(config: Config, replay: str | None = None) -> str:
 
 def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> AgentRuntime:
     """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent), wrapped
-    for record/replay unless the mode is `off`. Recordings live in `<state>/recordings`."""
+    for record/replay unless the mode is `off`. Recordings live in `<state>/recordings`. Runs of
+    agents with traces get a lazy `result.traces` view."""
+    from agent_health.traces import make_binder, traces_enabled
+
     agent = config.agent(agent_ref)
     if agent.connector != "demo" and "root" not in agent.settings:  # relative cwd/modules resolve here
         agent = agent.model_copy(update={"settings": {**agent.settings, "root": config.root}})
+    if agent.connector == "demo" and traces_enabled(config, agent) and "spans_dir" not in agent.settings:
+        # The demo agent writes its spans where the local trace source reads them.
+        spans = config.path(config.traces.settings.get("path") or str(config.state_path / "spans"))
+        agent = agent.model_copy(update={"settings": {**agent.settings, "spans_dir": str(spans)}})
     connector = connector_class(agent.connector)(agent)
     mode = replay_mode(config, replay)
     if mode != "off":
         from agent_health.replay.store import RecordingStore, ReplayConnector
 
         connector = ReplayConnector(connector, RecordingStore(config.state_path / "recordings"), mode)
-    return AgentRuntime(agent, connector)
+    return AgentRuntime(agent, connector, bind_traces=make_binder(config))
+
+
+def build_analyzers(config: Config, judges: JudgeService | None = None) -> list:
+    """What runs on each TestResult: derived metrics (run and traces) as metric signals, then
+    offline insights plus the configured synthesizer, if any."""
+    from agent_health.analysis.insights import insights_analyzer
+    from agent_health.analysis.metrics import with_metric_signals
+
+    return [with_metric_signals(config.prices, config.traces.settings.get("metrics_wait_s", 0.0)),
+            insights_analyzer(config.insights, llm=getattr(judges, "llm", None))]
 
 
 def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) -> JudgeService:
@@ -72,8 +89,9 @@ def open_engine(config: Config, agent_ref: str, options: EngineOptions | None = 
     `no_cache=True` bypasses the persistent judge cache (CLI `--no-cache`). `replay` is the
     record/replay mode (CLI `--replay`); None means $AGENT_HEALTH_REPLAY, else the configuration."""
     options = options or engine_options(config)
-    return Engine(build_runtime(config, agent_ref, replay),
-                  build_judges(config, skip=options.skip_judge, no_cache=no_cache), options)
+    judges = build_judges(config, skip=options.skip_judge, no_cache=no_cache)
+    return Engine(build_runtime(config, agent_ref, replay), judges, options,
+                  analyzers=build_analyzers(config, judges))
 
 
 async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: str,

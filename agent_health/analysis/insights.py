@@ -1,12 +1,19 @@
-"""Offline insights: rules over a test's signals and metrics, each with evidence and a concrete
-recommendation. Always available; an optional synthesizer can add more (see the configuration)."""
+"""Insights: offline rules over a test's signals and metrics, each with evidence and a concrete
+recommendation (always available), plus an optional synthesizer (`insights=` in the
+configuration: a callable, or "llm" for the built-in one on the judge provider's LLM), and the
+suite-level rollup of recommendations."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
+import threading
 from collections import defaultdict
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Union
 
-from agent_health.model import Insight, TestResult
+from agent_health.model import Insight, Step, TestResult
 
 Rule = Callable[[TestResult], Iterable[Insight]]
 
@@ -44,12 +51,33 @@ def _slow_step(r: TestResult) -> Iterable[Insight]:
 
 
 def _token_heavy(r: TestResult, limit: int = 4000) -> Iterable[Insight]:
-    total = r.metrics.get("total_tokens") or 0
+    total = r.metrics.get("total_tokens") or (r.metrics.get("traces") or {}).get("total_tokens") or 0
     if total > limit:
         yield Insight(rule="token_heavy", severity="info", summary=f"run used {total} tokens (over {limit})",
                       evidence={"total_tokens": total, "llm_calls": r.metrics.get("llm_calls")},
                       recommendation="Summarize tool results before feeding them back and trim the context "
                                      "each model call re-reads.")
+
+
+def _token_heavy_step(r: TestResult, share: float = 0.5, floor: int = 1500) -> Iterable[Insight]:
+    heavy = r.metrics.get("heaviest_step") or {}
+    total = r.metrics.get("total_tokens") or 0
+    if heavy and total and heavy.get("tokens", 0) >= floor and heavy["tokens"] > share * total:
+        what = heavy.get("tool") or heavy.get("kind")
+        yield Insight(rule="token_heavy_step", severity="info",
+                      summary=f"one step ({what}) used {heavy['tokens'] / total:.0%} of the run's tokens",
+                      evidence={"heaviest_step": heavy, "total_tokens": total},
+                      recommendation=f"Shrink what {what} puts into the context (filter or summarize it).")
+
+
+def _traces_unavailable(r: TestResult) -> Iterable[Insight]:
+    traces = r.metrics.get("traces") or {}
+    if traces.get("status") == "unavailable":
+        yield Insight(rule="traces_unavailable", severity="warning",
+                      summary="traces were enabled but none were found for this run",
+                      evidence={"error": traces.get("error")},
+                      recommendation="Check that the agent exports spans with the run's trace id (traceparent) "
+                                     "or the agent_health.run.id attribute, and that the trace index is right.")
 
 
 def _failed_gates(r: TestResult) -> Iterable[Insight]:
@@ -62,7 +90,8 @@ def _failed_gates(r: TestResult) -> Iterable[Insight]:
                                      + (failed[0].reasoning or failed[0].name))
 
 
-RULES: tuple[Rule, ...] = (_failed_gates, _redundant_calls, _ignored_tool_errors, _slow_step, _token_heavy)
+RULES: tuple[Rule, ...] = (_failed_gates, _redundant_calls, _ignored_tool_errors, _slow_step, _token_heavy,
+                           _token_heavy_step, _traces_unavailable)
 
 
 def derive_insights(result: TestResult, rules: Iterable[Rule] = RULES) -> tuple[Insight, ...]:
@@ -76,13 +105,180 @@ def with_insights(result: TestResult) -> TestResult:
 
 
 def rollup_recommendations(results: Iterable[TestResult]) -> list[dict[str, Any]]:
-    """Suite-level recommendations, ranked by how many tests and how much cost they touch."""
-    groups: dict[str, dict[str, Any]] = defaultdict(lambda: {"tests": [], "cost_usd": 0.0})
+    """Suite-level recommendations, ranked by how many tests and how much cost they touch.
+
+    Offline rules group by rule; synthesized recommendations group by their text. A test counts
+    once per group however often the rule fired on it.
+    """
+    groups: dict[Any, dict[str, Any]] = defaultdict(lambda: {"tests": [], "cost_usd": 0.0})
     for r in results:
         for i in r.insights:
-            g = groups[i.rule]
+            key = (i.rule, " ".join(i.recommendation.lower().split())) if i.rule == SYNTH_RULE else i.rule
+            g = groups[key]
             g.update(rule=i.rule, severity=i.severity, recommendation=i.recommendation)
-            g["tests"].append(r.test_id)
-            g["cost_usd"] += r.cost_usd or 0.0
+            if r.test_id not in g["tests"]:
+                g["tests"].append(r.test_id)
+                g["cost_usd"] += r.cost_usd or 0.0
     ranked = sorted(groups.values(), key=lambda g: (-len(g["tests"]), -g["cost_usd"], g["rule"]))
     return [{**g, "count": len(g["tests"]), "cost_usd": round(g["cost_usd"], 6)} for g in ranked]
+
+
+# -- the optional synthesizer -------------------------------------------------------------------
+
+SYNTH_SUMMARY = "synthesis"
+SYNTH_RULE = "synthesis.recommendation"
+
+
+@dataclass(frozen=True)
+class SynthesisInput:
+    """What a synthesizer receives: the whole test result, its metrics and trajectory, the offline
+    insights, and the run-scoped trace-query tools (None when the agent has no traces)."""
+
+    result: TestResult
+    metrics: Mapping[str, Any]
+    trajectory: tuple[Step, ...]
+    insights: tuple[Insight, ...]
+    tools: Any = None
+
+
+Synthesizer = Callable[[SynthesisInput], Union[Mapping[str, Any], Awaitable[Mapping[str, Any]]]]
+"""Returns {"summary": str, "why": str, "recommendations": [str | {"text", "severity", "evidence"}]},
+ranked best first."""
+
+_SYSTEM = ("You diagnose AI agent evaluation results. Answer with one JSON object: "
+           '{"summary": "<one line>", "why": "<why the test passed or failed, citing evidence>", '
+           '"recommendations": [{"text": "<concrete change to the agent>", "severity": "info|warning|error"}]} '
+           "ranked by impact, at most 5.")
+
+
+class LLMSynthesizer:
+    """The built-in synthesizer: one completion on the judge provider's `LLM` (so it goes
+    through the judge cache). Accepts any object with `async complete(prompt, system=, json_mode=)`."""
+
+    def __init__(self, llm: Any, max_steps: int = 40, max_spans: int = 60):
+        if not callable(getattr(llm, "complete", None)):
+            raise TypeError("LLMSynthesizer needs an object with an async complete() method")
+        self.llm, self.max_steps, self.max_spans = llm, max_steps, max_spans
+
+    async def prompt(self, data: SynthesisInput) -> str:
+        r = data.result
+        steps = [{"kind": s.kind, "tool": s.tool, "args": s.args, "error": s.is_error or None,
+                  "ms": s.duration_ms, "content": (s.content or "")[:300]} for s in data.trajectory[:self.max_steps]]
+        doc: dict[str, Any] = {
+            "test": {"name": r.name, "status": r.status, "score": r.score, "error": r.error},
+            "signals": [{"name": s.name, "kind": s.kind, "role": s.role, "passed": s.passed,
+                         "reasoning": s.reasoning} for s in r.signals if s.kind != "metric"],
+            "metrics": {k: v for k, v in data.metrics.items() if k != "step_latency_ms"},
+            "trajectory": steps,
+            "offline_insights": [i.model_dump() for i in data.insights],
+        }
+        if data.tools is not None:
+            try:
+                spans = await data.tools.get_spans()
+                doc["spans"] = [{"name": s.get("name"), "ms": s.get("duration_ms"), "status": s.get("status")}
+                                for s in spans[:self.max_spans]]
+            except Exception as exc:  # traces missing: say so rather than pretend
+                doc["spans"] = f"unavailable: {exc}"
+        return json.dumps(doc, default=str, sort_keys=True)
+
+    async def __call__(self, data: SynthesisInput) -> Mapping[str, Any]:
+        from agent_health.model.run import parse_json_output
+
+        text = await self.llm.complete(await self.prompt(data), system=_SYSTEM, json_mode=True)
+        parsed = parse_json_output(text)
+        if not isinstance(parsed, Mapping):
+            raise ValueError(f"insight synthesizer: the model did not return a JSON object: {text[:200]!r}")
+        return parsed
+
+
+def _to_insights(out: Mapping[str, Any]) -> tuple[Insight, ...]:
+    if not isinstance(out, Mapping):
+        raise TypeError(f"insight synthesizer must return a mapping, got {type(out).__name__}")
+    recs = []
+    for rec in out.get("recommendations") or []:
+        rec = {"text": rec} if isinstance(rec, str) else dict(rec)
+        if str(rec.get("text") or "").strip():
+            recs.append(rec)
+    insights = [Insight(rule=SYNTH_SUMMARY, severity="info", summary=str(out.get("summary") or "").strip()
+                        or "synthesized diagnosis", evidence={"why": out.get("why") or ""},
+                        recommendation=str(recs[0]["text"]) if recs else "")]
+    for rank, rec in enumerate(recs, 1):
+        severity = rec.get("severity") if rec.get("severity") in ("info", "warning", "error") else "info"
+        insights.append(Insight(rule=SYNTH_RULE, severity=severity, summary=str(rec["text"]),
+                                evidence={"rank": rank, **dict(rec.get("evidence") or {})},
+                                recommendation=str(rec["text"])))
+    return tuple(insights)
+
+
+async def synthesize(result: TestResult, synthesizer: Synthesizer,
+                     offline: tuple[Insight, ...] = ()) -> tuple[Insight, ...]:
+    """Run a synthesizer on one result. Its failure becomes a warning insight, never a crash."""
+    from agent_health.traces.view import view_of
+
+    view = view_of(result.run) if result.run is not None else None
+    data = SynthesisInput(result=result, metrics=result.metrics,
+                          trajectory=result.run.trajectory if result.run else (), insights=offline,
+                          tools=view.tools if view is not None else None)
+    try:
+        out = synthesizer(data)
+        if inspect.isawaitable(out):
+            out = await out
+        return _to_insights(out)
+    except Exception as exc:
+        return (Insight(rule="synthesizer_error", severity="warning",
+                        summary=f"insight synthesizer failed: {type(exc).__name__}: {exc}"[:500],
+                        recommendation="Fix the synthesizer (or its model settings); offline insights are "
+                                       "still complete."),)
+
+
+def _run_coroutine(coro: Awaitable[Any]) -> Any:
+    """Run a coroutine to completion from sync code, even inside a running event loop (the engine
+    calls analyzers synchronously)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)  # type: ignore[arg-type]
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name="agent-health-insights")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
+    """The configured synthesizer: None (off), a callable, or "llm" (needs the judge's LLM)."""
+    from agent_health.sdk.errors import ConfigError
+
+    if setting in (None, False, "", "off", "none"):
+        return None
+    if setting == "llm":
+        if llm is None:
+            raise ConfigError("insights='llm' needs a judge provider with an LLM (judge.provider is the offline "
+                              "demo); configure judge.provider, or give insights= a callable")
+        return LLMSynthesizer(llm)
+    if callable(setting):
+        return setting
+    raise ConfigError(f"insights: expected None, 'llm' or a callable, got {setting!r}")
+
+
+def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[[TestResult], TestResult]:
+    """Engine analyzer: offline insights always, then the synthesizer's when one is configured."""
+    synthesizer = resolve_synthesizer(setting, llm)
+
+    def analyze(result: TestResult) -> TestResult:
+        offline = derive_insights(result)
+        extra: tuple[Insight, ...] = ()
+        if synthesizer is not None:
+            extra = _run_coroutine(synthesize(result, synthesizer, offline))
+        return result.model_copy(update={"insights": offline + extra})
+
+    return analyze

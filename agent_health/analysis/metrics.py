@@ -1,17 +1,39 @@
-"""Derived metrics of one run: always computed, no assertion needed."""
+"""Derived metrics of one run: always computed, no assertion needed.
+
+`run_metrics` reads the RunResult; `trace_metrics` adds what the run's spans say when traces are
+available; `with_metric_signals` (an engine analyzer) stores both on the TestResult and records
+each number as a `metric` signal with role `observe` (it gates only when a test wraps it in expect).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from agent_health.model import RunResult
+from agent_health.model import RunResult, Signal, TestResult
 from agent_health.pricing import cost_of
+
+_WS = re.compile(r"[\s_\-.,:;'\"]+")
+
+
+def _near(value: Any) -> Any:
+    """Arguments normalized so near-same calls compare equal: case, spacing and punctuation in
+    strings, float noise, and list order do not matter."""
+    if isinstance(value, dict):
+        return {str(k).lower(): _near(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return sorted((_near(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    if isinstance(value, float):
+        return float(f"{value:.3g}")
+    if isinstance(value, str):
+        return _WS.sub(" ", value.lower()).strip()
+    return value
 
 
 def _args_key(args: Any) -> str:
-    return json.dumps(args or {}, sort_keys=True, default=str).lower()
+    return json.dumps(_near(args or {}), sort_keys=True, default=str)
 
 
 def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Any]:
@@ -30,8 +52,18 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
         later = [s for s in run.trajectory[run.trajectory.index(err) + 1:] if s.kind == "tool_call"]
         if not any(c.tool == err.tool for c in later):
             ignored += 1
+    retries = 0  # the agent called a tool again right after that tool failed
+    for i, step in enumerate(run.trajectory):
+        if step.kind == "tool_result" and step.is_error:
+            nxt = next((s for s in run.trajectory[i + 1:] if s.kind == "tool_call"), None)
+            retries += int(nxt is not None and nxt.tool == step.tool)
     timed = [s for s in run.trajectory if s.duration_ms is not None]
     slowest = max(timed, key=lambda s: s.duration_ms or 0.0, default=None)
+    tool_ms: Counter[str] = Counter()
+    for s in run.steps_of_type("tool_result"):
+        tool_ms[s.tool or "?"] += s.duration_ms or 0.0
+    tokens = [(s, (s.input_tokens or 0) + (s.output_tokens or 0)) for s in run.trajectory]
+    heaviest = max(tokens, key=lambda t: t[1], default=(None, 0))
     return {
         "input_tokens": run.usage.input_tokens,
         "output_tokens": run.usage.output_tokens,
@@ -46,7 +78,73 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
         "tool_errors": len(errors),
         "ignored_tool_errors": ignored,
         "retries": run.usage.retries,
+        "tool_retries": retries,
         "steps": len(run.trajectory),
+        "step_latency_ms": [{"kind": s.kind, "tool": s.tool, "duration_ms": s.duration_ms} for s in timed],
+        "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
         "slowest_step": ({"kind": slowest.kind, "tool": slowest.tool, "duration_ms": slowest.duration_ms}
                          if slowest else None),
+        "heaviest_step": ({"kind": heaviest[0].kind, "tool": heaviest[0].tool, "tokens": heaviest[1]}
+                          if heaviest[0] is not None and heaviest[1] else None),
     }
+
+
+def trace_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]] | None = None,
+                  wait_s: float = 0.0) -> dict[str, Any]:
+    """Metrics from the run's spans: `{"status": "ok", ...span metrics}`, or a status saying why
+    there are none (`not_enabled`, or `unavailable` with the error). Never silent zeros."""
+    from agent_health.sdk.errors import InfrastructureError
+    from agent_health.traces.spans import span_metrics
+    from agent_health.traces.view import view_of
+
+    view = view_of(run) if run is not None else None
+    if view is None:
+        return {"status": "not_enabled"}
+    try:
+        found = view.load(wait_s=wait_s)
+    except InfrastructureError as exc:
+        return {"status": "unavailable", "error": str(exc)}
+    return {"status": "ok", "correlation": found.correlation,
+            **span_metrics(found.spans, {**view.prices, **(prices or {})})}
+
+
+# Numbers recorded as metric signals (name -> key in the metrics dict).
+SIGNAL_METRICS = ("input_tokens", "output_tokens", "total_tokens", "cost_usd", "latency_ms", "llm_calls",
+                  "tool_calls", "distinct_tools", "redundant_calls", "tool_errors", "ignored_tool_errors",
+                  "retries", "tool_retries", "steps")
+TRACE_SIGNAL_METRICS = ("input_tokens", "output_tokens", "total_tokens", "cost_usd", "llm_calls", "tool_calls",
+                        "tool_errors", "spans", "duration_ms")
+
+
+def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
+    """Each numeric metric as a `metric` signal with role `observe` (never gates, never scores)."""
+    out = []
+    for key in SIGNAL_METRICS:
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.append(Signal(kind="metric", role="observe", name=f"metric:{key}", value=float(value)))
+    traces = metrics.get("traces") or {}
+    if traces.get("status") == "ok":
+        for key in TRACE_SIGNAL_METRICS:
+            value = traces.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append(Signal(kind="metric", role="observe", name=f"metric:traces.{key}", value=float(value),
+                                  evidence={"correlation": traces.get("correlation")}))
+    return tuple(out)
+
+
+def with_metric_signals(prices: Mapping[str, tuple[float, float]] | None = None,
+                        wait_s: float = 0.0) -> Callable[[TestResult], TestResult]:
+    """Engine analyzer: add trace metrics (when the agent has traces) and the metric signals.
+    `wait_s` bounds how long it waits for spans (default: one look, as the test body already had
+    the chance to wait through `result.traces`)."""
+
+    def analyze(result: TestResult) -> TestResult:
+        metrics = dict(result.metrics)
+        if result.run is not None:
+            metrics["traces"] = trace_metrics(result.run, prices, wait_s)
+        existing = {s.name for s in result.signals if s.kind == "metric"}
+        extra = tuple(s for s in metric_signals(metrics) if s.name not in existing)
+        return result.model_copy(update={"metrics": metrics, "signals": result.signals + extra})
+
+    return analyze

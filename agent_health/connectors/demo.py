@@ -10,6 +10,9 @@ Versions differ the way real agent builds do, so a benchmark has something to fi
   DNS scenario, where it blames the network instead of the missing record.
 
 `latency_ms` (setting, or AGENT_HEALTH_DEMO_LATENCY_MS) adds a simulated per-run latency.
+With `spans_dir` (set by the session when traces are kept locally) each run also writes
+OpenTelemetry-shaped spans there: an agent run span, one span per model call with `gen_ai.*`
+usage, and one span per tool call, keyed by the run's trace id and run id.
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ class DemoConnector(Connector):
 
     async def run(self, request: AgentRequest) -> RunResult:
         started = time.perf_counter()
+        wall_start = time.time() * 1000
         latency = self.agent.settings.get("latency_ms", os.environ.get("AGENT_HEALTH_DEMO_LATENCY_MS", 0))
         if float(latency or 0) > 0:
             await asyncio.sleep(float(latency) / 1000)
@@ -160,7 +164,7 @@ class DemoConnector(Connector):
         steps, output = self._investigate(request, version)
         model = self.agent.settings.get("model") or VERSIONS[version]
         llm_calls = 1 + sum(1 for s in steps if s.kind == "tool_call")
-        seen = _tokens(request.prompt + " ".join(str(c.get("value", "")) for c in request.context))
+        seen = seen_start = _tokens(request.prompt + " ".join(str(c.get("value", "")) for c in request.context))
         input_tokens = output_tokens = 0
         for s in steps:  # every model call re-reads the conversation so far
             if s.kind in ("tool_call", "message"):
@@ -168,6 +172,13 @@ class DemoConnector(Connector):
                 output_tokens += s.output_tokens or 0
             seen += _tokens(s.content) + _tokens(str(s.args or ""))
         duration = (time.perf_counter() - started) * 1000
+        if self.agent.settings.get("spans_dir"):
+            from agent_health.traces.local import LocalSpanStore
+
+            store = LocalSpanStore(self.agent.settings["spans_dir"])
+            spans = demo_spans(request, steps, model, self.agent.ref, seen_start, wall_start)
+            store.write_spans(spans)
+            store.write_logs(demo_logs(request, steps, spans, pick_scenario(request.prompt).service))
         return RunResult(
             output=output, trajectory=tuple(steps), run_id=request.run_id, trace_id=request.trace_id,
             agent=self.agent.ref, prompt=request.prompt, context=request.context, duration_ms=duration,
@@ -222,3 +233,59 @@ class DemoConnector(Connector):
             answer = self._as_json(sc, answer, version)
         add("message", answer, 800.0 if version == "v1" else 2400.0, output_tokens=_tokens(answer))
         return steps, answer
+
+
+def demo_spans(request: AgentRequest, steps: list[Step], model: str, agent_ref: str, seen: int,
+               wall_start_ms: float) -> list[dict[str, Any]]:
+    """The spans a real instrumented agent would emit for this run (times are the simulated step
+    times laid from the run's wall-clock start). The agent span carries the usage sum of its
+    model-call children, as many frameworks do, so readers must not count it twice."""
+    service = "demo-agent"
+    run_attrs = {"agent_health.run.id": request.run_id, "gen_ai.conversation.id": request.run_id}
+    spans: list[dict[str, Any]] = []
+
+    def span(name: str, start: float, end: float, parent: str, attrs: dict[str, Any],
+             status: str = "OK") -> dict[str, Any]:
+        s = {"trace_id": request.trace_id, "span_id": os.urandom(8).hex(), "parent_span_id": parent,
+             "name": name, "kind": "SPAN_KIND_INTERNAL", "service": service,
+             "start_ms": wall_start_ms + start, "end_ms": wall_start_ms + end, "duration_ms": round(end - start, 3),
+             "status": status, "attributes": {**run_attrs, **attrs}}
+        spans.append(s)
+        return s
+
+    end = max(((s.started_ms or 0) + (s.duration_ms or 0) for s in steps), default=0.0)
+    root = span(f"invoke_agent {agent_ref}", 0.0, end, request.span_id,
+                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_ref,
+                 "gen_ai.request.model": model})
+    call_start = 0.0
+    total_in = total_out = 0
+    for st in steps:
+        st_end = (st.started_ms or 0) + (st.duration_ms or 0)
+        if st.kind in ("tool_call", "message"):
+            i, o = seen + 180, st.output_tokens or 0
+            total_in, total_out = total_in + i, total_out + o
+            span(f"chat {model}", call_start, st_end, root["span_id"],
+                 {"gen_ai.operation.name": "chat", "gen_ai.system": "demo", "gen_ai.request.model": model,
+                  "gen_ai.response.model": model, "gen_ai.usage.input_tokens": i,
+                  "gen_ai.usage.output_tokens": o})
+        elif st.kind == "tool_result":
+            span(f"execute_tool {st.tool}", st.started_ms or 0, st_end, root["span_id"],
+                 {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": st.tool,
+                  "gen_ai.tool.call.id": st.call_id, **({"error.type": "tool_error"} if st.is_error else {})},
+                 status="ERROR" if st.is_error else "OK")
+            call_start = st_end
+        seen += _tokens(st.content) + _tokens(str(st.args or ""))
+    root["attributes"].update({"gen_ai.usage.input_tokens": total_in, "gen_ai.usage.output_tokens": total_out})
+    return spans
+
+
+def demo_logs(request: AgentRequest, steps: list[Step], spans: list[dict[str, Any]],
+              service: str) -> list[dict[str, Any]]:
+    """One log record per tool result, on the tool's span (what the agent's logger would write)."""
+    tool_spans = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "execute_tool"]
+    results = [st for st in steps if st.kind == "tool_result"]
+    return [{"trace_id": request.trace_id, "span_id": sp["span_id"], "time_ms": sp["end_ms"],
+             "severity": "ERROR" if st.is_error else "INFO", "body": f"{st.tool}: {st.content}",
+             "service": "demo-agent",
+             "attributes": {"agent_health.run.id": request.run_id, "target.service": service}}
+            for sp, st in zip(tool_spans, results)]

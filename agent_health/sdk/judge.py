@@ -31,8 +31,16 @@ def build_request(ctx: TestContext, subject: Any, criteria: str | Mapping[str, A
         output=run.output if run is not None else ("" if subject is None else str(subject)),
         context=tuple(spec.get("context") or ("output", "trajectory")), tools=tuple(spec.get("tools") or ()),
         evaluator=spec.get("evaluator"), model=spec.get("model"), role="gate" if gate else "observe",
-        test_id=ctx.case.id, options=dict(spec.get("options") or {}),
+        test_id=ctx.case.id, options=dict(spec.get("options") or {}), trace_tools=_trace_tools(run),
     )
+
+
+def _trace_tools(run: RunResult | None) -> Any:
+    """Run-scoped trace-query tools when the run's agent has traces, else None."""
+    from agent_health.traces.view import view_of
+
+    view = view_of(run) if run is not None else None
+    return view.tools if view is not None else None
 
 
 async def _judge(ctx: TestContext, request: JudgeRequest) -> Verdict:

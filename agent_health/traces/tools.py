@@ -30,3 +30,35 @@ class RunTraceTools(abc.ABC):
     @abc.abstractmethod
     async def query(self, dsl: dict[str, Any]) -> list[dict[str, Any]]:
         """A read-only search, always filtered to this run. Rejects scripts and writes."""
+
+
+class SourceTraceTools(RunTraceTools):
+    """`RunTraceTools` over any trace source, through a run's `TracesView` (so every tool sees
+    exactly the spans the view resolved, and `query` is filtered to them by the source)."""
+
+    def __init__(self, view: Any):
+        self.view = view
+        self.run_id = view.run_id
+
+    async def get_spans(self) -> list[dict[str, Any]]:
+        await self.view.aload()
+        return self.view.spans
+
+    async def get_logs(self) -> list[dict[str, Any]]:
+        import asyncio
+
+        found = await self.view.aload()
+        return await asyncio.to_thread(self.view.source.logs, self.view.run, found)
+
+    async def metrics(self) -> dict[str, Any]:
+        await self.view.aload()
+        return self.view.metrics()
+
+    async def query(self, dsl: dict[str, Any]) -> list[dict[str, Any]]:
+        import asyncio
+
+        from agent_health.traces.dsl import validate
+
+        validate(dsl)  # reject before touching the store
+        found = await self.view.aload()
+        return await asyncio.to_thread(self.view.source.search, self.view.run, found, dsl)
