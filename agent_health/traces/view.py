@@ -64,9 +64,10 @@ class TracesView:
                 if found is not None and found.spans:
                     self._found = found
                     return found
-                if time.monotonic() + delay > deadline:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:  # the last look was at (or after) the deadline
                     break
-                time.sleep(delay)
+                time.sleep(min(delay, remaining))
                 delay = min(delay * 1.5, 2.0)
             tried = "trace id " + (self.run.trace_id or "(none)") + ", run id attribute"
             if self.run.service:
