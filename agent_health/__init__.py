@@ -22,6 +22,7 @@ from agent_health.sdk.judge import judge
 from agent_health.session import run_tests
 from agent_health.config import JudgeSettings
 from agent_health.judges.rubric import Rubric, load_rubric
+from agent_health.traces.view import TracesNotEnabled, TracesUnavailable, TracesView
 
 __version__ = "0.1.0"
 
@@ -30,7 +31,8 @@ agent = AgentProxy()
 __all__ = [
     "SCHEMA_VERSION", "AgentError", "AgentHealthError", "AgentSpec", "Config", "ConfigError", "ContextItem",
     "Engine", "EngineOptions", "EvalFileError", "ExpectedStep", "InfrastructureError", "Insight", "LoadResult",
-    "LoadedTest", "RunReport", "RunResult", "RunSummary", "Signal", "Step", "TestCase", "TestInfo", "TestResult", "TrialResult", "Usage",
+    "LoadedTest", "RunReport", "RunResult", "RunSummary", "Signal", "Step", "TestCase", "TestInfo", "TestResult",
+    "TracesNotEnabled", "TracesUnavailable", "TracesView", "TrialResult", "Usage",
     "UsageError", "Verdict", "__version__", "after_all", "after_each", "agent", "before_all", "before_each",
     "define_config", "describe", "expect", "fixture", "judge", "load_config", "load_tests", "run_tests", "test",
 ]

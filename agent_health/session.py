@@ -54,7 +54,7 @@ def build_analyzers(config: Config, judges: JudgeService | None = None) -> list:
     from agent_health.analysis.insights import insights_analyzer
     from agent_health.analysis.metrics import with_metric_signals
 
-    return [with_metric_signals(config.prices, config.traces.settings.get("metrics_wait_s", 0.0)),
+    return [with_metric_signals(config.prices, config.traces.metrics_wait_s),
             insights_analyzer(config.insights, llm=getattr(judges, "llm", None))]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -70,13 +70,32 @@ class JudgeSettings(BaseModel):
 
 
 class TraceSettings(BaseModel):
-    """Where traces come from."""
+    """Where traces come from (see docs/traces.md). Agents opt in with `traces=True`; the demo
+    agent has traces whenever the source is `local`."""
 
     model_config = ConfigDict(frozen=True)
 
-    source: str = Field("local", description="local (span files), opensearch, or none.")
-    settings: dict[str, Any] = Field(default_factory=dict, description="Source settings.")
-    wait_s: float = Field(10.0, description="How long a traces read waits for spans to land.")
+    source: Literal["local", "opensearch", "none"] = Field(
+        "local", description="local (span files under the state folder), opensearch, or none.")
+    settings: dict[str, Any] = Field(default_factory=dict, description=(
+        "Source settings. local: path. opensearch: url, index, logs_index, auth, TLS options, "
+        "exclude_services, run_id_attributes, window_slack_s, batch_size. Both: service_name "
+        "(for the time-window fallback). Put secrets in the environment (password_env)."))
+    wait_s: float = Field(10.0, ge=0, description="How long `result.traces` waits for spans to land.")
+    metrics_wait_s: float = Field(0.0, ge=0, description=(
+        "How long deriving trace metrics after a test waits for spans (0: one look)."))
+
+    def __repr_args__(self) -> Any:
+        # Never show secrets a user put inline (auth.password, tokens) in logs or the Dagster UI.
+        for name, value in super().__repr_args__():
+            yield name, (_masked(value) if name == "settings" else value)
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: ("***" if any(w in str(k).lower() for w in ("password", "secret", "token"))
+                    and not str(k).endswith("_env") else _masked(v)) for k, v in value.items()}
+    return value
 
 
 class Config(BaseModel):
