@@ -110,6 +110,12 @@ class RunResult(BaseModel):
         assert isinstance(view, TracesView)
         return view
 
+    def __eq__(self, other: object) -> bool:
+        # The bound traces view is live state, not data: a result equals its JSON round trip.
+        if not isinstance(other, RunResult):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
     def bind_traces(self, view: Any) -> "RunResult":
         """Attach a lazy traces view (used by the engine); returns self."""
         self.__pydantic_private__["_traces"] = view
