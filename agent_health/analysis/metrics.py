@@ -80,7 +80,7 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
         "retries": run.usage.retries,
         "tool_retries": retries,
         "steps": len(run.trajectory),
-        "step_latency_ms": [{"kind": s.kind, "tool": s.tool, "duration_ms": s.duration_ms} for s in timed],
+        "step_latency_ms": [s.duration_ms for s in run.trajectory],  # per step, in trajectory order
         "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
         "slowest_step": ({"kind": slowest.kind, "tool": slowest.tool, "duration_ms": slowest.duration_ms}
                          if slowest else None),
@@ -108,28 +108,32 @@ def trace_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float
             **span_metrics(found.spans, {**view.prices, **(prices or {})})}
 
 
-# Numbers recorded as metric signals (name -> key in the metrics dict).
-SIGNAL_METRICS = ("input_tokens", "output_tokens", "total_tokens", "cost_usd", "latency_ms", "llm_calls",
-                  "tool_calls", "distinct_tools", "redundant_calls", "tool_errors", "ignored_tool_errors",
-                  "retries", "tool_retries", "steps")
-TRACE_SIGNAL_METRICS = ("input_tokens", "output_tokens", "total_tokens", "cost_usd", "llm_calls", "tool_calls",
-                        "tool_errors", "spans", "duration_ms")
+# Headline numbers recorded as metric signals on every test, and problem counters recorded only
+# when non-zero (every number stays in `TestResult.metrics`; signals are kept few because a suite
+# holds thousands of them).
+SIGNAL_METRICS = ("total_tokens", "cost_usd", "latency_ms", "llm_calls", "tool_calls")
+PROBLEM_METRICS = ("redundant_calls", "tool_errors", "ignored_tool_errors", "tool_retries", "retries")
+TRACE_SIGNAL_METRICS = ("total_tokens", "cost_usd", "llm_calls", "tool_calls", "tool_errors", "duration_ms")
+
+
+def _signal(name: str, value: float, evidence: dict[str, Any] | None = None) -> Signal:
+    return Signal(kind="metric", role="observe", name=name, value=value, evidence=evidence)
 
 
 def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
-    """Each numeric metric as a `metric` signal with role `observe` (never gates, never scores)."""
+    """Metrics as `metric` signals with role `observe` (never gate, never score): the headline
+    numbers, problem counters that are non-zero, and trace numbers that add to the run's own."""
     out = []
-    for key in SIGNAL_METRICS:
+    for key in SIGNAL_METRICS + PROBLEM_METRICS:
         value = metrics.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out.append(Signal(kind="metric", role="observe", name=f"metric:{key}", value=float(value)))
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (value or key in SIGNAL_METRICS):
+            out.append(_signal(f"metric:{key}", float(value)))
     traces = metrics.get("traces") or {}
     if traces.get("status") == "ok":
         for key in TRACE_SIGNAL_METRICS:
             value = traces.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out.append(Signal(kind="metric", role="observe", name=f"metric:traces.{key}", value=float(value),
-                                  evidence={"correlation": traces.get("correlation")}))
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value != metrics.get(key):
+                out.append(_signal(f"metric:traces.{key}", float(value)))
     return tuple(out)
 
 

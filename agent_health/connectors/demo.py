@@ -173,9 +173,7 @@ class DemoConnector(Connector):
             seen += _tokens(s.content) + _tokens(str(s.args or ""))
         duration = (time.perf_counter() - started) * 1000
         if self.agent.settings.get("spans_dir"):
-            from agent_health.traces.local import LocalSpanStore
-
-            store = LocalSpanStore(self.agent.settings["spans_dir"])
+            store = self._span_store()
             spans = demo_spans(request, steps, model, self.agent.ref, seen_start, wall_start)
             store.write_spans(spans)
             store.write_logs(demo_logs(request, steps, spans, pick_scenario(request.prompt).service))
@@ -194,6 +192,14 @@ class DemoConnector(Connector):
         if version != "v1":
             body["remediation"] = answer.split("Remediation: ")[-1] if "Remediation: " in answer else ""
         return json.dumps(body)
+
+    def _span_store(self) -> Any:
+        store = self.__dict__.get("_store")
+        if store is None:
+            from agent_health.traces.local import LocalSpanStore
+
+            store = self.__dict__["_store"] = LocalSpanStore(self.agent.settings["spans_dir"])
+        return store
 
     def _investigate(self, request: AgentRequest, version: str) -> tuple[list[Step], str]:
         text = request.prompt + " " + " ".join(str(c.get("value", "")) for c in request.context)

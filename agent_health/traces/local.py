@@ -1,85 +1,165 @@
-"""The embedded span store: OpenTelemetry spans as JSON lines under `<state>/spans/`, one file per
-trace (`<trace_id>.jsonl`, logs in `<trace_id>.logs.jsonl`). No server needed."""
+"""The embedded span store: OpenTelemetry spans as JSON lines under `<state>/spans/`. No server.
+
+Layout: any `*.jsonl` file in the folder holds spans, one span dict per line (see
+`agent_health.traces.spans`) or a JSON array of them (one run's batch); `*.logs.jsonl` files hold
+log records the same way. This process appends to its
+own pair of files (`<pid>-<start>.jsonl`, `<pid>-<start>.logs.jsonl`), so a run costs a buffered
+append, not a new file; other writers (an agent exporting spans as JSON lines) may add their own
+files. Readers index the folder incrementally: a look parses only the bytes added since the last
+one, and what this process wrote is indexed as it is written.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import threading
+import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, TextIO
 
 from agent_health.traces import dsl
 from agent_health.traces.source import Fetched, RunRef, TraceSource, best_trace_in_window
 from agent_health.traces.spans import HARNESS_SERVICES, RUN_ID_ATTRIBUTES, is_harness
 
-_SAFE = re.compile(r"^[0-9A-Za-z_-]{1,128}$")
+_dumps = json.JSONEncoder(default=str, separators=(",", ":")).encode
 _LOCK = threading.Lock()
+_WRITERS: dict[str, "_Writer"] = {}
+_INDEXES: dict[str, "_Index"] = {}
+REFRESH_S = 1.0
+
+
+class _Index:
+    """Records of every file in one folder, by trace id and run id, read incrementally."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.offsets: dict[str, int] = {}
+        self.spans: dict[str, list[dict[str, Any]]] = {}
+        self.logs: dict[str, list[dict[str, Any]]] = {}
+        self.spans_by_run: dict[str, list[dict[str, Any]]] = {}
+        self.logs_by_run: dict[str, list[dict[str, Any]]] = {}
+        self.refreshed = 0.0
+
+    def add(self, records: Iterable[Any], logs: bool) -> None:
+        by_trace, by_run = (self.logs, self.logs_by_run) if logs else (self.spans, self.spans_by_run)
+        for rec in records:
+            if not isinstance(rec, dict):
+                continue
+            by_trace.setdefault(str(rec.get("trace_id")), []).append(rec)
+            attrs = rec.get("attributes") or {}
+            for key in RUN_ID_ATTRIBUTES:
+                if attrs.get(key) is not None:
+                    by_run.setdefault(str(attrs[key]), []).append(rec)
+                    break
+
+    def refresh(self) -> None:
+        self.refreshed = time.monotonic()
+        try:
+            entries = [e for e in os.scandir(self.root) if e.name.endswith(".jsonl")]
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            try:
+                size = entry.stat().st_size
+            except FileNotFoundError:
+                continue
+            offset = self.offsets.get(entry.path, 0)
+            if size < offset:  # replaced by a shorter file: read it again from the start
+                offset = 0
+            if size <= offset:
+                continue
+            with open(entry.path, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read(size - offset)
+            end = chunk.rfind(b"\n") + 1  # a line being written right now is read next time, whole
+            self.offsets[entry.path] = offset + end
+            records: list[Any] = []
+            for line in chunk[:end].splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                records.extend(rec if isinstance(rec, list) else (rec,))
+            self.add(records, entry.name.endswith(".logs.jsonl"))
+
+
+class _Writer:
+    """This process's append-only files in one folder; what it writes is indexed at once."""
+
+    def __init__(self, root: Path, index: _Index):
+        self.root = root
+        self.index = index
+        self.pid = -1
+        self.stem = ""
+        self.files: dict[str, TextIO] = {}
+
+    def write(self, kind: str, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        line = _dumps(records) + "\n"  # one line per batch: one encode, one parse
+        if self.pid != os.getpid():  # first write, or a forked child: its own files
+            self.pid, self.files = os.getpid(), {}
+            self.stem = f"{self.pid}-{int(time.time() * 1000)}"
+        fh = self.files.get(kind)
+        if fh is not None and not os.path.exists(fh.name):  # the folder was cleaned meanwhile
+            fh.close()
+        if fh is None or fh.closed:
+            self.root.mkdir(parents=True, exist_ok=True)
+            suffix = ".logs.jsonl" if kind == "logs" else ".jsonl"
+            fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "a", encoding="utf-8")
+            self.index.offsets.setdefault(fh.name, 0)
+        before = fh.tell()
+        fh.write(line)
+        fh.flush()  # whole lines reach the file before the run returns: other processes see them
+        if self.index.offsets.get(fh.name) == before:  # the index is caught up with this file:
+            self.index.offsets[fh.name] = fh.tell()  # index these records now, never parse them
+            self.index.add(records, kind == "logs")
 
 
 class LocalSpanStore:
-    """Appends spans and logs for a trace; readers see whole lines only."""
+    """Writes and reads spans and logs in one folder; safe across threads and processes."""
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
-
-    def _file(self, trace_id: str, suffix: str = ".jsonl") -> Path:
-        if not _SAFE.match(trace_id or ""):
-            raise ValueError(f"span store: invalid trace id {trace_id!r}")
-        return self.root / f"{trace_id}{suffix}"
-
-    def _append(self, path: Path, records: Iterable[dict[str, Any]]) -> None:
-        data = "".join(json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in records)
-        with _LOCK:  # one write per batch, so a concurrent reader never sees half a run's spans
-            self.root.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as fh:
-                fh.write(data)
+        key = os.path.abspath(self.root)
+        with _LOCK:
+            self._index = _INDEXES.setdefault(key, _Index(self.root))
+            self._writer = _WRITERS.setdefault(key, _Writer(self.root, self._index))
 
     def write_spans(self, spans: Iterable[dict[str, Any]]) -> None:
-        by_trace: dict[str, list[dict[str, Any]]] = {}
-        for s in spans:
-            by_trace.setdefault(s["trace_id"], []).append(s)
-        for trace_id, group in by_trace.items():
-            self._append(self._file(trace_id), group)
+        """Append one batch of spans (e.g. one run's)."""
+        with _LOCK:
+            self._writer.write("spans", list(spans))
 
     def write_logs(self, logs: Iterable[dict[str, Any]]) -> None:
-        by_trace: dict[str, list[dict[str, Any]]] = {}
-        for rec in logs:
-            by_trace.setdefault(rec["trace_id"], []).append(rec)
-        for trace_id, group in by_trace.items():
-            self._append(self._file(trace_id, ".logs.jsonl"), group)
+        """Append one batch of log records."""
+        with _LOCK:
+            self._writer.write("logs", list(logs))
 
-    def read(self, path: Path) -> list[dict[str, Any]]:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in text.splitlines():
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue  # a line being written right now; the next read sees it whole
-        return out
+    def _read(self, attr: str, key: str) -> list[dict[str, Any]]:
+        with _LOCK:
+            found = getattr(self._index, attr).get(key)
+            # Look at the folder again on a miss, or when the last look is over a second old
+            # (another writer may have added spans of a trace this process already knows).
+            if not found or time.monotonic() - self._index.refreshed > REFRESH_S:
+                self._index.refresh()
+                found = getattr(self._index, attr).get(key)
+            return list(found or ())
 
     def trace(self, trace_id: str, logs: bool = False) -> list[dict[str, Any]]:
-        return self.read(self._file(trace_id, ".logs.jsonl" if logs else ".jsonl"))
+        """Every span (or log record) of one trace."""
+        return self._read("logs" if logs else "spans", trace_id)
 
-    def recent(self, since_s: float, logs: bool = False) -> Iterator[list[dict[str, Any]]]:
-        """Records of every trace file written since `since_s` (unix seconds)."""
-        if not self.root.is_dir():
-            return
-        for path in self.root.iterdir():
-            is_logs = path.name.endswith(".logs.jsonl")
-            if path.suffix != ".jsonl" or is_logs != logs:
-                continue
-            try:
-                if path.stat().st_mtime >= since_s:
-                    yield self.read(path)
-            except FileNotFoundError:
-                continue
+    def by_run_id(self, run_id: str, logs: bool = False) -> list[dict[str, Any]]:
+        """Records whose first run id attribute present (agent_health.run.id, gen_ai.conversation.id)
+        equals `run_id`."""
+        return self._read("logs_by_run" if logs else "spans_by_run", run_id)
+
+    def all_spans(self) -> list[dict[str, Any]]:
+        with _LOCK:
+            self._index.refresh()
+            return [s for group in self._index.spans.values() for s in group]
 
 
 class LocalTraceSource(TraceSource):
@@ -100,40 +180,45 @@ class LocalTraceSource(TraceSource):
     def _clean(self, spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [s for s in spans if not is_harness(s, self.exclude)]
 
-    def _by_run_id(self, records: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:
+    def _by_run_id(self, run_id: str, logs: bool = False) -> list[dict[str, Any]]:
+        if self.run_id_attributes == RUN_ID_ATTRIBUTES:
+            return self.store.by_run_id(run_id, logs)
+        records = self.store.all_spans() if not logs else []
         return [r for r in records if any(str((r.get("attributes") or {}).get(a)) == run_id
                                           for a in self.run_id_attributes)]
 
     def fetch(self, run: RunRef) -> Fetched:
-        if run.trace_id and _SAFE.match(run.trace_id):
+        if run.trace_id:
             spans = self._clean(self.store.trace(run.trace_id))
             if spans:
                 return Fetched(spans, "trace_id", run.trace_id)
-        since = run.started_at - 3600 if run.started_at else 0
-        recent = [s for group in self.store.recent(since) for s in group]
-        spans = self._clean(self._by_run_id(recent, run.run_id))
+        spans = self._clean(self._by_run_id(run.run_id))
         if spans:
             return Fetched(spans, "run_id", run.run_id)
         if run.service and run.started_at:
             lo, hi = run.window_ms(self.slack_s)
-            candidates = [s for s in self._clean(recent)
+            candidates = [s for s in self._clean(self.store.all_spans())
                           if s.get("service") == run.service and lo <= (s.get("start_ms") or 0) <= hi]
             chosen = best_trace_in_window(candidates, run)
             if chosen:
-                trace_id = chosen[0].get("trace_id")
-                return Fetched([s for s in self._clean(recent) if s.get("trace_id") == trace_id],
-                               "time_window", trace_id)
+                trace_id = str(chosen[0].get("trace_id"))
+                return Fetched(self._clean(self.store.trace(trace_id)), "time_window", trace_id)
         return Fetched()
 
     def logs(self, run: RunRef, found: Fetched) -> list[dict[str, Any]]:
         if found.correlation in ("trace_id", "time_window") and found.key:
-            return self.store.trace(str(found.key), logs=True)
-        since = run.started_at - 3600 if run.started_at else 0
-        return self._by_run_id([r for g in self.store.recent(since, logs=True) for r in g], run.run_id)
+            records = self.store.trace(str(found.key), logs=True)
+        elif found.correlation == "run_id":
+            records = self._by_run_id(run.run_id, logs=True)
+        else:
+            records = []
+        return sorted((r for r in records if r.get("service") not in self.exclude),
+                      key=lambda r: r.get("time_ms") or 0)
 
     def search(self, run: RunRef, found: Fetched, body: dict[str, Any]) -> list[dict[str, Any]]:
         checked = dsl.validate(body)
         query = checked.get("query") or {"match_all": {}}
         # Only this run's (already harness-free) spans are ever searched.
         hits = [s for s in found.spans if dsl.matches(s, query)]
-        return hits[checked.get("from", 0):checked.get("from", 0) + checked["size"]]
+        start = int(checked.get("from", 0) or 0)
+        return hits[start:start + checked["size"]]

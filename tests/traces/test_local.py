@@ -73,12 +73,24 @@ def test_demo_agent_traces_match_its_run_and_become_observe_metrics(project, ref
     assert traces["total_tokens"] == kafka.metrics["total_tokens"] == kafka.usage.total_tokens
     assert traces["cost_usd"] == kafka.metrics["cost_usd"]
     metrics = {s.name: s for s in kafka.signals if s.kind == "metric"}
-    assert {"metric:total_tokens", "metric:traces.total_tokens", "metric:latency_ms", "metric:llm_calls"} <= set(metrics)
+    assert {"metric:total_tokens", "metric:cost_usd", "metric:latency_ms", "metric:llm_calls",
+            "metric:tool_calls", "metric:traces.duration_ms"} <= set(metrics)
     assert all(s.role == "observe" and s.passed is None for s in metrics.values())
-    assert metrics["metric:traces.total_tokens"].value == kafka.usage.total_tokens
+    assert metrics["metric:total_tokens"].value == kafka.usage.total_tokens
+    assert "metric:traces.total_tokens" not in metrics  # same as the run's own number: not recorded twice
+    # problem counters appear when non-zero: v2 repeats a search, v1 ignores a failing tool
+    problem = "metric:redundant_calls" if ref == "demo@v2" else "metric:ignored_tool_errors"
+    assert metrics[problem].value == 1
     assert kafka.score == 1.0  # metric signals neither gate nor score
-    spans = list((project / ".agent_health" / "spans").glob("*.jsonl"))
-    assert len([p for p in spans if not p.name.endswith(".logs.jsonl")]) == 2
+    files = sorted(p.name for p in (project / ".agent_health" / "spans").iterdir())
+    assert len(files) == 2 and files[0].endswith(".jsonl") and files[1].endswith(".logs.jsonl")
+    # another process (a fresh index) reads the same spans from the files
+    from agent_health.traces import local
+
+    local._INDEXES.clear(), local._WRITERS.clear()
+    again = LocalTraceSource(project / ".agent_health" / "spans").fetch(RunRef(run_id=kafka.run_id,
+                                                                               trace_id=kafka.run.trace_id))
+    assert again.correlation == "trace_id" and len(again.spans) == traces["spans"]
 
 
 def test_traces_disabled_raise_not_enabled_naming_the_agent(project):
