@@ -26,7 +26,6 @@ _dumps = json.JSONEncoder(default=str, separators=(",", ":")).encode
 _LOCK = threading.Lock()
 _WRITERS: dict[str, "_Writer"] = {}
 _INDEXES: dict[str, "_Index"] = {}
-REFRESH_S = 1.0
 
 
 class _Index:
@@ -39,7 +38,6 @@ class _Index:
         self.logs: dict[str, list[dict[str, Any]]] = {}
         self.spans_by_run: dict[str, list[dict[str, Any]]] = {}
         self.logs_by_run: dict[str, list[dict[str, Any]]] = {}
-        self.refreshed = 0.0
 
     def add(self, records: Iterable[Any], logs: bool) -> None:
         by_trace, by_run = (self.logs, self.logs_by_run) if logs else (self.spans, self.spans_by_run)
@@ -54,7 +52,6 @@ class _Index:
                     break
 
     def refresh(self) -> None:
-        self.refreshed = time.monotonic()
         try:
             entries = [e for e in os.scandir(self.root) if e.name.endswith(".jsonl")]
         except FileNotFoundError:
@@ -140,9 +137,9 @@ class LocalSpanStore:
     def _read(self, attr: str, key: str) -> list[dict[str, Any]]:
         with _LOCK:
             found = getattr(self._index, attr).get(key)
-            # Look at the folder again on a miss, or when the last look is over a second old
-            # (another writer may have added spans of a trace this process already knows).
-            if not found or time.monotonic() - self._index.refreshed > REFRESH_S:
+            # Look at the folder only on a miss: what this process wrote is indexed already, and
+            # reading other writers' files (the folder's whole history, the first time) costs.
+            if not found:
                 self._index.refresh()
                 found = getattr(self._index, attr).get(key)
             return list(found or ())

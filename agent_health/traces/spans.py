@@ -97,6 +97,7 @@ def span_metrics(spans: list[dict[str, Any]],
     cost: float | None = 0.0
     unpriced: set[str] = set()
     by_model: dict[str, dict[str, int]] = {}
+    price_of: dict[Any, tuple[float, float] | None] = {}
     for s in counted_spans:
         i, o = usage_of(s)
         input_tokens, output_tokens = input_tokens + i, output_tokens + o
@@ -105,13 +106,19 @@ def span_metrics(spans: list[dict[str, Any]],
         m["input_tokens"] += i
         m["output_tokens"] += o
         m["calls"] += 1
-        price = price_for(model, prices)
+        if model not in price_of:
+            price_of[model] = price_for(model, prices)
+        price = price_of[model]
         if price is None:
             unpriced.add(str(model or "?"))
         elif cost is not None:
             cost += (i * price[0] + o * price[1]) / 1_000_000
-    llm = [s for s in spans if is_llm_span(s, counted)]
-    tools = [s for s in spans if is_tool_span(s)]
+    tools, llm = [], []
+    for s in spans:  # one pass: a span is a tool call, a model call, or neither
+        if is_tool_span(s):
+            tools.append(s)
+        elif is_llm_span(s, counted):
+            llm.append(s)
     histogram = Counter(str(attr(s, "gen_ai.tool.name") or s.get("name")) for s in tools)
     tool_errors = [s for s in tools if s.get("status") == "ERROR" or attr(s, "error.type") is not None]
     starts = [s["start_ms"] for s in spans if s.get("start_ms") is not None]
