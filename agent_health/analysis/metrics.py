@@ -93,7 +93,7 @@ def trace_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float
                   wait_s: float = 0.0) -> dict[str, Any]:
     """Metrics from the run's spans: `{"status": "ok", ...span metrics}`, or a status saying why
     there are none (`not_enabled`, or `unavailable` with the error). Never silent zeros."""
-    from agent_health.sdk.errors import InfrastructureError
+    from agent_health.sdk.errors import AgentHealthError
     from agent_health.traces.spans import span_metrics
     from agent_health.traces.view import view_of
 
@@ -102,10 +102,13 @@ def trace_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float
         return {"status": "not_enabled"}
     try:
         found = view.load(wait_s=wait_s)
-    except InfrastructureError as exc:
+        return {"status": "ok", "correlation": found.correlation,
+                **span_metrics(found.spans, {**view.prices, **(prices or {})})}
+    except AgentHealthError as exc:  # store down, bad trace settings: recorded, the test stands
         return {"status": "unavailable", "error": str(exc)}
-    return {"status": "ok", "correlation": found.correlation,
-            **span_metrics(found.spans, {**view.prices, **(prices or {})})}
+    except Exception as exc:  # malformed spans from the agent must not crash the whole run
+        return {"status": "unavailable", "error": f"could not read spans of run {view.run_id}: "
+                                                  f"{type(exc).__name__}: {exc}"}
 
 
 # Headline numbers recorded as metric signals on every test, and problem counters recorded only

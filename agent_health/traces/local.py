@@ -45,7 +45,9 @@ class _Index:
             if not isinstance(rec, dict):
                 continue
             by_trace.setdefault(str(rec.get("trace_id")), []).append(rec)
-            attrs = rec.get("attributes") or {}
+            attrs = rec.get("attributes")
+            if not isinstance(attrs, dict):  # malformed: indexed by trace id only
+                continue
             for key in RUN_ID_ATTRIBUTES:
                 if attrs.get(key) is not None:
                     by_run.setdefault(str(attrs[key]), []).append(rec)

@@ -91,6 +91,9 @@ def span_metrics(spans: list[dict[str, Any]],
 
     Cost is priced per model call; it is None (never guessed) when a call's model has no price.
     """
+    for s in spans:
+        if not isinstance(s, dict) or not isinstance(s.get("attributes") or {}, dict):
+            raise ValueError(f"malformed span {str(s)[:120]}: a span is a mapping with an 'attributes' mapping")
     counted_spans = usage_spans(spans)
     counted = {s.get("span_id") for s in counted_spans}
     input_tokens = output_tokens = 0

@@ -14,12 +14,13 @@ from typing import Any, Iterator
 
 import httpx
 import pytest
-from conftest import skip_or_fail
 
 from agent_health.sdk.errors import ConfigError
 from agent_health.traces.opensearch import OpenSearchTraceSource
 from agent_health.traces.source import RunRef
 from agent_health.traces.view import TracesUnavailable, TracesView
+
+from .conftest import skip_or_fail
 
 
 class Forwarder:

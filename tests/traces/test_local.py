@@ -205,3 +205,25 @@ async def two(agent, judge):
     for seen in provider.seen:
         assert seen["traces"] == {seen["trace_id"]}  # only its own run's spans
         assert seen["rejected"] and seen["logs"] >= 3 and seen["metrics"]["llm_calls"] >= 4
+
+
+def test_bad_spans_or_trace_settings_are_recorded_not_fatal(tmp_path, monkeypatch):
+    from agent_health.analysis.metrics import trace_metrics
+    from agent_health.model import RunResult
+    from agent_health.traces.opensearch import OpenSearchTraceSource
+
+    store = LocalSpanStore(tmp_path / "spans")
+    trace_id = os.urandom(16).hex()
+    store.write_spans([{"trace_id": trace_id, "span_id": "1", "name": "x", "attributes": "not a mapping"}])
+    run = RunResult(run_id="run-bad", trace_id=trace_id, agent="x@v1")
+    run.bind_traces(TracesView(LocalTraceSource(store.root), RunRef(run_id="run-bad", trace_id=trace_id), wait_s=0))
+    out = trace_metrics(run)
+    assert out["status"] == "unavailable" and "could not read spans of run run-bad" in out["error"]
+
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    settings = {"url": "http://127.0.0.1:9", "auth": {"type": "sigv4", "region": ""}}
+    run = RunResult(run_id="run-cfg", trace_id=trace_id, agent="x@v1")
+    run.bind_traces(TracesView(OpenSearchTraceSource(settings), RunRef(run_id="run-cfg", trace_id=trace_id)))
+    out = trace_metrics(run)
+    assert out["status"] == "unavailable" and "traces.settings.auth: sigv4 needs a region" in out["error"]

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 from opensearchpy import OpenSearch, helpers
-from otel_runs import Recorder, RecordedRun
 
 from agent_health.traces.dataprepper import to_log_document, to_span_document
 from agent_health.traces.dsl import QueryRejected
 from agent_health.traces.opensearch import OpenSearchTraceSource
 from agent_health.traces.source import RunRef
 from agent_health.traces.view import TracesUnavailable, TracesView
+
+from .otel_runs import Recorder, RecordedRun
 
 FORMS = ("flat", "nested")
 run = asyncio.run
