@@ -194,11 +194,12 @@ class DemoConnector(Connector):
         return json.dumps(body)
 
     def _span_store(self) -> Any:
-        store = self.__dict__.get("_store")
+        """The local span store this agent writes to (built once per connector)."""
+        store = getattr(self, "_store", None)
         if store is None:
             from agent_health.traces.local import LocalSpanStore
 
-            store = self.__dict__["_store"] = LocalSpanStore(self.agent.settings["spans_dir"])
+            store = self._store = LocalSpanStore(self.agent.settings["spans_dir"])
         return store
 
     def _investigate(self, request: AgentRequest, version: str) -> tuple[list[Step], str]:
