@@ -54,8 +54,13 @@ def build_analyzers(config: Config, judges: JudgeService | None = None) -> list:
     from agent_health.analysis.insights import insights_analyzer
     from agent_health.analysis.metrics import with_metric_signals
 
+    llm = None
+    if config.insights == "llm" and judges is not None:
+        llm = judges.llm()  # the judge model's cached helper: synthesizer calls go through the judge cache
+        if getattr(llm, "client", None) is None:
+            llm = None  # the offline demo judge has no model: resolve_synthesizer says so, naming the setting
     return [with_metric_signals(config.prices, config.traces.metrics_wait_s),
-            insights_analyzer(config.insights, llm=getattr(judges, "llm", None))]
+            insights_analyzer(config.insights, llm=llm)]
 
 
 def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) -> JudgeService:

@@ -5,10 +5,8 @@ suite-level rollup of recommendations."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
-import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Union
@@ -168,7 +166,9 @@ class LLMSynthesizer:
             "test": {"name": r.name, "status": r.status, "score": r.score, "error": r.error},
             "signals": [{"name": s.name, "kind": s.kind, "role": s.role, "passed": s.passed,
                          "reasoning": s.reasoning} for s in r.signals if s.kind != "metric"],
-            "metrics": {k: v for k, v in data.metrics.items() if k != "step_latency_ms"},
+            # wall-clock latency differs on every run and would defeat the judge cache; step and
+            # span durations (in the trajectory and spans) carry the timing
+            "metrics": {k: v for k, v in data.metrics.items() if k not in ("step_latency_ms", "latency_ms")},
             "trajectory": steps,
             "offline_insights": [i.model_dump() for i in data.insights],
         }
@@ -231,29 +231,6 @@ async def synthesize(result: TestResult, synthesizer: Synthesizer,
                                        "still complete."),)
 
 
-def _run_coroutine(coro: Awaitable[Any]) -> Any:
-    """Run a coroutine to completion from sync code, even inside a running event loop (the engine
-    calls analyzers synchronously)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)  # type: ignore[arg-type]
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)  # type: ignore[arg-type]
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    t = threading.Thread(target=target, name="agent-health-insights")
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
 def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
     """The configured synthesizer: None (off), a callable, or "llm" (needs the judge's LLM)."""
     from agent_health.sdk.errors import ConfigError
@@ -270,15 +247,16 @@ def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
     raise ConfigError(f"insights: expected None, 'llm' or a callable, got {setting!r}")
 
 
-def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[[TestResult], TestResult]:
-    """Engine analyzer: offline insights always, then the synthesizer's when one is configured."""
+def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[[TestResult], Any]:
+    """Engine analyzer: offline insights always, then the synthesizer's when one is configured
+    (then the analyzer is async, so model calls run on the engine's event loop)."""
     synthesizer = resolve_synthesizer(setting, llm)
+    if synthesizer is None:
+        return with_insights
 
-    def analyze(result: TestResult) -> TestResult:
+    async def analyze(result: TestResult) -> TestResult:
         offline = derive_insights(result)
-        extra: tuple[Insight, ...] = ()
-        if synthesizer is not None:
-            extra = _run_coroutine(synthesize(result, synthesizer, offline))
+        extra = await synthesize(result, synthesizer, offline)
         return result.model_copy(update={"insights": offline + extra})
 
     return analyze

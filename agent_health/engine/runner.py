@@ -4,6 +4,7 @@ per test as it finishes."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -165,6 +166,8 @@ class Engine:
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
         for analyze in self.analyzers:
             result = analyze(result)
+            if inspect.isawaitable(result):  # async analyzers (the insight synthesizer) run on this loop
+                result = await result
         return result
 
     async def _run_trial(self, test: LoadedTest, epoch: int) -> TrialResult:

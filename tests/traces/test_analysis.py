@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def test_llm_synthesizer_sends_result_metrics_trajectory_and_spans(project):
         insights_analyzer("llm", llm=None)
     analyze = insights_analyzer("llm", llm=llm)
     kafka = _results(project)["kafka"]
-    out = analyze(kafka)
+    out = asyncio.run(analyze(kafka))
     prompt, system, json_mode = llm.prompts[0]
     doc = json.loads(prompt)
     assert json_mode and "JSON" in system
@@ -175,3 +176,31 @@ def test_rollup_ranks_by_tests_then_cost_and_counts_a_test_once():
 def test_llm_synthesizer_rejects_objects_without_complete():
     with pytest.raises(TypeError, match="complete"):
         LLMSynthesizer(object())
+
+
+def test_llm_synthesizer_on_the_judge_model_goes_through_the_judge_cache(project):
+    from tests.judges.helpers import ScriptedServer, chat
+
+    server = ScriptedServer()
+
+    def reply(rec):
+        if "You diagnose AI agent evaluation results" in json.dumps(rec.json["messages"]):
+            doc = json.loads(rec.json["messages"][-1]["content"])
+            return chat(json.dumps({"summary": f"{doc['test']['name']}: {doc['test']['status']}", "why": "w",
+                                    "recommendations": [{"text": "Reuse earlier search results"}]}))
+        return chat(json.dumps({"pass": True, "score": 1.0, "reasoning": "ok"}))
+
+    server.default = reply
+    try:
+        config = {"insights": "llm", "judge": {"provider": "openai", "model": "judge-model",
+                                               "settings": {"base_url": server.url + "/v1"}}}
+        first = _results(project, **config)
+        assert first["kafka"].insights[1].summary == "kafka: passed"
+        assert first["payment"].insights[-1].recommendation == "Reuse earlier search results"
+        calls = len(server.posts())
+        assert calls == 2  # one synthesis per test, made on the engine's event loop
+        again = _results(project, **config)
+        assert len(server.posts()) == calls  # the same prompts are served from the judge cache
+        assert [i.summary for i in again["kafka"].insights] == [i.summary for i in first["kafka"].insights]
+    finally:
+        server.close()
