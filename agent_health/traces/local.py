@@ -116,6 +116,16 @@ class _Writer:
             self.index.add(records, kind == "logs")
 
 
+def reset() -> None:
+    """Close this process's span files and forget every index (as a fresh process would start)."""
+    with _LOCK:
+        for writer in _WRITERS.values():
+            for fh in writer.files.values():
+                fh.close()
+        _WRITERS.clear()
+        _INDEXES.clear()
+
+
 class LocalSpanStore:
     """Writes and reads spans and logs in one folder; safe across threads and processes."""
 

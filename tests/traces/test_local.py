@@ -87,7 +87,7 @@ def test_demo_agent_traces_match_its_run_and_become_observe_metrics(project, ref
     # another process (a fresh index) reads the same spans from the files
     from agent_health.traces import local
 
-    local._INDEXES.clear(), local._WRITERS.clear()
+    local.reset()
     again = LocalTraceSource(project / ".agent_health" / "spans").fetch(RunRef(run_id=kafka.run_id,
                                                                                trace_id=kafka.run.trace_id))
     assert again.correlation == "trace_id" and len(again.spans) == traces["spans"]
