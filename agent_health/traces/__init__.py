@@ -63,8 +63,9 @@ def make_binder(config: "Config", source: "TraceSource | None" = None
         from agent_health.traces.source import RunRef
 
         service = agent.settings.get("service_name") or config.traces.settings.get("service_name")
-        view = TracesView(state["source"], RunRef.of(result, service), wait_s=config.traces.wait_s,
-                          prices=dict(config.prices))
+        # A replayed run keeps the recorded ids: its spans are there from the original run or never.
+        wait_s = 0.0 if result.replayed else config.traces.wait_s
+        view = TracesView(state["source"], RunRef.of(result, service), wait_s=wait_s, prices=dict(config.prices))
         return result.bind_traces(view)
 
     return bind

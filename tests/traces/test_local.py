@@ -227,3 +227,13 @@ def test_bad_spans_or_trace_settings_are_recorded_not_fatal(tmp_path, monkeypatc
     run.bind_traces(TracesView(OpenSearchTraceSource(settings), RunRef(run_id="run-cfg", trace_id=trace_id)))
     out = trace_metrics(run)
     assert out["status"] == "unavailable" and "traces.settings.auth: sigv4 needs a region" in out["error"]
+
+
+def test_replayed_runs_read_the_original_runs_spans(project):
+    first = {r.name: r for r in _run(project, replay="record")}
+    again = {r.name: r for r in _run(project, replay="strict")}
+    kafka = again["kafka"]
+    assert kafka.run.replayed and kafka.run.trace_id == first["kafka"].run.trace_id
+    assert kafka.status == "passed", kafka.error
+    assert kafka.metrics["traces"]["status"] == "ok"
+    assert kafka.metrics["traces"]["total_tokens"] == first["kafka"].metrics["traces"]["total_tokens"]
