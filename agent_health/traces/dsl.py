@@ -19,7 +19,8 @@ ALLOWED_TOP = {"query", "size", "from", "sort", "_source", "track_total_hits"}
 FORBIDDEN = {"script", "scripts", "script_score", "script_fields", "scripted_metric", "runtime_mappings",
              "global", "index", "_index", "indices", "percolate", "more_like_this", "terms_set",
              "stored_fields", "docvalue_fields", "pit", "scroll", "update", "delete", "upsert", "doc",
-             "_bulk", "_update", "_delete_by_query", "_update_by_query", "painless", "lang", "source_script"}
+             "_bulk", "_update", "_delete_by_query", "_update_by_query", "painless", "lang", "source_script",
+             "wrapper", "template", "_script"}  # wrapper: a base64 query that would hide anything
 MAX_SIZE = 1000
 
 
@@ -35,8 +36,9 @@ def validate(dsl: Any) -> dict[str, Any]:
     def walk(node: Any, path: str) -> None:
         if isinstance(node, Mapping):
             for k, v in node.items():
-                if str(k).lower() in FORBIDDEN:
-                    what = "scripts are" if "script" in str(k).lower() or k == "painless" else f"{k!r} is"
+                low = str(k).lower()
+                if low in FORBIDDEN or "script" in low:
+                    what = "scripts are" if "script" in low or low == "painless" else f"{k!r} is"
                     raise QueryRejected(f"trace query rejected at {path}{k}: {what} not allowed "
                                         "(read-only search scoped to this run)")
                 walk(v, f"{path}{k}.")

@@ -181,6 +181,9 @@ def test_query_tool_sees_only_this_runs_spans(source, dataset):
      "'index' is not allowed"),
     ({"query": {"match_all": {}}, "aggs": {"all": {"global": {}}}}, "only a search"),
     ({"doc": {"traceId": "x"}}, "only a search"),
+    ({"query": {"wrapper": {"query": "eyJtYXRjaF9hbGwiOnt9fQ=="}}}, "'wrapper' is not allowed"),
+    ({"query": {"match_all": {}}, "sort": [{"_script": {"type": "number", "script": "1"}}]},
+     "scripts are not allowed"),
     ({"script": {"source": "ctx._source.name = 'x'"}, "query": {"match_all": {}}}, "only a search"),
     ("DELETE /otel-v1-apm-span-flat", "must be a search body"),
 ])
