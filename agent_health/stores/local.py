@@ -1,0 +1,104 @@
+"""Local-file result store: `<root>/<agent>/<suite>/<test>.json`, written atomically."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from pydantic import ValidationError
+
+from agent_health.config import Config
+from agent_health.model import TestResult
+from agent_health.stores.base import ResultKey, ResultStore, StoreError
+
+_SUFFIX = ".json"
+_UNSAFE_NAME = re.compile(r"^\.+$")
+
+
+def _enc(part: str) -> str:
+    """One path component per key part; quoting keeps '/', ':' and '@' reversible on any OS."""
+    text = quote(part, safe="@-_+=,")
+    return text if not _UNSAFE_NAME.match(text) else text.replace(".", "%2E")
+
+
+class LocalResultStore(ResultStore):
+    """Results as JSON files under `root`. Writes go to a temporary file in the same folder and
+    are moved into place with `os.replace`, which is atomic on POSIX and Windows."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def path_for(self, key: ResultKey) -> Path:
+        return self.root / _enc(key.agent) / _enc(key.suite) / (_enc(key.test_id) + _SUFFIX)
+
+    def put(self, result: TestResult) -> ResultKey:
+        key = ResultKey.of(result)
+        path = self.path_for(key)
+        data = result.model_dump_json().encode()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=_SUFFIX)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            raise StoreError(f"result store {self.root}: cannot write {key.agent} {key.test_id}: "
+                             f"{exc.strerror or exc}") from exc
+        return key
+
+    def get(self, key: ResultKey) -> TestResult | None:
+        path = self.path_for(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"result store {self.root}: cannot read {path}: {exc.strerror or exc}") from exc
+        try:
+            return TestResult.model_validate_json(data)
+        except ValidationError as exc:
+            raise StoreError(f"result store {self.root}: {path} is not a valid TestResult: "
+                             f"{exc.errors()[0].get('msg', exc)}") from exc
+
+    def list(self, agent: str | None = None, suite: str | None = None) -> list[ResultKey]:
+        if not self.root.is_dir():
+            return []
+        agents = [self.root / _enc(agent)] if agent else [p for p in self.root.iterdir() if p.is_dir()]
+        keys: list[ResultKey] = []
+        for adir in agents:
+            if not adir.is_dir():
+                continue
+            suites = [adir / _enc(suite)] if suite else [p for p in adir.iterdir() if p.is_dir()]
+            for sdir in suites:
+                if not sdir.is_dir():
+                    continue
+                a, s = unquote(adir.name), unquote(sdir.name)
+                with os.scandir(sdir) as it:
+                    for entry in it:
+                        name = entry.name
+                        if name.endswith(_SUFFIX) and not name.startswith(".tmp-"):
+                            keys.append(ResultKey(a, s, unquote(name[: -len(_SUFFIX)])))
+        return sorted(keys)
+
+    def delete(self, key: ResultKey) -> bool:
+        try:
+            self.path_for(key).unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+
+def default_store(config: Config) -> LocalResultStore:
+    """The default store of a project: `<state dir>/results`."""
+    return LocalResultStore(config.state_path / "results")
