@@ -84,7 +84,7 @@ class Comparison(BaseModel):
 
     def to_markdown(self, limit: int = 50) -> str:
         lines = [f"### {self.baseline} -> {self.candidate}", "",
-                 f"pass rate {_f(self.baseline_pass_rate)} -> {_f(self.candidate_pass_rate)} "
+                 f"pass rate {_p(self.baseline_pass_rate)} -> {_p(self.candidate_pass_rate)} "
                  f"(delta {_f(self.pass_rate_delta)}), mean score delta {_f(self.mean_score_delta)}, "
                  f"cost delta {_f(self.cost_delta_usd)} USD, latency delta {_f(self.latency_delta_ms)} ms", "",
                  "| test | flip | baseline | candidate | score delta | cost delta | latency delta ms |",
@@ -95,6 +95,10 @@ class Comparison(BaseModel):
         if len(self.tests) > limit:
             lines.append(f"| ... {len(self.tests) - limit} more | | | | | | |")
         return "\n".join(lines)
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
 
 
 def _f(value: float | None) -> str:

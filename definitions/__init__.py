@@ -1,0 +1,2 @@
+"""The agent-health Dagster code location. `definitions.definitions.defs` is what
+`workspace.yaml` loads; `python -m definitions.headless` runs the whole pipeline headless."""
