@@ -11,7 +11,6 @@ from agent_health.pipeline import Project
 from definitions.defs.automation import build_automation
 from definitions.defs.benchmark_assets import build_benchmark_assets
 from definitions.defs.names import suite_names
-from definitions.defs.partitions import agent_versions
 from definitions.defs.resources import AgentHealthResource, resource_from_env
 from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
 
@@ -27,13 +26,11 @@ def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
     """Per suite an evaluate job (results, metrics, insights) keyed by suite; 'rollups' and
     'benchmark' jobs keyed by their names."""
     jobs: dict[str, Any] = {s.suite: define_asset_job(s.names.job, selection=AssetSelection.assets(*s.evaluate_keys),
-                         partitions_def=s.results_def,
                          description=f"Evaluate {s.source_file}: results, metrics and insights for a range of "
                                      "(agent version x test) partitions in one run.")
         for s in suites}
     if suites:
         jobs["rollups"] = define_asset_job("rollups", selection=AssetSelection.assets(*[s.key("rollup") for s in suites]),
-                                           partitions_def=agent_versions,
                                            description="Every suite rollup (and its checks) for one agent version.")
     jobs["benchmark"] = (define_asset_job("benchmark", selection=AssetSelection.groups("benchmark"),
                                  description="Leaderboard and comparison across suites."))

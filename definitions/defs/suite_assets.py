@@ -25,6 +25,7 @@ from agent_health.analysis.rollup import rollup as build_rollup
 from agent_health.model import TestResult
 from agent_health.pipeline import partition_metadata, rollup_gates, run_partitions
 from agent_health.stores import ResultKey, ResultStore
+from definitions.defs.metadata import add_partition_metadata
 from definitions.defs.names import SuiteNames
 from definitions.defs.partitions import AGENT_DIM, TEST_DIM, agent_versions, results_partitions, split_keys, \
     tests_partitions
@@ -130,8 +131,10 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> 
             (a, ts), = split_keys([k]).items()
             key_of[(a, ts[0])] = k
 
+        by_partition: dict[str, dict[str, Any]] = {}
+
         def on_result(r: TestResult) -> None:
-            context.add_asset_metadata(partition_metadata(r), partition_key=key_of[(r.agent, r.test_id)])
+            by_partition[key_of[(r.agent, r.test_id)]] = partition_metadata(r)
 
         try:
             out = run_partitions(project, suite, by_agent, agent_health.concurrency, on_result)
@@ -141,6 +144,8 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> 
             if isinstance(exc, AgentHealthError):
                 raise Failure(f"{suite}: {exc}") from exc
             raise
+        finally:
+            add_partition_metadata(context, key("results"), by_partition)
         errored = sorted(r.test_id + f" @ {r.agent}" for r in out if r.status == "errored")
         counts = {s: sum(r.status == s for r in out) for s in ("passed", "failed", "errored")}
         context.log.info(f"{suite}: {len(out)} results stored in {project.store.location}: {counts}")
@@ -171,12 +176,14 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> 
                     "calls, tool errors, retries, steps.",
     )
     def metrics(context: AssetExecutionContext, agent_health: AgentHealthResource) -> None:
+        by_partition = {}
         for k, r in _stored(context, agent_health):
             numeric = {name: v for name, v in r.metrics.items()
                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
             numeric["duration_ms"] = round(r.duration_ms, 3)
-            context.add_asset_metadata(clean({**numeric, "tool_histogram": MetadataValue.json(
-                r.metrics.get("tool_histogram") or {})}), partition_key=k)
+            by_partition[k] = clean({**numeric, "tool_histogram": MetadataValue.json(
+                r.metrics.get("tool_histogram") or {})})
+        add_partition_metadata(context, key("metrics"), by_partition)
 
     @asset(
         key=key("insights"), partitions_def=multi, group_name=group, owners=OWNERS, kinds={"python"},
@@ -185,11 +192,13 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> 
                     "optional synthesizer adds more).",
     )
     def insights(context: AssetExecutionContext, agent_health: AgentHealthResource) -> None:
+        by_partition = {}
         for k, r in _stored(context, agent_health):
             found = r.insights or derive_insights(r)
             text = "\n".join(f"- **{i.severity}** `{i.rule}`: {i.summary}. {i.recommendation}" for i in found)
-            context.add_asset_metadata({"insights": len(found), "rules": ", ".join(i.rule for i in found) or "-",
-                                        "details": MetadataValue.md(text or "no findings")}, partition_key=k)
+            by_partition[k] = {"insights": len(found), "rules": ", ".join(i.rule for i in found) or "-",
+                               "details": MetadataValue.md(text or "no findings")}
+        add_partition_metadata(context, key("insights"), by_partition)
 
     @asset(
         key=key("rollup"), partitions_def=agent_versions, group_name=group, owners=OWNERS, kinds={"python"},

@@ -1,0 +1,98 @@
+"""Benchmark: materialize one suite of N test partitions for one agent version in ONE Dagster run
+on a SQLite instance, with the zero-latency demo agent.
+
+    python benchmarks/dagster_materialize.py [--tests 1000]
+
+Prints the end-to-end time of the run, the engine's own time for the same tests outside Dagster,
+and Dagster's bookkeeping per partition (the difference over N). Targets: <= 10 s end to end,
+<= 5 ms bookkeeping per partition."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+warnings.filterwarnings("ignore")
+
+PROMPTS = ["Diagnose why the payment service is failing.", "Why is checkout slow? p99 latency is up.",
+           "The orders queue is backing up. Find out why."]
+
+
+def write_project(root: Path, n: int) -> None:
+    (root / "evals").mkdir(parents=True)
+    cases = [{"name": f"case {i:05d}", "prompt": PROMPTS[i % 3], "labels": [f"group:{i % 7}"],
+              "expected_tools": ["search_logs"]} for i in range(n)]
+    (root / "evals" / "bench.json").write_text(json.dumps({"tests": cases}))
+    (root / "agent_health_config.py").write_text("from agent_health import define_config\n"
+                                                 "config = define_config(concurrency=64)\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tests", type=int, default=1000)
+    parser.add_argument("--agent", default="demo@v2")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="ah-bench-"))
+    write_project(root, args.tests)
+    os.environ["AGENT_HEALTH_CONFIG"] = str(root / "agent_health_config.py")
+    os.environ["DAGSTER_HOME"] = str(root / "dagster_home")
+    (root / "dagster_home").mkdir()
+    (root / "dagster_home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+
+    from dagster import DagsterInstance
+
+    from agent_health.pipeline import run_partitions
+    from definitions.defs.build import build_pipeline
+    from definitions.defs.partitions import range_tags
+    from definitions.headless import QUIET, register
+
+    pipeline = build_pipeline()
+    suite = pipeline.suites[0]
+    with DagsterInstance.get() as instance:
+        register(instance, pipeline)
+        tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
+        assert len(tests) == args.tests, len(tests)
+
+        job = pipeline.defs.resolve_job_def(suite.names.job)
+        # warm-up: one partition (imports, job resolution), not counted
+        job.execute_in_process(instance=instance, tags=range_tags([args.agent], tests[:1]), run_config=QUIET)
+
+        start = time.perf_counter()
+        result = pipeline.defs.get_implicit_global_asset_job_def().get_subset(
+            asset_selection={suite.key("results")}).execute_in_process(
+            instance=instance, tags=range_tags([args.agent], tests), run_config=QUIET)
+        results_only = time.perf_counter() - start
+        assert result.success
+        mats = instance.fetch_materializations(suite.key("results"), limit=args.tests + 10).records
+        per_partition = {m.partition_key for m in mats if m.run_id == result.run_id}
+
+        start = time.perf_counter()
+        result = job.execute_in_process(instance=instance, tags=range_tags([args.agent], tests), run_config=QUIET)
+        full = time.perf_counter() - start
+        assert result.success
+
+        start = time.perf_counter()
+        run_partitions(pipeline.project, suite.suite, {args.agent: tests})
+        engine = time.perf_counter() - start
+
+    n = args.tests
+    print(f"partitions: {n} ({args.agent}, one run, SQLite instance at {root / 'dagster_home'})")
+    print(f"results asset run, end to end: {results_only:.2f} s  (target <= 10 s); "
+          f"materialization events with metadata: {len(per_partition)}")
+    print(f"results + metrics + insights run, end to end: {full:.2f} s")
+    print(f"engine alone (same tests, store writes included): {engine:.2f} s")
+    print(f"Dagster bookkeeping per partition (results run - engine) / N: "
+          f"{(results_only - engine) / n * 1000:.2f} ms  (target <= 5 ms)")
+    print(f"Dagster bookkeeping per partition (3-asset run - engine) / N / 3 assets: "
+          f"{(full - engine) / n / 3 * 1000:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
