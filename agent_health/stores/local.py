@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -12,6 +11,7 @@ from pydantic import ValidationError
 
 from agent_health.config import Config
 from agent_health.model import TestResult
+from agent_health.stores.atomic import write_atomic
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 
 _SUFFIX = ".json"
@@ -43,15 +43,7 @@ class LocalResultStore(ResultStore):
         path = self.path_for(key)
         data = result.model_dump_json().encode()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=_SUFFIX)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(path, data)
         except OSError as exc:
             raise StoreError(f"result store {self.root}: cannot write {key.agent} {key.test_id}: "
                              f"{exc.strerror or exc}") from exc

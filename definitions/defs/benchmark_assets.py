@@ -3,8 +3,6 @@ comparison. Both read the result store for the suites' current tests."""
 
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -16,6 +14,7 @@ from agent_health.analysis.compare import compare, default_pair
 from agent_health.analysis.rollup import leaderboard as build_leaderboard
 from agent_health.analysis.rollup import rollup as build_rollup
 from agent_health.sdk.errors import ConfigError
+from agent_health.stores.atomic import write_atomic
 from definitions.defs.partitions import agent_versions
 from definitions.defs.resources import AgentHealthResource
 from definitions.defs.suite_assets import OWNERS, SuiteAssets, clean, current_results
@@ -26,11 +25,7 @@ GROUP = "benchmark"
 def write_report(state: Path, name: str, payload: dict[str, Any]) -> Path:
     """Atomically write `<state>/benchmark/<name>.json` for tools that want the latest table."""
     folder = state / "benchmark"
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(payload, fh, indent=1, default=str)
-    os.replace(tmp, folder / f"{name}.json")
+    write_atomic(folder / f"{name}.json", json.dumps(payload, indent=1, default=str))
     return folder / f"{name}.json"
 
 
