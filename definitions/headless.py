@@ -113,7 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     home = prepare_home(Path(args.dagster_home))
 
-    from dagster import DagsterInstance
+    import warnings
+
+    from dagster import BetaWarning, DagsterInstance
+
+    warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy, observable assets: known beta
 
     from agent_health.sdk.errors import AgentHealthError
     from definitions.defs.build import build_pipeline

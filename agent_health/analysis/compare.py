@@ -7,12 +7,15 @@ from typing import Iterable, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model import TestResult
+from agent_health.stores.summary import ResultSummary
+
+AnyResult = TestResult | ResultSummary
 from agent_health.sdk.errors import ConfigError
 
 Flip = Literal["regressed", "fixed", "newly_errored", "recovered", "added", "removed", "same"]
 
 
-def _flip(base: TestResult | None, cand: TestResult | None) -> Flip:
+def _flip(base: AnyResult | None, cand: AnyResult | None) -> Flip:
     if base is None:
         return "added"
     if cand is None:
@@ -108,12 +111,12 @@ def _f(value: float | None) -> str:
 _ORDER = {"regressed": 0, "newly_errored": 1, "fixed": 2, "recovered": 3, "added": 4, "removed": 5, "same": 6}
 
 
-def _pass_rate(results: Iterable[TestResult]) -> float | None:
+def _pass_rate(results: Iterable[AnyResult]) -> float | None:
     graded = [r for r in results if r.status != "errored"]
     return sum(r.status == "passed" for r in graded) / len(graded) if graded else None
 
 
-def compare(baseline: Iterable[TestResult], candidate: Iterable[TestResult], baseline_ref: str,
+def compare(baseline: Iterable[AnyResult], candidate: Iterable[AnyResult], baseline_ref: str,
             candidate_ref: str) -> Comparison:
     """Match results by test id; flips first, then by absolute score delta."""
     base = {r.test_id: r for r in baseline}

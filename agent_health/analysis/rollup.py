@@ -12,6 +12,9 @@ from typing import Any, Iterable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model import TestResult
+from agent_health.stores.summary import ResultSummary
+
+AnyResult = TestResult | ResultSummary
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -131,7 +134,7 @@ class _Acc:
         self.total = self.passed = self.failed = self.errored = 0
         self.scores: list[float] = []
 
-    def add(self, r: TestResult) -> None:
+    def add(self, r: AnyResult) -> None:
         self.total += 1
         if r.status == "errored":
             self.errored += 1
@@ -144,7 +147,7 @@ class _Acc:
             self.scores.append(r.score)
 
 
-def rollup(results: Iterable[TestResult], suite: str, agent: str,
+def rollup(results: Iterable[AnyResult], suite: str, agent: str,
            recommendations: list[dict[str, Any]] | None = None) -> SuiteRollup:
     """Roll up the results of one suite for one agent version (results of other suites/agents
     are the caller's business: pass exactly the ones to count)."""

@@ -9,6 +9,7 @@ from typing import Iterable, Iterator
 
 from agent_health.model import TestResult
 from agent_health.sdk.errors import AgentHealthError
+from agent_health.stores.summary import ResultSummary
 
 
 class StoreError(AgentHealthError):
@@ -59,6 +60,11 @@ class ResultStore(abc.ABC):
             result = self.get(key)
             if result is not None:
                 yield result
+
+    def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
+        """Summaries (what rollups and comparisons read) for `keys` that exist, in order."""
+        for result in self.get_many(keys):
+            yield ResultSummary.of(result)
 
     def load(self, agent: str | None = None, suite: str | None = None) -> list[TestResult]:
         """Every stored result of one agent version and/or suite."""

@@ -24,7 +24,7 @@ from agent_health.analysis.insights import derive_insights, rollup_recommendatio
 from agent_health.analysis.rollup import rollup as build_rollup
 from agent_health.model import TestResult
 from agent_health.pipeline import partition_metadata, rollup_gates, run_partitions
-from agent_health.stores import ResultKey, ResultStore
+from agent_health.stores import ResultKey, ResultStore, ResultSummary
 from definitions.defs.metadata import add_partition_metadata
 from definitions.defs.names import SuiteNames
 from definitions.defs.partitions import AGENT_DIM, TEST_DIM, agent_versions, results_partitions, split_keys, \
@@ -42,9 +42,9 @@ def clean(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if v is not None}
 
 
-def current_results(store: ResultStore, suite: str, agent: str, test_ids: list[str]) -> list[TestResult]:
-    """Stored results of the suite's current tests only (removed tests no longer count)."""
-    return list(store.get_many(ResultKey(agent, suite, t) for t in test_ids))
+def current_results(store: ResultStore, suite: str, agent: str, test_ids: list[str]) -> list[ResultSummary]:
+    """Summaries of the suite's current tests only (removed tests no longer count)."""
+    return list(store.get_summaries(ResultKey(agent, suite, t) for t in test_ids))
 
 
 def previous_version(agents: list[str], agent: str, configured: str | None) -> str | None:
