@@ -18,13 +18,35 @@ from typing import Any, Sequence
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
 
-def prepare_home(path: Path) -> Path:
-    """Create DAGSTER_HOME (SQLite storage by default) and point Dagster at it."""
+def _installed() -> bool:
+    """Whether this project is pip-installed, so every Dagster process can import `definitions`."""
+    from importlib import metadata
+
+    try:
+        metadata.distribution("agent-health")
+        return True
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def instance_yaml(home: Path, pooled: bool) -> str:
+    """dagster.yaml for a local SQLite instance: no telemetry (offline), and when possible the
+    event log that keeps its connections open (see definitions/storage.py; 4x less bookkeeping
+    per partition)."""
+    text = "telemetry:\n  enabled: false\n"
+    if pooled:
+        text += ("event_log_storage:\n  module: definitions.storage\n  class: PooledSqliteEventLogStorage\n"
+                 f"  config:\n    base_dir: {home / 'history' / 'runs'}\n")
+    return text
+
+
+def prepare_home(path: Path, pooled: bool | None = None) -> Path:
+    """Create DAGSTER_HOME (SQLite storage) unless it has a dagster.yaml, and point Dagster at it."""
     path = path.resolve()
     path.mkdir(parents=True, exist_ok=True)
     yaml = path / "dagster.yaml"
-    if not yaml.exists():  # offline by default: no telemetry calls
-        yaml.write_text("telemetry:\n  enabled: false\n")
+    if not yaml.exists():
+        yaml.write_text(instance_yaml(path, _installed() if pooled is None else pooled))
     os.environ["DAGSTER_HOME"] = str(path)
     return path
 

@@ -60,7 +60,9 @@ def test_webserver_serves_asset_graph_and_partitions(make_pipeline, project_dir,
         pytest.skip("dagster-webserver is not installed next to the Python interpreter")
     home = tmp_path / "home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    from definitions.headless import instance_yaml
+
+    (home / "dagster.yaml").write_text(instance_yaml(home, pooled=True))  # the webserver imports it too
     env = {**os.environ, "DAGSTER_HOME": str(home), "AGENT_HEALTH_CONFIG": str(project_dir / "agent_health_config.py"),
            "PYTHONPATH": str(ROOT)}
 
