@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,11 +16,24 @@ from definitions.defs.resources import AgentHealthResource, resource_from_env
 from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
 
 
+MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
+
+
+def max_partitions_per_run() -> int | None:
+    raw = os.environ.get(MAX_PARTITIONS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"${MAX_PARTITIONS_ENV} must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
 def build_suites(project: Project) -> list[SuiteAssets]:
     """One asset set per eval file under the eval root (files are discovered, not imported)."""
     files = project.suite_files()
     names = suite_names(files)
-    return [build_suite_assets(names[s], files[s], project.eval_root) for s in sorted(files)]
+    limit = max_partitions_per_run()
+    return [build_suite_assets(names[s], files[s], project.eval_root, limit) for s in sorted(files)]
 
 
 def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:

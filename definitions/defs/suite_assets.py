@@ -88,8 +88,13 @@ class SuiteAssets:
         return [self.cases, self.results, self.metrics, self.insights, self.rollup]
 
 
-def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> SuiteAssets:
+def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path,
+                       max_partitions_per_run: int | None = None) -> SuiteAssets:
+    """`max_partitions_per_run` None: a backfill of any size is one run (the engine runs its tests
+    concurrently); a number splits backfills into runs of at most that many partitions."""
     suite = names.suite
+    policy = (BackfillPolicy.single_run() if not max_partitions_per_run
+              else BackfillPolicy.multi_run(max_partitions_per_run))
     prefix = list(names.prefix)
     group = names.group
     tests_def = tests_partitions(names.tests_partitions)
@@ -115,7 +120,7 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> 
 
     @asset(
         key=key("results"), partitions_def=multi, group_name=group, owners=OWNERS, kinds={"python", "json"},
-        deps=[AssetDep(key("cases"), partition_mapping=per_test)], backfill_policy=BackfillPolicy.single_run(),
+        deps=[AssetDep(key("cases"), partition_mapping=per_test)], backfill_policy=policy,
         pool=AGENT_POOL, metadata=base_meta,
         check_specs=[AssetCheckSpec(RESULTS_CHECK, asset=key("results"),
                                     description="Flags tests that errored (agent, judge or fixture failed).")],
@@ -171,7 +176,7 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> 
 
     @asset(
         key=key("metrics"), partitions_def=multi, group_name=group, owners=OWNERS, kinds={"python"},
-        deps=[key("results")], backfill_policy=BackfillPolicy.single_run(),
+        deps=[key("results")], backfill_policy=policy,
         description="Derived metrics of each result: tokens, cost, latency, LLM and tool calls, redundant "
                     "calls, tool errors, retries, steps.",
     )
@@ -187,7 +192,7 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path) -> 
 
     @asset(
         key=key("insights"), partitions_def=multi, group_name=group, owners=OWNERS, kinds={"python"},
-        deps=[key("results")], backfill_policy=BackfillPolicy.single_run(),
+        deps=[key("results")], backfill_policy=policy,
         description="Diagnoses of each result with evidence and a recommendation (offline rules; an "
                     "optional synthesizer adds more).",
     )
