@@ -6,7 +6,8 @@ Dagster's SqliteEventLogStorage builds a new engine and connection for every sta
 partitions writes 2,000 asset events (planned + materialized), so connection setup and commits
 dominate. This subclass keeps one engine per shard with a small connection pool, and stores a
 batch of asset events of one run in one transaction per shard. Dagster only batches when
-$DAGSTER_EVENT_BATCH_SIZE is set; the code location sets a default (definitions/definitions.py). Select it in `$DAGSTER_HOME/dagster.yaml` (the headless job writes this)::
+$DAGSTER_EVENT_BATCH_SIZE is set; the `definitions` package sets a default. Select it in
+`$DAGSTER_HOME/dagster.yaml` (the headless job writes this when the project is installed)::
 
     event_log_storage:
       module: definitions.storage

@@ -81,12 +81,12 @@ def sync_eval_files(instance: Any, project: Any, suites: Sequence[SuiteAssets], 
             if known.get(tid) != h:
                 events.append(AssetObservation(asset_key=s.key("cases"), partition=tid,
                                                tags={DATA_VERSION_TAG: h[:16]}, metadata={"content_hash": h}))
-        dirty = [t for t in plan.add + plan.changed]
+        dirty = plan.add + plan.changed
         if dirty and agents:
             order = ordered_after(current, plan.add, plan.remove)
             for block in contiguous_blocks(order, dirty):
-                runs.append(evaluate_request(s, agents, block, f"eval:{s.suite}:{_digest(agents, block, [plan.hashes[t] for t in block])}",
-                                             "tests added or changed"))
+                digest = _digest(agents, block, [plan.hashes[t] for t in block])
+                runs.append(evaluate_request(s, agents, block, f"eval:{s.suite}:{digest}", "tests added or changed"))
     for suite in sorted(set(project.suite_files()) - {s.suite for s in suites}):
         problems.append(f"new suite {suite!r}: reload the code location to create its assets")
     return SensorResult(run_requests=runs, dynamic_partitions_requests=requests, asset_events=events,

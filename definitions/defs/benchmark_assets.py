@@ -40,6 +40,7 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
     rollup_keys = [s.key("rollup") for s in suites]
 
     @asset(key=["benchmark", "leaderboard"], group_name=GROUP, owners=OWNERS, kinds={"python", "table"},
+           tags={"agent_health/layer": "benchmark"},
            deps=rollup_keys, automation_condition=AutomationCondition.eager(),
            description="Every agent version x suite in one table (pass rate, mean score, cost, tokens, p95), "
                        "plus a total per agent version.")
@@ -64,6 +65,7 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         return MaterializeResult(metadata=clean(meta))
 
     @asset(key=["benchmark", "comparison"], group_name=GROUP, owners=OWNERS, kinds={"python", "table"},
+           tags={"agent_health/layer": "benchmark"},
            deps=rollup_keys, automation_condition=AutomationCondition.eager(),
            description="A baseline agent version against a candidate: per-test flips, score, cost and latency "
                        "deltas. Baseline and candidate are configurable; default the two newest versions.")

@@ -44,7 +44,8 @@ def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
                                      "(agent version x test) partitions in one run.")
         for s in suites}
     if suites:
-        jobs["rollups"] = define_asset_job("rollups", selection=AssetSelection.assets(*[s.key("rollup") for s in suites]),
+        rollups = AssetSelection.assets(*[s.key("rollup") for s in suites])
+        jobs["rollups"] = define_asset_job("rollups", selection=rollups,
                                            description="Every suite rollup (and its checks) for one agent version.")
     jobs["benchmark"] = (define_asset_job("benchmark", selection=AssetSelection.groups("benchmark"),
                                  description="Leaderboard and comparison across suites."))

@@ -109,6 +109,7 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path,
 
     @observable_source_asset(
         key=key("cases"), partitions_def=tests_def, group_name=group, metadata=base_meta,
+        tags={"agent_health/layer": "cases"},
         description=f"Test definitions of `{source_file}`: one partition per test, its data version is the "
                     "test's content hash, so results of a changed test show as stale.",
     )
@@ -119,7 +120,8 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path,
         return DataVersionsByPartition({t.id: DataVersion(t.case.content_hash[:16]) for t in loaded.tests})
 
     @asset(
-        key=key("results"), partitions_def=multi, group_name=group, owners=OWNERS, kinds={"python", "json"},
+        key=key("results"), tags={"agent_health/layer": "results"}, partitions_def=multi,
+        group_name=group, owners=OWNERS, kinds={"python", "json"},
         deps=[AssetDep(key("cases"), partition_mapping=per_test)], backfill_policy=policy,
         pool=AGENT_POOL, metadata=base_meta,
         check_specs=[AssetCheckSpec(RESULTS_CHECK, asset=key("results"),
@@ -175,7 +177,8 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path,
                           f"materialize {'/'.join(prefix)}/results for them first")
 
     @asset(
-        key=key("metrics"), partitions_def=multi, group_name=group, owners=OWNERS, kinds={"python"},
+        key=key("metrics"), tags={"agent_health/layer": "metrics"}, partitions_def=multi,
+        group_name=group, owners=OWNERS, kinds={"python"},
         deps=[key("results")], backfill_policy=policy,
         description="Derived metrics of each result: tokens, cost, latency, LLM and tool calls, redundant "
                     "calls, tool errors, retries, steps.",
@@ -191,7 +194,8 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path,
         add_partition_metadata(context, key("metrics"), by_partition)
 
     @asset(
-        key=key("insights"), partitions_def=multi, group_name=group, owners=OWNERS, kinds={"python"},
+        key=key("insights"), tags={"agent_health/layer": "insights"}, partitions_def=multi,
+        group_name=group, owners=OWNERS, kinds={"python"},
         deps=[key("results")], backfill_policy=policy,
         description="Diagnoses of each result with evidence and a recommendation (offline rules; an "
                     "optional synthesizer adds more).",
@@ -206,7 +210,8 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path,
         add_partition_metadata(context, key("insights"), by_partition)
 
     @asset(
-        key=key("rollup"), partitions_def=agent_versions, group_name=group, owners=OWNERS, kinds={"python"},
+        key=key("rollup"), tags={"agent_health/layer": "rollup"}, partitions_def=agent_versions,
+        group_name=group, owners=OWNERS, kinds={"python"},
         deps=[AssetDep(key("metrics"), partition_mapping=per_agent),
               AssetDep(key("insights"), partition_mapping=per_agent)],
         backfill_policy=BackfillPolicy.multi_run(1), automation_condition=AutomationCondition.eager(),
