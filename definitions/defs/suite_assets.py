@@ -24,6 +24,7 @@ from agent_health.analysis.insights import derive_insights, rollup_recommendatio
 from agent_health.analysis.rollup import rollup as build_rollup
 from agent_health.model import TestResult
 from agent_health.pipeline import partition_metadata, rollup_gates, run_partitions
+from agent_health.sdk.errors import AgentHealthError
 from agent_health.stores import ResultKey, ResultStore, ResultSummary
 from definitions.defs.metadata import add_partition_metadata
 from definitions.defs.names import SuiteNames
@@ -145,12 +146,8 @@ def build_suite_assets(names: SuiteNames, source_file: str, eval_root: Path,
 
         try:
             out = run_partitions(project, suite, by_agent, agent_health.concurrency, on_result)
-        except Exception as exc:  # a bad eval file or config: one clear message, not a traceback
-            from agent_health.sdk.errors import AgentHealthError
-
-            if isinstance(exc, AgentHealthError):
-                raise Failure(f"{suite}: {exc}") from exc
-            raise
+        except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
+            raise Failure(f"{suite}: {exc}") from exc
         finally:
             add_partition_metadata(context, key("results"), by_partition)
         errored = sorted(r.test_id + f" @ {r.agent}" for r in out if r.status == "errored")

@@ -174,3 +174,17 @@ def test_max_partitions_per_run_is_configurable(make_pipeline, monkeypatch):
     monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "many")
     with pytest.raises(ValueError, match="AGENT_HEALTH_MAX_PARTITIONS_PER_RUN must be a positive integer"):
         make_pipeline()
+
+
+def test_a_broken_eval_file_fails_the_run_naming_the_file(make_pipeline, instance, project_dir):
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    (project_dir / "evals" / "smoke-checks.eval.py").write_text("def broken(:\n")
+    s = suite_of(pipeline, "smoke-checks")
+    result = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
+        instance=instance, partition_key="demo@v1|smoke-checks::pure-data-check", run_config=QUIET,
+        raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "smoke-checks.eval.py" in failure.step_failure_data.error.message
+    assert pipeline.project.store.list() == []  # nothing half-written
