@@ -59,6 +59,20 @@ def main() -> None:
     from definitions.defs.partitions import range_tags
     from definitions.headless import QUIET, register
 
+    # time spent inside the engine call of the results asset, measured in the run itself
+    import definitions.defs.suite_assets as suite_assets
+
+    engine_time: list[float] = []
+    real_run = suite_assets.run_partitions
+
+    def timed_run(*a, **kw):
+        t0 = time.perf_counter()
+        try:
+            return real_run(*a, **kw)
+        finally:
+            engine_time.append(time.perf_counter() - t0)
+
+    suite_assets.run_partitions = timed_run
     pipeline = build_pipeline()
     suite = pipeline.suites[0]
     with DagsterInstance.get() as instance:
@@ -70,26 +84,32 @@ def main() -> None:
         # warm-up: one partition (imports, job resolution), not counted
         job.execute_in_process(instance=instance, tags=range_tags([args.agent], tests[:1]), run_config=QUIET)
 
+        engine_time.clear()
         start = time.perf_counter()
         result = pipeline.defs.get_implicit_global_asset_job_def().get_subset(
             asset_selection={suite.key("results")}).execute_in_process(
             instance=instance, tags=range_tags([args.agent], tests), run_config=QUIET)
         results_only = time.perf_counter() - start
+        in_run_engine = sum(engine_time)
         assert result.success
         mats = instance.fetch_materializations(suite.key("results"), limit=args.tests + 10).records
         per_partition = {m.partition_key for m in mats if m.run_id == result.run_id}
 
         full = float("nan")
         if not args.results_only:
+            engine_time.clear()
             start = time.perf_counter()
             result = job.execute_in_process(instance=instance, tags=range_tags([args.agent], tests),
                                             run_config=QUIET)
             full = time.perf_counter() - start
+            full_engine = sum(engine_time)
             assert result.success
 
         start = time.perf_counter()
         run_partitions(pipeline.project, suite.suite, {args.agent: tests})
         engine = time.perf_counter() - start
+        if args.results_only:
+            full_engine = float("nan")
 
     n = args.tests
     print(f"partitions: {n} ({args.agent}, one run, SQLite instance at {root / 'dagster_home'}"
@@ -97,11 +117,12 @@ def main() -> None:
     print(f"results asset run, end to end: {results_only:.2f} s  (target <= 10 s); "
           f"materialization events with metadata: {len(per_partition)}")
     print(f"results + metrics + insights run, end to end: {full:.2f} s")
-    print(f"engine alone (same tests, store writes included): {engine:.2f} s")
-    print(f"Dagster bookkeeping per partition (results run - engine) / N: "
-          f"{(results_only - engine) / n * 1000:.2f} ms  (target <= 5 ms)")
-    print(f"Dagster bookkeeping per partition (3-asset run - engine) / N / 3 assets: "
-          f"{(full - engine) / n / 3 * 1000:.2f} ms")
+    print(f"engine inside the results run (store writes included): {in_run_engine:.2f} s; "
+          f"engine alone outside Dagster: {engine:.2f} s")
+    print(f"Dagster bookkeeping per partition (results run - engine in it) / N: "
+          f"{(results_only - in_run_engine) / n * 1000:.2f} ms  (target <= 5 ms)")
+    print(f"Dagster bookkeeping per partition (3-asset run - engine in it) / N / 3 assets: "
+          f"{(full - full_engine) / n / 3 * 1000:.2f} ms")
 
 
 if __name__ == "__main__":
