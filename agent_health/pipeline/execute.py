@@ -1,0 +1,77 @@
+"""Running exactly the partitions of one pipeline run: one engine call per agent version, each
+result stored the moment it finishes (a crashed run keeps everything already written)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Mapping, Sequence
+
+from agent_health.loader import LoadedTest
+from agent_health.model import TestResult
+from agent_health.pipeline.project import Project
+from agent_health.session import engine_options, iter_results
+
+OnResult = Callable[[TestResult], None]
+
+
+def missing_test_result(suite: str, test_id: str, agent: str, source_file: str, why: str) -> TestResult:
+    """An errored result for a partition whose test no longer exists, so the partition is honest."""
+    return TestResult(test_id=test_id, name=test_id.split("::", 1)[-1], suite=suite, source_file=source_file,
+                      agent=agent, status="errored", error=why)
+
+
+async def _run_agent(project: Project, agent: str, tests: Sequence[LoadedTest], concurrency: int | None,
+                     on_result: OnResult | None, out: list[TestResult]) -> None:
+    options = engine_options(project.config, concurrency=concurrency)
+    async for result in iter_results(tests, project.config, agent, options):
+        project.store.put(result)
+        out.append(result)
+        if on_result:
+            on_result(result)
+
+
+def run_partitions(project: Project, suite: str, test_ids_by_agent: Mapping[str, Sequence[str]],
+                   concurrency: int | None = None, on_result: OnResult | None = None) -> list[TestResult]:
+    """Run the given tests of `suite` for each agent version and store every result.
+
+    Test ids not in the eval file any more get an errored result naming the file. A file that
+    fails to load raises its EvalFileError (nothing is stored then)."""
+    loaded = project.load_suite(suite)
+    if loaded.errors and not loaded.tests:
+        raise loaded.errors[0]
+    by_id = {t.id: t for t in loaded.tests}
+    source = project.suite_files().get(suite, suite)
+    out: list[TestResult] = []
+    for agent, ids in test_ids_by_agent.items():
+        for tid in ids:
+            if tid not in by_id:
+                why = next((str(e) for e in loaded.errors if tid.split("::", 1)[-1] in str(e)), None)
+                r = missing_test_result(suite, tid, agent, source, why or f"test {tid!r} is not in {source} any "
+                                        "more (removed or renamed); its partition is stale")
+                project.store.put(r)
+                out.append(r)
+                if on_result:
+                    on_result(r)
+
+    async def main() -> None:
+        await asyncio.gather(*(
+            _run_agent(project, agent, [by_id[t] for t in ids if t in by_id], concurrency, on_result, out)
+            for agent, ids in test_ids_by_agent.items() if any(t in by_id for t in ids)))
+
+    asyncio.run(main())
+    return out
+
+
+def partition_metadata(result: TestResult) -> dict[str, Any]:
+    """What each results partition shows: status, score, duration, tokens, cost (plus provenance)."""
+    meta: dict[str, Any] = {
+        "status": result.status,
+        "score": float(result.score) if result.score is not None else None,
+        "duration_ms": round(float(result.duration_ms), 3),
+        "total_tokens": int(result.usage.total_tokens + result.judge_usage.total_tokens),
+        "cost_usd": float(result.cost_usd) if result.cost_usd is not None else None,
+        "content_hash": result.content_hash[:16],
+    }
+    if result.error:
+        meta["error"] = result.error[:500]
+    return {k: v for k, v in meta.items() if v is not None}

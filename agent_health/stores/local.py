@@ -1,0 +1,122 @@
+"""Local-file result store: `<root>/<agent>/<suite>/<test>.json`, written atomically."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Iterator, TypeVar
+from urllib.parse import quote, unquote
+
+from pydantic import BaseModel, ValidationError
+
+from agent_health.config import Config
+from agent_health.model import TestResult
+from agent_health.stores.atomic import write_atomic
+from agent_health.stores.base import ResultKey, ResultStore, StoreError
+from agent_health.stores.summary import ResultSummary
+
+M = TypeVar("M", bound=BaseModel)
+
+_SUFFIX = ".json"
+_UNSAFE_NAME = re.compile(r"^\.+$")
+
+
+_COMMON = re.compile(r"[A-Za-z0-9@\-_+=,.~:/]*")
+
+
+def _enc(part: str) -> str:
+    """One path component per key part; quoting keeps '/', ':' and '@' reversible on any OS.
+    Test ids nearly always hold only ':' and '/' to escape: a fast path gives quote()'s result
+    for them (it is called once per result read, 10,000 times in a large rollup)."""
+    if _COMMON.fullmatch(part):
+        text = part.replace(":", "%3A").replace("/", "%2F")
+    else:
+        text = quote(part, safe="@-_+=,")
+    return text if not _UNSAFE_NAME.match(text) else text.replace(".", "%2E")
+
+
+class LocalResultStore(ResultStore):
+    """Results as JSON files under `root`. Writes go to a temporary file in the same folder and
+    are moved into place with `os.replace`, which is atomic on POSIX and Windows."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def path_for(self, key: ResultKey) -> Path:
+        return Path(self._folder(key.agent, key.suite), _enc(key.test_id) + _SUFFIX)
+
+    @functools.lru_cache(maxsize=1024)
+    def _folder(self, agent: str, suite: str) -> str:
+        return os.path.join(self.root, _enc(agent), _enc(suite))
+
+    def put(self, result: TestResult) -> ResultKey:
+        key = ResultKey.of(result)
+        path = self.path_for(key)
+        data = result.model_dump_json().encode()
+        try:
+            write_atomic(path, data)
+        except OSError as exc:
+            raise StoreError(f"result store {self.root}: cannot write {key.agent} {key.test_id}: "
+                             f"{exc.strerror or exc}") from exc
+        return key
+
+    def _read(self, key: ResultKey, model: type[M]) -> M | None:
+        path = self.path_for(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"result store {self.root}: cannot read {path}: {exc.strerror or exc}") from exc
+        try:
+            return model.model_validate_json(data)
+        except ValidationError as exc:
+            raise StoreError(f"result store {self.root}: {path} is not a valid TestResult: "
+                             f"{exc.errors()[0].get('msg', exc)}") from exc
+
+    def get(self, key: ResultKey) -> TestResult | None:
+        return self._read(key, TestResult)
+
+    def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
+        for key in keys:
+            summary = self._read(key, ResultSummary)
+            if summary is not None:
+                yield summary
+
+    def list(self, agent: str | None = None, suite: str | None = None) -> list[ResultKey]:
+        if not self.root.is_dir():
+            return []
+        agents = [self.root / _enc(agent)] if agent else [p for p in self.root.iterdir() if p.is_dir()]
+        keys: list[ResultKey] = []
+        for adir in agents:
+            if not adir.is_dir():
+                continue
+            suites = [adir / _enc(suite)] if suite else [p for p in adir.iterdir() if p.is_dir()]
+            for sdir in suites:
+                if not sdir.is_dir():
+                    continue
+                a, s = unquote(adir.name), unquote(sdir.name)
+                with os.scandir(sdir) as it:
+                    for entry in it:
+                        name = entry.name
+                        if name.endswith(_SUFFIX) and not name.startswith(".tmp-"):
+                            keys.append(ResultKey(a, s, unquote(name[: -len(_SUFFIX)])))
+        return sorted(keys)
+
+    def delete(self, key: ResultKey) -> bool:
+        try:
+            self.path_for(key).unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+
+def default_store(config: Config) -> LocalResultStore:
+    """The default store of a project: `<state dir>/results`."""
+    return LocalResultStore(config.state_path / "results")

@@ -1,0 +1,81 @@
+"""Assembling the Definitions from the project's eval files."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dagster import AssetSelection, Definitions, define_asset_job
+
+from agent_health.pipeline import Project
+from definitions.defs.automation import build_automation
+from definitions.defs.benchmark_assets import build_benchmark_assets
+from definitions.defs.names import suite_names
+from definitions.defs.resources import AgentHealthResource, resource_from_env
+from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
+
+
+MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
+
+
+def max_partitions_per_run() -> int | None:
+    raw = os.environ.get(MAX_PARTITIONS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"${MAX_PARTITIONS_ENV} must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
+def build_suites(project: Project) -> list[SuiteAssets]:
+    """One asset set per eval file under the eval root (files are discovered, not imported)."""
+    files = project.suite_files()
+    names = suite_names(files)
+    limit = max_partitions_per_run()
+    return [build_suite_assets(names[s], files[s], project.eval_root, limit) for s in sorted(files)]
+
+
+def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
+    """Per suite an evaluate job (results, metrics, insights) keyed by suite; 'rollups' and
+    'benchmark' jobs keyed by their names."""
+    jobs: dict[str, Any] = {s.suite: define_asset_job(s.names.job, selection=AssetSelection.assets(*s.evaluate_keys),
+                         description=f"Evaluate {s.source_file}: results, metrics and insights for a range of "
+                                     "(agent version x test) partitions in one run.")
+        for s in suites}
+    if suites:
+        rollups = AssetSelection.assets(*[s.key("rollup") for s in suites])
+        jobs["rollups"] = define_asset_job("rollups", selection=rollups,
+                                           description="Every suite rollup (and its checks) for one agent version.")
+    jobs["benchmark"] = (define_asset_job("benchmark", selection=AssetSelection.groups("benchmark"),
+                                 description="Leaderboard and comparison across suites."))
+    return jobs
+
+
+@dataclass
+class Pipeline:
+    """The Definitions plus what built them (the headless job and tests drive these)."""
+
+    defs: Definitions
+    suites: list[SuiteAssets]
+    resource: AgentHealthResource
+    project: Project
+
+
+def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
+    """The code location: eval root and configuration found like the CLI finds them, overridable
+    by environment variables (see `resources.resource_from_env`)."""
+    resource = resource or resource_from_env()
+    project = resource.project()
+    suites = build_suites(project)
+    assets = [a for s in suites for a in s.definitions] + build_benchmark_assets(suites)
+    jobs = build_jobs(suites)
+    sensors, schedules = build_automation(suites, jobs)
+    defs = Definitions(assets=assets, jobs=list(jobs.values()), sensors=sensors, schedules=schedules,
+                       resources={"agent_health": resource})
+    return Pipeline(defs=defs, suites=suites, resource=resource, project=project)
+
+
+def build_definitions(resource: AgentHealthResource | None = None) -> Definitions:
+    """Just the Definitions of `build_pipeline`."""
+    return build_pipeline(resource).defs

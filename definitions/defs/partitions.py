@@ -1,0 +1,70 @@
+"""Partitions: agent versions (dynamic, 'demo@v2'), and per suite its test ids (dynamic), crossed
+into the (agent x test) partitions of results, metrics and insights."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from dagster import DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+AGENT_DIM = "agent"
+TEST_DIM = "test"
+
+agent_versions = DynamicPartitionsDefinition(name="agent_versions")
+
+
+def tests_partitions(name: str) -> DynamicPartitionsDefinition:
+    return DynamicPartitionsDefinition(name=name)
+
+
+def results_partitions(tests: DynamicPartitionsDefinition) -> MultiPartitionsDefinition:
+    return MultiPartitionsDefinition({AGENT_DIM: agent_versions, TEST_DIM: tests})
+
+
+def multi_key(agent: str, test: str) -> MultiPartitionKey:
+    return MultiPartitionKey({AGENT_DIM: agent, TEST_DIM: test})
+
+
+def split_keys(keys: Iterable[str]) -> dict[str, list[str]]:
+    """Partition keys of a run -> {agent version: [test ids]}, in run order."""
+    out: dict[str, list[str]] = {}
+    for key in keys:
+        if isinstance(key, MultiPartitionKey):
+            agent, test = key.keys_by_dimension[AGENT_DIM], key.keys_by_dimension[TEST_DIM]
+        else:  # 'agent|test': dimension names sort agent before test
+            agent, _, test = str(key).partition("|")
+        out.setdefault(agent, []).append(test)
+    return out
+
+
+def range_tags(agents: Sequence[str], tests: Sequence[str]) -> dict[str, str]:
+    """Run tags selecting the rectangle agents[0]..agents[-1] x tests[0]..tests[-1] (both in the
+    order the dynamic partitions were added): one run, the single-run backfill shape."""
+    return {ASSET_PARTITION_RANGE_START_TAG: str(multi_key(agents[0], tests[0])),
+            ASSET_PARTITION_RANGE_END_TAG: str(multi_key(agents[-1], tests[-1]))}
+
+
+def contiguous_blocks(ordered: Sequence[str], wanted: Iterable[str]) -> list[list[str]]:
+    """Split the `wanted` keys into runs that are contiguous in `ordered`, so a range covers
+    exactly them."""
+    want = set(wanted)
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for key in ordered:
+        if key in want:
+            current.append(key)
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def ordered_after(current: Sequence[str], add: Sequence[str], remove: Iterable[str]) -> list[str]:
+    """Partition order once `add` is appended and `remove` is deleted (dynamic partitions keep
+    insertion order)."""
+    gone = set(remove)
+    return [k for k in current if k not in gone] + [k for k in add if k not in set(current)]
+
