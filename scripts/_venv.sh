@@ -9,8 +9,10 @@ fi
 stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   echo "==> installing agent-health and its dependencies into .venv (first run takes a few minutes)"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  log=.venv/install.log
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[dev]'; } >"$log" 2>&1; then
+    tail -n 40 "$log"; echo "install failed; full log in $log" >&2; exit 1
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from typing import Any, Callable, Iterable, Mapping
 
@@ -156,7 +157,9 @@ def fixture(fn: Callable[..., Any] | None = None, *, name: str | None = None) ->
     return register(fn) if fn is not None else register
 
 
-def parameters(fn: Callable[..., Any]) -> list[str]:
-    return [p.name for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+@functools.lru_cache(maxsize=8192)
+def parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """Names a fixture, hook or body asks for (cached: the engine asks once per test)."""
+    return tuple(p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
