@@ -27,6 +27,11 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
+def _ms(value: float | None) -> float | None:
+    """Milliseconds to the microsecond: more digits are noise in tables and plots."""
+    return None if value is None else round(value, 3)
+
+
 def _ratio(num: float, den: float) -> float | None:
     return num / den if den else None
 
@@ -188,7 +193,7 @@ def rollup(results: Iterable[AnyResult], suite: str, agent: str,
         mean_score=_mean(acc.scores), pass_at_k=_mean(k_any), pass_hat_k=_mean(k_all), epoch_tests=len(k_any),
         flaky=flaky, input_tokens=in_tok, output_tokens=out_tok, total_tokens=tot_tok, judge_tokens=judge_tok,
         cost_usd=round(cost, 8) if has_cost else None,
-        latency_p50_ms=percentile(durations, 50), latency_p95_ms=percentile(durations, 95),
+        latency_p50_ms=_ms(percentile(durations, 50)), latency_p95_ms=_ms(percentile(durations, 95)),
         labels={name: LabelStats(label=name, total=a.total, passed=a.passed, failed=a.failed, errored=a.errored,
                                  pass_rate=_ratio(a.passed, a.passed + a.failed), mean_score=_mean(a.scores))
                 for name, a in sorted(labels.items())},
