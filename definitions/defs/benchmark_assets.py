@@ -59,7 +59,7 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         meta: dict[str, Any] = {"leaderboard": MetadataValue.md(board.to_markdown()), "rows": len(board.rows)}
         for row in board.totals:
             if row.pass_rate is not None:
-                meta[f"pass_rate {row.agent}"] = row.pass_rate
+                meta[f"pass_rate {row.agent}"] = round(row.pass_rate, 4)
             if row.cost_usd is not None:
                 meta[f"cost_usd {row.agent}"] = row.cost_usd
         return MaterializeResult(metadata=clean(meta))
