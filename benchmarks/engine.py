@@ -43,7 +43,7 @@ def write_suite(folder: Path, n: int) -> Path:
 def cli_run(path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, int, int]:
     """Wall seconds, exit code and max RSS (KiB) of one CLI process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "agent_health", "run", str(path), "--reporter", "json=/dev/null",
+    proc = subprocess.Popen([sys.executable, "-m", "agent_health", "run", str(path),
                              *args], cwd=path.parent, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
