@@ -108,17 +108,18 @@ def rollup_recommendations(results: Iterable[TestResult]) -> list[dict[str, Any]
     Offline rules group by rule; synthesized recommendations group by their text. A test counts
     once per group however often the rule fired on it.
     """
-    groups: dict[Any, dict[str, Any]] = defaultdict(lambda: {"tests": [], "cost_usd": 0.0})
+    groups: dict[Any, dict[str, Any]] = defaultdict(lambda: {"tests": {}, "cost_usd": 0.0})
     for r in results:
         for i in r.insights:
             key = (i.rule, " ".join(i.recommendation.lower().split())) if i.rule == SYNTH_RULE else i.rule
             g = groups[key]
             g.update(rule=i.rule, severity=i.severity, recommendation=i.recommendation)
-            if r.test_id not in g["tests"]:
-                g["tests"].append(r.test_id)
+            if r.test_id not in g["tests"]:  # a dict: ordered like a list, O(1) membership at 10k tests
+                g["tests"][r.test_id] = None
                 g["cost_usd"] += r.cost_usd or 0.0
     ranked = sorted(groups.values(), key=lambda g: (-len(g["tests"]), -g["cost_usd"], g["rule"]))
-    return [{**g, "count": len(g["tests"]), "cost_usd": round(g["cost_usd"], 6)} for g in ranked]
+    return [{**g, "tests": list(g["tests"]), "count": len(g["tests"]), "cost_usd": round(g["cost_usd"], 6)}
+            for g in ranked]
 
 
 # -- the optional synthesizer -------------------------------------------------------------------
