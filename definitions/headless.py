@@ -164,8 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentHealthError as exc:
         print(f"agent-health: {exc}", file=sys.stderr)
         return 2
+    beside = Path(sys.executable).parent / "dagster"  # the dagster of this virtualenv, if that is where we run
+    dagster = os.path.relpath(beside) if beside.exists() else "dagster"
     print(f"\nOpen the Dagster UI on the same instance (from {Path.cwd()}):\n"
-          f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml\n"
+          f"  DAGSTER_HOME={home} {dagster} dev -w workspace.yaml\n"
           "then browse http://127.0.0.1:3000 (Assets -> lineage, partitions, checks).")
     return 0
 
