@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The main job on embedded defaults: the demo evals against demo@v1 and demo@v2.
+# The main job on embedded defaults: the whole Dagster pipeline, headless, on a local SQLite
+# instance (.agent_health/dagster_home): every suite in evals/ for demo@v1 and demo@v2, the
+# rollups, the leaderboard and the comparison. Extra arguments go to definitions.headless.
 source "$(dirname "$0")/_venv.sh"
-if [ -f definitions/headless.py ]; then
-  exec .venv/bin/python -m definitions.headless "$@"
-fi
-exec .venv/bin/agent-health run evals --agent demo@v1 --agent demo@v2 "$@"
+exec .venv/bin/python -m definitions.headless "$@"
