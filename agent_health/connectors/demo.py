@@ -161,7 +161,8 @@ class DemoConnector(Connector):
         if float(latency or 0) > 0:
             await asyncio.sleep(float(latency) / 1000)
         version = self.agent.version if self.agent.version in VERSIONS else "v2"
-        steps, output = self._investigate(request, version)
+        sc = pick_scenario(request.prompt + " " + " ".join(str(c.get("value", "")) for c in request.context))
+        steps, output = self._investigate(request, version, sc)
         model = self.agent.settings.get("model") or VERSIONS[version]
         llm_calls = 1 + sum(1 for s in steps if s.kind == "tool_call")
         seen = seen_start = _tokens(request.prompt + " ".join(str(c.get("value", "")) for c in request.context))
@@ -176,12 +177,12 @@ class DemoConnector(Connector):
             store = self._span_store()
             spans = demo_spans(request, steps, model, self.agent.ref, seen_start, wall_start)
             store.write_spans(spans)
-            store.write_logs(demo_logs(request, steps, spans, pick_scenario(request.prompt).service))
+            store.write_logs(demo_logs(request, steps, spans, sc.service))
         return RunResult(
             output=output, trajectory=tuple(steps), run_id=request.run_id, trace_id=request.trace_id,
             agent=self.agent.ref, prompt=request.prompt, context=request.context, duration_ms=duration,
             usage=Usage.of(input_tokens, output_tokens, model=model, llm_calls=llm_calls),
-            raw_events=({"type": "demo", "scenario": pick_scenario(request.prompt).key, "version": version},),
+            raw_events=({"type": "demo", "scenario": sc.key, "version": version},),
         )
 
     @staticmethod
@@ -202,14 +203,13 @@ class DemoConnector(Connector):
             store = self._store = LocalSpanStore(self.agent.settings["spans_dir"])
         return store
 
-    def _investigate(self, request: AgentRequest, version: str) -> tuple[list[Step], str]:
-        text = request.prompt + " " + " ".join(str(c.get("value", "")) for c in request.context)
-        sc = pick_scenario(text)
+    def _investigate(self, request: AgentRequest, version: str, sc: Scenario) -> tuple[list[Step], str]:
         steps: list[Step] = []
         clock = [0.0]
 
         def add(kind: str, content: str = "", ms: float = 0.0, **kw: Any) -> None:
-            steps.append(Step(kind=kind, content=content, started_ms=clock[0], duration_ms=ms, **kw))
+            # the demo's steps are valid by construction: skip validation on this hot path
+            steps.append(Step.model_construct(kind=kind, content=content, started_ms=clock[0], duration_ms=ms, **kw))
             clock[0] += ms
 
         def tool(name: str, args: dict[str, Any], result: str, ms: float, error: bool = False) -> None:
