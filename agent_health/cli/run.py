@@ -31,8 +31,8 @@ def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
     return root
 
 
-def select(tests: list[LoadedTest], labels: Sequence[str], grep: str | None) -> list[LoadedTest]:
-    rx = re.compile(grep, re.IGNORECASE) if grep else None
+def select(tests: list[LoadedTest], labels: Sequence[str], rx: re.Pattern[str] | None) -> list[LoadedTest]:
+    """Tests carrying every label whose name or id matches `rx`."""
     return [t for t in tests
             if all(label in t.case.labels for label in labels)
             and (rx is None or rx.search(t.case.name) or rx.search(t.case.id))]
@@ -139,16 +139,15 @@ def run_command(ctx: click.Context, paths: tuple[Path, ...], agents: tuple[str, 
     config: Config = ctx.obj["config"]
     paths = paths or (config.path(config.eval_root),)
     try:
-        grep_rx = re.compile(grep) if grep else None
+        grep_rx = re.compile(grep, re.IGNORECASE) if grep else None
     except re.error as exc:
         raise click.UsageError(f"--grep {grep!r} is not a valid regular expression: {exc}") from exc
-    del grep_rx
     agents = agents or (config.default_agent,)
     for ref in agents:  # fail before loading anything: the message lists the known agents
         config.agent(ref)
     loaded = load_tests(paths, root=eval_root_for(config, paths))
     load_errors = [str(e) for e in loaded.errors]
-    tests = select(loaded.tests, labels, grep)
+    tests = select(loaded.tests, labels, grep_rx)
     if list_only:
         for err in load_errors:
             click.echo(f"error: {err}", err=True)

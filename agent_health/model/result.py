@@ -80,10 +80,6 @@ class TestResult(BaseModel):
     pass_hat_k: float | None = Field(None, description="1 if every trial passed (epochs > 1).")
     flaky: bool = Field(False, description="Trials disagreed.")
 
-    @property
-    def partition_key(self) -> str:
-        return self.test_id
-
     @classmethod
     def for_case(cls, case: TestCase, agent: str, **kw: Any) -> "TestResult":
         return cls(test_id=case.id, name=case.name, suite=case.suite, source_file=case.source_file,
