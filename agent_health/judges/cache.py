@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
 
 CACHE_VERSION = 1
 CACHE_FILE = "judge_cache.sqlite"
@@ -23,9 +23,31 @@ CACHE_FILE = "judge_cache.sqlite"
 
 def cache_key(**parts: Any) -> str:
     """sha256 over the canonical JSON of `parts` (sorted keys) and the cache format version."""
-    blob = json.dumps({"cache_version": CACHE_VERSION, **parts}, sort_keys=True, default=str,
-                      separators=(",", ":"), ensure_ascii=False)
+    blob = json.dumps(
+        {"cache_version": CACHE_VERSION, **parts},
+        sort_keys=True,
+        default=str,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _use_wal(db: sqlite3.Connection, timeout_s: float) -> None:
+    """Switch to WAL once per file. The switch needs an exclusive lock and SQLite answers "database
+    is locked" at once (no busy wait) while another process opens the same new file: retry."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
 
 class JudgeCache:
@@ -38,16 +60,21 @@ class JudgeCache:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s, isolation_level=None,
-                                       check_same_thread=False)
+            self._db = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(self._db, busy_timeout_s)
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, kind TEXT NOT NULL, "
-                             "value TEXT NOT NULL, created_at REAL NOT NULL)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+                "value TEXT NOT NULL, created_at REAL NOT NULL)"
+            )
         except (sqlite3.Error, OSError) as exc:
-            raise ConfigError(f"judge cache {self.path}: cannot open: {exc} "
-                              "(delete the file to reset the cache, or run with --no-cache)") from exc
+            raise ConfigError(
+                f"judge cache {self.path}: cannot open: {exc} "
+                "(delete the file to reset the cache, or run with --no-cache)"
+            ) from exc
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -66,9 +93,12 @@ class JudgeCache:
     def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
         blob = json.dumps(value, default=str, ensure_ascii=False)
         with self._lock:
-            self._db.execute("INSERT INTO judge_cache (key, kind, value, created_at) VALUES (?, ?, ?, ?) "
-                             "ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value, "
-                             "created_at = excluded.created_at", (key, kind, blob, time.time()))
+            self._db.execute(
+                "INSERT INTO judge_cache (key, kind, value, created_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value, "
+                "created_at = excluded.created_at",
+                (key, kind, blob, time.time()),
+            )
 
     def __len__(self) -> int:
         with self._lock:
