@@ -1,4 +1,5 @@
-"""Shared test helpers. Tests that need a real service start it in their own fixtures."""
+"""Shared fixtures. Tests that need a real service start it in their own fixtures; the helpers they
+share (ports, HTTP servers, skip-or-fail) live in tests/support."""
 
 from __future__ import annotations
 
@@ -11,14 +12,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIRE_SERVICES = os.environ.get("AGENT_HEALTH_REQUIRE_SERVICES") == "1"
-
-
-def skip_or_fail(reason: str) -> None:
-    """Skip a test whose service cannot start, unless CI demands the service (then fail)."""
-    if REQUIRE_SERVICES:
-        pytest.fail(f"required service unavailable (AGENT_HEALTH_REQUIRE_SERVICES=1): {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture
@@ -34,9 +27,17 @@ def write_eval(tmp_path: Path):
     return write
 
 
-def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """The CLI as a user runs it: a separate process."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     full_env.pop("AGENT_HEALTH_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "agent_health", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_health", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

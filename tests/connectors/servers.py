@@ -9,11 +9,13 @@ import socket
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.support import LocalHTTPServer, QuietHandler
 
 SIGV4_KEY_ID = "AKIDEXAMPLETESTKEY"
 SIGV4_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -21,19 +23,8 @@ SIGV4_REGION = "eu-west-1"
 SIGV4_SERVICE = "execute-api"
 
 
-def require_or_skip(reason: str) -> None:
-    """Skip a test whose service cannot start, unless CI demands services (then fail)."""
-    from tests.conftest import skip_or_fail
-
-    skip_or_fail(reason)
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like a real agent server
-    server: "AgentServer"
-
-    def log_message(self, *args: Any) -> None:  # keep test output quiet
-        pass
+class Handler(QuietHandler):  # HTTP/1.1 keep-alive, like a real agent server
+    server: AgentServer
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -43,15 +34,23 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         path = urlsplit(self.path).path
-        self.server.requests.append({"path": path, "headers": dict(self.headers.items()), "body": body, "raw": raw,
-                                     "client_port": self.client_address[1]})
+        self.server.requests.append(
+            {
+                "path": path,
+                "headers": dict(self.headers.items()),
+                "body": body,
+                "raw": raw,
+                "client_port": self.client_address[1],
+            }
+        )
         route = self.server.routes.get(path)
         if route is None:
             return self.send_json({"error": f"no route {path}"}, 404)
         route(self, body)
 
-    def send_bytes(self, data: bytes, status: int = 200, ctype: str = "application/json",
-                   headers: dict[str, str] | None = None) -> None:
+    def send_bytes(
+        self, data: bytes, status: int = 200, ctype: str = "application/json", headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("content-type", ctype)
         self.send_header("content-length", str(len(data)))
@@ -79,51 +78,25 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class AgentServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class AgentServer(LocalHTTPServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+        super().__init__(Handler)
         self.routes: dict[str, Callable[[Handler, Any], None]] = {}
         self.requests: list[dict[str, Any]] = []
         self.counts: Counter[str] = Counter()
         self.lock = threading.Lock()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # connections the tests cut on purpose would print tracebacks
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
     def route(self, path: str) -> Callable[[Callable[[Handler, Any], None]], Callable[[Handler, Any], None]]:
         def deco(fn: Callable[[Handler, Any], None]) -> Callable[[Handler, Any], None]:
             self.routes[path] = fn
             return fn
+
         return deco
 
     def bump(self, key: str) -> int:
         with self.lock:
             self.counts[key] += 1
             return self.counts[key]
-
-
-def wait_until_up(host: str, port: int, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=0.2):
-                return True
-        except OSError:
-            time.sleep(0.02)
-    return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- REST routes ------------------------------------------------------------------
@@ -133,10 +106,15 @@ def install_rest(srv: AgentServer) -> None:
         prompt = (body or {}).get("prompt", "")
         if prompt == "please fail":
             return h.send_json({"error": "internal"}, 500)
-        h.send_json({"response": f"answer to: {prompt}", "thinking": "look at the logs first",
-                     "toolCalls": [{"id": "c1", "name": "search_logs", "args": {"q": prompt},
-                                    "result": "ERROR db refused"}],
-                     "usage": {"input_tokens": 12, "output_tokens": 7}, "model": "rest-model-1"})
+        h.send_json(
+            {
+                "response": f"answer to: {prompt}",
+                "thinking": "look at the logs first",
+                "toolCalls": [{"id": "c1", "name": "search_logs", "args": {"q": prompt}, "result": "ERROR db refused"}],
+                "usage": {"input_tokens": 12, "output_tokens": 7},
+                "model": "rest-model-1",
+            }
+        )
 
     @srv.route("/echo")
     def echo(h: Handler, body: Any) -> None:
@@ -144,12 +122,31 @@ def install_rest(srv: AgentServer) -> None:
 
     @srv.route("/openai")
     def openai(h: Handler, body: Any) -> None:
-        h.send_json({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-test",
-                     "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                         "role": "assistant", "content": "Checking the database.",
-                         "tool_calls": [{"id": "call_9", "type": "function", "function": {
-                             "name": "query_metrics", "arguments": "{\"metric\": \"db_connections\"}"}}]}}],
-                     "usage": {"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39}})
+        h.send_json(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": "gpt-test",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "content": "Checking the database.",
+                            "tool_calls": [
+                                {
+                                    "id": "call_9",
+                                    "type": "function",
+                                    "function": {"name": "query_metrics", "arguments": '{"metric": "db_connections"}'},
+                                }
+                            ],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39},
+            }
+        )
 
     @srv.route("/nested")
     def nested(h: Handler, body: Any) -> None:
@@ -209,8 +206,12 @@ def install_rest(srv: AgentServer) -> None:
     @srv.route("/count")
     def count(h: Handler, body: Any) -> None:
         n = srv.bump("count:" + (body or {}).get("prompt", ""))
-        h.send_json({"response": f"call {n} for {(body or {}).get('prompt')}",
-                     "toolCalls": [{"name": "lookup", "args": {"n": n}}]})
+        h.send_json(
+            {
+                "response": f"call {n} for {(body or {}).get('prompt')}",
+                "toolCalls": [{"name": "lookup", "args": {"n": n}}],
+            }
+        )
 
     @srv.route("/drop-after")
     def drop_after(h: Handler, body: Any) -> None:  # answers as keep-alive, then drops the connection
@@ -234,18 +235,22 @@ def verify_sigv4(h: Handler, raw: bytes) -> tuple[bool, str]:
     auth = h.headers.get("authorization", "")
     if not auth.startswith("AWS4-HMAC-SHA256 "):
         return False, "no SigV4 authorization header"
-    parts = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 "):].split(","))
+    parts = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 ") :].split(","))
     signed = parts["SignedHeaders"].split(";")
-    key_id, date, region, service, _ = parts["Credential"].split("/")
+    key_id, _date, region, service, _ = parts["Credential"].split("/")
     if (key_id, region, service) != (SIGV4_KEY_ID, SIGV4_REGION, SIGV4_SERVICE):
         return False, f"unexpected credential scope {parts['Credential']}"
     stamp = h.headers.get("x-amz-date", "")
-    when = datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
-    if abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) > 300:
+    when = datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.UTC)
+    if abs((datetime.datetime.now(datetime.UTC) - when).total_seconds()) > 300:
         return False, "stale x-amz-date"
     url = f"http://{h.headers['host']}{h.path}"
-    req = AWSRequest(method=h.command, url=url, data=raw,
-                     headers={k: v for k, v in h.headers.items() if k.lower() in signed and k.lower() != "host"})
+    req = AWSRequest(
+        method=h.command,
+        url=url,
+        data=raw,
+        headers={k: v for k, v in h.headers.items() if k.lower() in signed and k.lower() != "host"},
+    )
     req.context["timestamp"] = stamp
     signer = SigV4Auth(Credentials(SIGV4_KEY_ID, SIGV4_SECRET), SIGV4_SERVICE, SIGV4_REGION)
     canonical = signer.canonical_request(req)
@@ -258,10 +263,25 @@ def verify_sigv4(h: Handler, raw: bytes) -> tuple[bool, str]:
 # -- AG-UI routes ---------------------------------------------------------------------
 def install_agui(srv: AgentServer) -> None:
     from ag_ui.core import (
-        CustomEvent, ReasoningEndEvent, ReasoningMessageContentEvent, ReasoningMessageEndEvent,
-        ReasoningMessageStartEvent, ReasoningStartEvent, RunErrorEvent, RunFinishedEvent, RunStartedEvent,
-        StateSnapshotEvent, StepFinishedEvent, StepStartedEvent, TextMessageContentEvent, TextMessageEndEvent,
-        TextMessageStartEvent, ToolCallArgsEvent, ToolCallEndEvent, ToolCallResultEvent, ToolCallStartEvent,
+        CustomEvent,
+        ReasoningEndEvent,
+        ReasoningMessageContentEvent,
+        ReasoningMessageEndEvent,
+        ReasoningMessageStartEvent,
+        ReasoningStartEvent,
+        RunErrorEvent,
+        RunFinishedEvent,
+        RunStartedEvent,
+        StateSnapshotEvent,
+        StepFinishedEvent,
+        StepStartedEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageStartEvent,
+        ToolCallArgsEvent,
+        ToolCallEndEvent,
+        ToolCallResultEvent,
+        ToolCallStartEvent,
     )
     from ag_ui.encoder import EventEncoder
 
@@ -283,73 +303,108 @@ def install_agui(srv: AgentServer) -> None:
     def agui(h: Handler, body: Any) -> None:
         tid, rid = body["threadId"], body["runId"]
         question = body["messages"][-1]["content"]
-        stream(h, [
-            RunStartedEvent(thread_id=tid, run_id=rid),
-            StepStartedEvent(step_name="investigate"),
-            ReasoningStartEvent(message_id="r1"),
-            ReasoningMessageStartEvent(message_id="r1", role="reasoning"),
-            ReasoningMessageContentEvent(message_id="r1", delta="I should check "),
-            ReasoningMessageContentEvent(message_id="r1", delta="the logs."),
-            ReasoningMessageEndEvent(message_id="r1"),
-            ReasoningEndEvent(message_id="r1"),
-            ToolCallStartEvent(tool_call_id="tc1", tool_call_name="search_logs", parent_message_id="m0"),
-            ToolCallArgsEvent(tool_call_id="tc1", delta='{"service": '),
-            ToolCallArgsEvent(tool_call_id="tc1", delta='"payment"}'),
-            ToolCallEndEvent(tool_call_id="tc1"),
-            ToolCallResultEvent(message_id="m_tr", tool_call_id="tc1", content="Connection refused to db-primary"),
-            StateSnapshotEvent(snapshot={"phase": "answering", "context_items": len(body["context"])}),
-            StepFinishedEvent(step_name="investigate"),
-            TextMessageStartEvent(message_id="m1", role="assistant"),
-            TextMessageContentEvent(message_id="m1", delta="The payment service "),
-            TextMessageContentEvent(message_id="m1", delta=f"cannot reach its DB ({question})."),
-            TextMessageEndEvent(message_id="m1"),
-            CustomEvent(name="usage", value={"input_tokens": 100, "output_tokens": 20}),
-            b'data: {"type": "VENDOR_SPECIAL", "x": 1}\n\n',
-            RunFinishedEvent(thread_id=tid, run_id=rid),
-        ])
+        stream(
+            h,
+            [
+                RunStartedEvent(thread_id=tid, run_id=rid),
+                StepStartedEvent(step_name="investigate"),
+                ReasoningStartEvent(message_id="r1"),
+                ReasoningMessageStartEvent(message_id="r1", role="reasoning"),
+                ReasoningMessageContentEvent(message_id="r1", delta="I should check "),
+                ReasoningMessageContentEvent(message_id="r1", delta="the logs."),
+                ReasoningMessageEndEvent(message_id="r1"),
+                ReasoningEndEvent(message_id="r1"),
+                ToolCallStartEvent(tool_call_id="tc1", tool_call_name="search_logs", parent_message_id="m0"),
+                ToolCallArgsEvent(tool_call_id="tc1", delta='{"service": '),
+                ToolCallArgsEvent(tool_call_id="tc1", delta='"payment"}'),
+                ToolCallEndEvent(tool_call_id="tc1"),
+                ToolCallResultEvent(message_id="m_tr", tool_call_id="tc1", content="Connection refused to db-primary"),
+                StateSnapshotEvent(snapshot={"phase": "answering", "context_items": len(body["context"])}),
+                StepFinishedEvent(step_name="investigate"),
+                TextMessageStartEvent(message_id="m1", role="assistant"),
+                TextMessageContentEvent(message_id="m1", delta="The payment service "),
+                TextMessageContentEvent(message_id="m1", delta=f"cannot reach its DB ({question})."),
+                TextMessageEndEvent(message_id="m1"),
+                CustomEvent(name="usage", value={"input_tokens": 100, "output_tokens": 20}),
+                b'data: {"type": "VENDOR_SPECIAL", "x": 1}\n\n',
+                RunFinishedEvent(thread_id=tid, run_id=rid),
+            ],
+        )
 
     @srv.route("/agui-legacy")  # pre-1.0 THINKING_* names, as older agents still send them
     def legacy(h: Handler, body: Any) -> None:
         tid, rid = body["threadId"], body["runId"]
-        raw = [{"type": "RUN_STARTED", "threadId": tid, "runId": rid}, {"type": "THINKING_START"},
-               {"type": "THINKING_TEXT_MESSAGE_START"}, {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "hmm"},
-               {"type": "THINKING_TEXT_MESSAGE_END"}, {"type": "THINKING_END"},
-               {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "role": "assistant", "delta": "chunked answer"},
-               {"type": "RUN_FINISHED", "threadId": tid, "runId": rid}]
+        raw = [
+            {"type": "RUN_STARTED", "threadId": tid, "runId": rid},
+            {"type": "THINKING_START"},
+            {"type": "THINKING_TEXT_MESSAGE_START"},
+            {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "hmm"},
+            {"type": "THINKING_TEXT_MESSAGE_END"},
+            {"type": "THINKING_END"},
+            {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "role": "assistant", "delta": "chunked answer"},
+            {"type": "RUN_FINISHED", "threadId": tid, "runId": rid},
+        ]
         stream(h, [f"data: {json.dumps(e)}\n\n".encode() for e in raw])
 
     @srv.route("/agui-error")
     def agui_error(h: Handler, body: Any) -> None:
-        stream(h, [RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
-                   TextMessageStartEvent(message_id="m1", role="assistant"),
-                   RunErrorEvent(message="model quota exceeded", code="QUOTA")])
+        stream(
+            h,
+            [
+                RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
+                TextMessageStartEvent(message_id="m1", role="assistant"),
+                RunErrorEvent(message="model quota exceeded", code="QUOTA"),
+            ],
+        )
 
     @srv.route("/agui-cut")
     def agui_cut(h: Handler, body: Any) -> None:
-        stream(h, [RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
-                   TextMessageStartEvent(message_id="m1", role="assistant"),
-                   TextMessageContentEvent(message_id="m1", delta="The root cause is")], cut=True)
+        stream(
+            h,
+            [
+                RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
+                TextMessageStartEvent(message_id="m1", role="assistant"),
+                TextMessageContentEvent(message_id="m1", delta="The root cause is"),
+            ],
+            cut=True,
+        )
 
     @srv.route("/agui-early-end")
     def agui_early(h: Handler, body: Any) -> None:
-        stream(h, [RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
-                   TextMessageStartEvent(message_id="m1", role="assistant"),
-                   TextMessageContentEvent(message_id="m1", delta="The root cause is")])
+        stream(
+            h,
+            [
+                RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
+                TextMessageStartEvent(message_id="m1", role="assistant"),
+                TextMessageContentEvent(message_id="m1", delta="The root cause is"),
+            ],
+        )
 
     @srv.route("/agui-503-once")
     def agui_503(h: Handler, body: Any) -> None:
         if srv.bump("agui503:" + body["runId"]) == 1:
             return h.send_json({"error": "warming up"}, 503)
         tid, rid = body["threadId"], body["runId"]
-        stream(h, [RunStartedEvent(thread_id=tid, run_id=rid),
-                   TextMessageStartEvent(message_id="m1", role="assistant"),
-                   TextMessageContentEvent(message_id="m1", delta="ok after retry"),
-                   TextMessageEndEvent(message_id="m1"), RunFinishedEvent(thread_id=tid, run_id=rid)])
+        stream(
+            h,
+            [
+                RunStartedEvent(thread_id=tid, run_id=rid),
+                TextMessageStartEvent(message_id="m1", role="assistant"),
+                TextMessageContentEvent(message_id="m1", delta="ok after retry"),
+                TextMessageEndEvent(message_id="m1"),
+                RunFinishedEvent(thread_id=tid, run_id=rid),
+            ],
+        )
 
     @srv.route("/agui-latin1")
     def agui_latin1(h: Handler, body: Any) -> None:
-        stream(h, [RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
-                   'data: {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "caf\u00e9"}\n\n'.encode("latin-1")])
+        stream(
+            h,
+            [
+                RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"]),
+                'data: {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "caf\u00e9"}\n\n'.encode("latin-1"),
+            ],
+        )
 
 
 # -- helpers for tests --------------------------------------------------------------
@@ -366,7 +421,7 @@ def invoke(rt: Any, prompt: str = "hello", **request: Any):
     """Run one request through the runtime (assigning run id and trace context) and close it."""
     import asyncio
 
-    from agent_health.connectors.base import AgentRequest
+    from agent_health.model.agent import AgentRequest
 
     async def go():
         try:
@@ -379,7 +434,7 @@ def invoke(rt: Any, prompt: str = "hello", **request: Any):
 
 def invoke_error(rt: Any, prompt: str = "hello", **request: Any) -> str:
     """The AgentError message of a run that must fail."""
-    from agent_health.sdk.errors import AgentError
+    from agent_health.errors import AgentError
 
     with pytest.raises(AgentError) as info:
         invoke(rt, prompt, **request)

@@ -7,10 +7,17 @@ import time
 
 import pytest
 
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
 from tests.connectors.servers import (
-    SIGV4_KEY_ID, SIGV4_REGION, SIGV4_SECRET, SIGV4_SERVICE, free_port, invoke, invoke_error, runtime,
+    SIGV4_KEY_ID,
+    SIGV4_REGION,
+    SIGV4_SECRET,
+    SIGV4_SERVICE,
+    invoke,
+    invoke_error,
+    runtime,
 )
+from tests.support import free_port
 
 
 def test_common_shape_becomes_trajectory_and_usage(server):
@@ -34,8 +41,13 @@ def test_openai_chat_completion_with_tool_calls(server):
 
 
 def test_configured_response_paths(server):
-    r = invoke(runtime("http", endpoint=server.url + "/nested",
-                       response_paths={"output": "data.result.text", "tool_calls": "data.calls"}))
+    r = invoke(
+        runtime(
+            "http",
+            endpoint=server.url + "/nested",
+            response_paths={"output": "data.result.text", "tool_calls": "data.calls"},
+        )
+    )
     assert r.output == "nested answer"
     assert r.tool_calls("t")[0].args == {"a": 1}
     msg = invoke_error(runtime("http", endpoint=server.url + "/nested", response_paths={"output": "data.missing"}))
@@ -47,25 +59,40 @@ def test_plain_text_response(server):
 
 
 def test_default_body_trace_headers_and_extra_fields(server):
-    r = invoke(runtime("http", endpoint=server.url + "/echo", model="m-7", body={"temperature": 0},
-                       headers={"x-team": "sre"}),
-               "q?", context=({"description": "log", "value": "boom"},), provisioned={"ticket": 42})
+    r = invoke(
+        runtime("http", endpoint=server.url + "/echo", model="m-7", body={"temperature": 0}, headers={"x-team": "sre"}),
+        "q?",
+        context=({"description": "log", "value": "boom"},),
+        provisioned={"ticket": 42},
+    )
     got = r.raw_events[0]["body"]["received"]
     headers = {k.lower(): v for k, v in got["headers"].items()}
-    assert got["body"] == {"prompt": "q?", "context": [{"description": "log", "value": "boom"}],
-                           "run_id": r.run_id, "model": "m-7", "provisioned": {"ticket": 42}, "temperature": 0}
+    assert got["body"] == {
+        "prompt": "q?",
+        "context": [{"description": "log", "value": "boom"}],
+        "run_id": r.run_id,
+        "model": "m-7",
+        "provisioned": {"ticket": 42},
+        "temperature": 0,
+    }
     assert headers["x-agent-health-run-id"] == r.run_id
     assert headers["traceparent"] == f"00-{r.trace_id}-" + headers["traceparent"].split("-")[2] + "-01"
     assert len(headers["traceparent"].split("-")[2]) == 16 and headers["x-team"] == "sre"
 
 
 def test_body_template(server):
-    tpl = {"input": {"question": "{{prompt}}", "history": "{{messages}}"}, "meta": "run={{run_id}}",
-           "ticket": "{{provisioned.ticket}}"}
+    tpl = {
+        "input": {"question": "{{prompt}}", "history": "{{messages}}"},
+        "meta": "run={{run_id}}",
+        "ticket": "{{provisioned.ticket}}",
+    }
     r = invoke(runtime("http", endpoint=server.url + "/echo", body_template=tpl), "hi", provisioned={"ticket": 7})
     body = r.raw_events[0]["body"]["received"]["body"]
-    assert body == {"input": {"question": "hi", "history": [{"role": "user", "content": "hi"}]},
-                    "meta": f"run={r.run_id}", "ticket": 7}
+    assert body == {
+        "input": {"question": "hi", "history": [{"role": "user", "content": "hi"}]},
+        "meta": f"run={r.run_id}",
+        "ticket": 7,
+    }
     msg = invoke_error(runtime("http", endpoint=server.url + "/echo", body_template={"q": "{{nope}}"}))
     assert "unknown placeholder {{nope}}" in msg and "agent@v1" in msg
 
@@ -73,8 +100,12 @@ def test_body_template(server):
 def test_hooks_change_request_and_read_response(server):
     from tests.connectors import py_agent
 
-    rt = runtime("http", endpoint=server.url + "/echo", before_request="tests.connectors.py_agent:hooked_before",
-                 after_response=py_agent.hooked_after)
+    rt = runtime(
+        "http",
+        endpoint=server.url + "/echo",
+        before_request="tests.connectors.py_agent:hooked_before",
+        after_response=py_agent.hooked_after,
+    )
     r = invoke(rt, provisioned={"ticket": "T-9"})
     received = r.raw_events[0]["body"]["received"]
     assert received["body"]["provisioned_token"] == "T-9"
@@ -86,10 +117,15 @@ def test_bearer_api_key_and_basic_auth_reach_agent_but_not_result(server, monkey
     monkeypatch.setenv("T_TOKEN", "tok-bearer-123456")
     monkeypatch.setenv("T_KEY", "key-abcdef-98765")
     monkeypatch.setenv("T_PASS", "pw-s3cret-555")
-    cases = [({"type": "bearer", "token": {"env": "T_TOKEN"}}, "authorization", "Bearer tok-bearer-123456"),
-             ({"type": "api_key", "header": "x-api-key", "value": "${T_KEY}"}, "x-api-key", "key-abcdef-98765"),
-             ({"type": "basic", "username": "bob", "password": {"env": "T_PASS"}}, "authorization",
-              "Basic " + base64.b64encode(b"bob:pw-s3cret-555").decode())]
+    cases = [
+        ({"type": "bearer", "token": {"env": "T_TOKEN"}}, "authorization", "Bearer tok-bearer-123456"),
+        ({"type": "api_key", "header": "x-api-key", "value": "${T_KEY}"}, "x-api-key", "key-abcdef-98765"),
+        (
+            {"type": "basic", "username": "bob", "password": {"env": "T_PASS"}},
+            "authorization",
+            "Basic " + base64.b64encode(b"bob:pw-s3cret-555").decode(),
+        ),
+    ]
     for auth, header, expected in cases:
         before = len(server.requests)
         r = invoke(runtime("http", endpoint=server.url + "/echo", auth=auth))
@@ -102,21 +138,36 @@ def test_bearer_api_key_and_basic_auth_reach_agent_but_not_result(server, monkey
 
 
 def test_sigv4_signature_verified_by_server(server):
-    auth = {"type": "sigv4", "region": SIGV4_REGION, "service": SIGV4_SERVICE,
-            "access_key_id": SIGV4_KEY_ID, "secret_access_key": SIGV4_SECRET}
+    auth = {
+        "type": "sigv4",
+        "region": SIGV4_REGION,
+        "service": SIGV4_SERVICE,
+        "access_key_id": SIGV4_KEY_ID,
+        "secret_access_key": SIGV4_SECRET,
+    }
     r = invoke(runtime("http", endpoint=server.url + "/sigv4", auth=auth), "signed prompt")
     assert r.output == "signed ok"
-    msg = invoke_error(runtime("http", endpoint=server.url + "/sigv4",
-                               auth={**auth, "secret_access_key": "wrong-secret-key-value"}))
+    msg = invoke_error(
+        runtime("http", endpoint=server.url + "/sigv4", auth={**auth, "secret_access_key": "wrong-secret-key-value"})
+    )
     assert "HTTP 403" in msg and "signature mismatch: signature does not match" in msg
     assert "wrong-secret-key-value" not in msg
 
 
 def test_sigv4_signs_after_before_request_hook(server):
-    auth = {"type": "sigv4", "region": SIGV4_REGION, "service": SIGV4_SERVICE,
-            "access_key_id": SIGV4_KEY_ID, "secret_access_key": SIGV4_SECRET}
-    r = invoke(runtime("http", endpoint=server.url + "/sigv4", auth=auth,
-                       before_request="tests.connectors.py_agent:hooked_before"), provisioned={"ticket": 1})
+    auth = {
+        "type": "sigv4",
+        "region": SIGV4_REGION,
+        "service": SIGV4_SERVICE,
+        "access_key_id": SIGV4_KEY_ID,
+        "secret_access_key": SIGV4_SECRET,
+    }
+    r = invoke(
+        runtime(
+            "http", endpoint=server.url + "/sigv4", auth=auth, before_request="tests.connectors.py_agent:hooked_before"
+        ),
+        provisioned={"ticket": 1},
+    )
     assert r.output == "signed ok"
 
 
@@ -142,8 +193,6 @@ def test_429_with_retry_after_then_success(server):
     assert time.perf_counter() - t0 >= 0.95  # waited for Retry-After: 1, not the zero backoff
 
 
-
-
 def test_slow_response_past_request_timeout(server):
     t0 = time.perf_counter()
     msg = invoke_error(runtime("http", endpoint=server.url + "/slow", request_timeout_s=0.3))
@@ -152,8 +201,14 @@ def test_slow_response_past_request_timeout(server):
 
 
 def test_run_timeout_caps_retries(server):
-    msg = invoke_error(runtime("http", endpoint=server.url + "/500", timeout_s=0.3,
-                               retry={"max_retries": 50, "backoff_s": 0.2, "max_backoff_s": 0.2}))
+    msg = invoke_error(
+        runtime(
+            "http",
+            endpoint=server.url + "/500",
+            timeout_s=0.3,
+            retry={"max_retries": 50, "backoff_s": 0.2, "max_backoff_s": 0.2},
+        )
+    )
     assert "run did not finish within timeout_s=0.3s" in msg
 
 
@@ -162,10 +217,13 @@ def test_malformed_json(server):
     assert "/malformed" in msg and "malformed JSON response" in msg and "half an obj" in msg
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("/big", "response too large: Content-Length 200016 exceeds max_response_bytes=1000"),
-    ("/big-chunked", "response too large: more than 100000 bytes exceeds max_response_bytes=100000"),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("/big", "response too large: Content-Length 200016 exceeds max_response_bytes=1000"),
+        ("/big-chunked", "response too large: more than 100000 bytes exceeds max_response_bytes=100000"),
+    ],
+)
 def test_oversized_body(server, path, expected):
     cap = 1000 if path == "/big" else 100_000
     msg = invoke_error(runtime("http", endpoint=server.url + path, max_response_bytes=cap))
@@ -186,8 +244,11 @@ def test_http_error_body_is_scrubbed_of_credentials(server, monkeypatch):
 # -- configuration errors name the setting ---------------------------------------------------
 def test_missing_env_var_names_setting_and_variable(monkeypatch):
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
-    with pytest.raises(ConfigError, match=r"setting agents\.agent\.settings\.auth\.token: environment variable "
-                                          r"NOT_SET_ANYWHERE is not set"):
+    with pytest.raises(
+        ConfigError,
+        match=r"setting agents\.agent\.settings\.auth\.token: environment variable "
+        r"NOT_SET_ANYWHERE is not set",
+    ):
         runtime("http", endpoint="http://127.0.0.1:1/", auth={"type": "bearer", "token": {"env": "NOT_SET_ANYWHERE"}})
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support import free_port, skip_or_fail
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -26,15 +27,12 @@ QUERY = """{
 }"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def graphql(port: int, query: str) -> dict:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())
 
@@ -55,16 +53,18 @@ def wait_until_up(proc: subprocess.Popen, port: int, log: Path, timeout: float =
 def test_webserver_serves_asset_graph_and_partitions(make_pipeline, project_dir, tmp_path):
     exe = shutil.which("dagster-webserver", path=str(Path(sys.executable).parent))
     if exe is None:
-        if os.environ.get("AGENT_HEALTH_REQUIRE_SERVICES") == "1":
-            pytest.fail("dagster-webserver is not installed next to the Python interpreter")
-        pytest.skip("dagster-webserver is not installed next to the Python interpreter")
+        skip_or_fail("dagster-webserver is not installed next to the Python interpreter")
     home = tmp_path / "home"
     home.mkdir()
     from definitions.headless import instance_yaml
 
     (home / "dagster.yaml").write_text(instance_yaml(home, pooled=True))  # the webserver imports it too
-    env = {**os.environ, "DAGSTER_HOME": str(home), "AGENT_HEALTH_CONFIG": str(project_dir / "agent_health_config.py"),
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "AGENT_HEALTH_CONFIG": str(project_dir / "agent_health_config.py"),
+        "PYTHONPATH": str(ROOT),
+    }
 
     # register partitions in that instance the way the headless job does
     from dagster import DagsterInstance
@@ -75,28 +75,43 @@ def test_webserver_serves_asset_graph_and_partitions(make_pipeline, project_dir,
         register(instance, make_pipeline())
 
     workspace = tmp_path / "workspace.yaml"
-    workspace.write_text((ROOT / "workspace.yaml").read_text().replace("working_directory: .",
-                                                                       f"working_directory: {ROOT}"))
+    workspace.write_text(
+        (ROOT / "workspace.yaml").read_text().replace("working_directory: .", f"working_directory: {ROOT}")
+    )
     port = free_port()
     log = tmp_path / "webserver.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([exe, "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)], cwd=project_dir,
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [exe, "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
+            cwd=project_dir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_until_up(proc, port, log)
         data = graphql(port, QUERY)
         assert "errors" not in data, data
         nodes = {"/".join(n["assetKey"]["path"]): n for n in data["data"]["assetNodes"]}
-        assert {"rca/payments/cases", "rca/payments/results", "rca/payments/rollup", "smoke_checks/results",
-                "benchmark/leaderboard", "benchmark/comparison"} <= set(nodes)
+        assert {
+            "rca/payments/cases",
+            "rca/payments/results",
+            "rca/payments/rollup",
+            "smoke_checks/results",
+            "benchmark/leaderboard",
+            "benchmark/comparison",
+        } <= set(nodes)
         results = nodes["rca/payments/results"]
         assert results["groupName"] == "suite_rca__payments"
-        dims = {d["name"]: d["dynamicPartitionsDefinitionName"]
-                for d in results["partitionDefinition"]["dimensionTypes"]}
+        dims = {
+            d["name"]: d["dynamicPartitionsDefinitionName"] for d in results["partitionDefinition"]["dimensionTypes"]
+        }
         assert dims == {"agent": "agent_versions", "test": "tests__rca__payments"}
         keys = {d["name"]: d["partitionKeys"] for d in data["data"]["assetNodeOrError"]["partitionKeysByDimension"]}
-        assert keys == {"agent": ["demo@v1", "demo@v2"],
-                        "test": ["rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"]}
+        assert keys == {
+            "agent": ["demo@v1", "demo@v2"],
+            "test": ["rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"],
+        }
     finally:
         proc.terminate()
         try:
@@ -112,7 +127,13 @@ def test_dagster_definitions_validate_passes_from_the_root(project_dir):
         pytest.skip("the dagster CLI is not installed next to the Python interpreter")
     env = {**os.environ, "AGENT_HEALTH_CONFIG": str(project_dir / "agent_health_config.py"), "PYTHONPATH": str(ROOT)}
     env.pop("DAGSTER_HOME", None)
-    proc = subprocess.run([exe, "definitions", "validate", "-w", "workspace.yaml"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [exe, "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Validation successful" in proc.stdout + proc.stderr

@@ -7,14 +7,13 @@ import json
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-import httpx
-
-from agent_health.judges.base import JudgeRequest
 from agent_health.model import RunResult, Step, Usage
+from agent_health.model.judge import JudgeRequest
 from agent_health.traces.tools import RunTraceTools
+from tests.support import LocalHTTPServer, QuietHandler
 
 Reply = tuple[int, dict[str, str], Any]  # status, headers, JSON body (or str)
 
@@ -43,12 +42,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # readiness probe
                 self._send(200, {}, {"ok": True})
 
@@ -79,43 +73,45 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # a free port, no race
-        port = self.httpd.server_address[1]
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{port}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        deadline = time.time() + 10
-        while True:  # wait until it answers
-            try:
-                httpx.get(self.url + "/ready", timeout=1.0)
-                break
-            except httpx.HTTPError:
-                if time.time() > deadline:
-                    raise RuntimeError(f"scripted server on {self.url} did not start")
-                time.sleep(0.05)
+        self.httpd = LocalHTTPServer(Handler).start()
+        self.url = self.httpd.url
 
     def posts(self) -> list[Recorded]:
         return [r for r in self.requests if r.method == "POST"]
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.httpd.close()
 
 
-def chat(content: str | None = None, *, tool_calls: list[dict[str, Any]] | None = None,
-         usage: tuple[int, int] = (100, 20), model: str = "judge-model") -> Reply:
+def chat(
+    content: str | None = None,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    usage: tuple[int, int] = (100, 20),
+    model: str = "judge-model",
+) -> Reply:
     """An OpenAI chat-completions reply."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
-        message["tool_calls"] = [{"id": f"call_{i}", "type": "function",
-                                  "function": {"name": c["name"], "arguments": json.dumps(c.get("args", {}))}}
-                                 for i, c in enumerate(tool_calls)]
-    return (200, {}, {"id": "cmpl-1", "object": "chat.completion", "model": model,
-                      "choices": [{"index": 0, "message": message,
-                                   "finish_reason": "tool_calls" if tool_calls else "stop"}],
-                      "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                                "total_tokens": usage[0] + usage[1]}})
+        message["tool_calls"] = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c.get("args", {}))},
+            }
+            for i, c in enumerate(tool_calls)
+        ]
+    return (
+        200,
+        {},
+        {
+            "id": "cmpl-1",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1]},
+        },
+    )
 
 
 def verdict_json(passed: bool = True, score: float = 0.9, reasoning: str = "the output names the database") -> str:
@@ -151,10 +147,16 @@ class MemoryTraceTools(RunTraceTools):
         return [s for s in self.spans if wanted is None or s.get("name") == wanted]
 
 
-def make_run(output: str = "The payment service cannot reach its database db-primary:5432 (connection refused).",
-             run_id: str = "run-1", tool_result: str = "ERROR Connection refused to db-primary:5432") -> RunResult:
+def make_run(
+    output: str = "The payment service cannot reach its database db-primary:5432 (connection refused).",
+    run_id: str = "run-1",
+    tool_result: str = "ERROR Connection refused to db-primary:5432",
+) -> RunResult:
     return RunResult(
-        output=output, run_id=run_id, agent="demo@v2", prompt="Diagnose why the payment service is failing.",
+        output=output,
+        run_id=run_id,
+        agent="demo@v2",
+        prompt="Diagnose why the payment service is failing.",
         trajectory=(
             Step(kind="thinking", content="I should look at the logs.", started_ms=0, duration_ms=5),
             Step(kind="tool_call", tool="search_logs", args={"service": "payment"}, call_id=f"{run_id}-c1"),
@@ -165,15 +167,21 @@ def make_run(output: str = "The payment service cannot reach its database db-pri
     )
 
 
-def make_request(criteria: str = "identifies that the payment service cannot reach its database",
-                 **kw: Any) -> JudgeRequest:
+def make_request(
+    criteria: str = "identifies that the payment service cannot reach its database", **kw: Any
+) -> JudgeRequest:
     run = kw.pop("run", None) or make_run()
     return JudgeRequest(criteria=criteria, run=run, output=run.output, test_id=kw.pop("test_id", "suite::t"), **kw)
 
 
 def openai_settings(server: ScriptedServer, **kw: Any) -> dict[str, Any]:
     """JudgeSettings kwargs pointing the openai provider at `server` (fast backoff)."""
-    base = {"provider": "openai", "model": "judge-model", "settings": {"base_url": server.url + "/v1"},
-            "backoff_s": 0.01, "backoff_max_s": 2.0}
+    base = {
+        "provider": "openai",
+        "model": "judge-model",
+        "settings": {"base_url": server.url + "/v1"},
+        "backoff_s": 0.01,
+        "backoff_max_s": 2.0,
+    }
     base.update(kw)
     return base

@@ -4,23 +4,17 @@ start), and fails instead when AGENT_HEALTH_REQUIRE_SERVICES=1 (CI)."""
 
 from __future__ import annotations
 
-import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "services" / "opensearch"))
 
-from node import NodeUnavailable, running_node  # noqa: E402
+from node import NodeUnavailable, running_node
 
-
-def skip_or_fail(reason: str) -> None:
-    """Skip with the reason, or fail when CI requires real services."""
-    if os.environ.get("AGENT_HEALTH_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"required service unavailable: {reason}", pytrace=False)
-    pytest.skip(reason)
+from tests.support import skip_or_fail
 
 
 @pytest.fixture(scope="session")

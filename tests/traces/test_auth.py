@@ -7,20 +7,18 @@ import base64
 import shutil
 import ssl
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
 from agent_health.traces.opensearch import OpenSearchTraceSource
 from agent_health.traces.source import RunRef
 from agent_health.traces.view import TracesUnavailable, TracesView
-
-from .conftest import skip_or_fail
+from tests.support import LocalHTTPServer, QuietHandler, skip_or_fail
 
 
 class Forwarder:
@@ -30,7 +28,9 @@ class Forwarder:
         self.seen: list[dict[str, str]] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
+            protocol_version = "HTTP/1.0"  # one request per connection, as before
+
             def _forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 outer.seen.append({k.lower(): v for k, v in self.headers.items()})
@@ -44,33 +44,32 @@ class Forwarder:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if context is not None:
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.scheme = "https" if context else "http"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = LocalHTTPServer(Handler, tls=context).start()
 
     @property
     def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
+        return self.server.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
 @pytest.fixture(scope="module")
 def indexed(opensearch_url: str) -> dict[str, str]:
     """One span document to find."""
-    doc = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "chat m", "serviceName": "auth-agent",
-           "startTime": "2026-01-01T00:00:00.000000Z", "endTime": "2026-01-01T00:00:01.000000Z",
-           "span.attributes.gen_ai@usage@input_tokens": 7, "span.attributes.gen_ai@operation@name": "chat"}
-    httpx.put(f"{opensearch_url}/otel-v1-apm-span-auth/_doc/1", params={"refresh": "true"}, json=doc,
-              timeout=30).raise_for_status()
+    doc = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "chat m",
+        "serviceName": "auth-agent",
+        "startTime": "2026-01-01T00:00:00.000000Z",
+        "endTime": "2026-01-01T00:00:01.000000Z",
+        "span.attributes.gen_ai@usage@input_tokens": 7,
+        "span.attributes.gen_ai@operation@name": "chat",
+    }
+    httpx.put(
+        f"{opensearch_url}/otel-v1-apm-span-auth/_doc/1", params={"refresh": "true"}, json=doc, timeout=30
+    ).raise_for_status()
     return {"url": opensearch_url, "trace_id": doc["traceId"]}
 
 
@@ -91,8 +90,13 @@ def _tokens(settings: dict[str, Any], trace_id: str) -> int:
 
 def test_basic_auth_sends_credentials_from_the_environment(forwarder, indexed, monkeypatch):
     monkeypatch.setenv("OS_PW", "pa55word")
-    assert _tokens({"url": forwarder.url, "auth": {"type": "basic", "username": "reader", "password_env": "OS_PW"}},
-                   indexed["trace_id"]) == 7
+    assert (
+        _tokens(
+            {"url": forwarder.url, "auth": {"type": "basic", "username": "reader", "password_env": "OS_PW"}},
+            indexed["trace_id"],
+        )
+        == 7
+    )
     expected = "Basic " + base64.b64encode(b"reader:pa55word").decode()
     assert forwarder.seen and all(h.get("authorization") == expected for h in forwarder.seen)
 
@@ -102,8 +106,13 @@ def test_sigv4_signs_every_request(forwarder, indexed, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    assert _tokens({"url": forwarder.url, "auth": {"type": "sigv4", "region": "eu-west-1", "service": "es"}},
-                   indexed["trace_id"]) == 7
+    assert (
+        _tokens(
+            {"url": forwarder.url, "auth": {"type": "sigv4", "region": "eu-west-1", "service": "es"}},
+            indexed["trace_id"],
+        )
+        == 7
+    )
     for h in forwarder.seen:
         assert h["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
         assert "/eu-west-1/es/aws4_request" in h["authorization"] and "x-amz-date" in h
@@ -125,9 +134,28 @@ def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         skip_or_fail("openssl is not installed (needed to make a test certificate)")
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 

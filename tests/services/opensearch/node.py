@@ -9,16 +9,21 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 
 HERE = Path(__file__).resolve().parent
+if str(HERE.parents[2]) not in sys.path:  # run as a script (python tests/services/opensearch/node.py)
+    sys.path.insert(0, str(HERE.parents[2]))
+
+from tests.support.net import free_port  # noqa: E402
+
 OPENSEARCH_VERSION = "2.19.6"
 PREFETCH = f"mvn -q -B -f {HERE.relative_to(HERE.parents[2]) / 'pom.xml'} compile dependency:copy-dependencies"
 
@@ -27,16 +32,11 @@ class NodeUnavailable(RuntimeError):
     """Java or Maven is missing, the build failed, or the node did not turn green."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def built() -> bool:
     lib = HERE / "target" / "lib"
-    return (HERE / "target" / "classes" / "Launcher.class").exists() and \
-        (lib / f"opensearch-{OPENSEARCH_VERSION}.jar").exists()
+    return (HERE / "target" / "classes" / "Launcher.class").exists() and (
+        lib / f"opensearch-{OPENSEARCH_VERSION}.jar"
+    ).exists()
 
 
 def build() -> None:
@@ -46,11 +46,17 @@ def build() -> None:
     mvn = shutil.which("mvn")
     if not mvn:
         raise NodeUnavailable("mvn is not installed (needed to fetch the OpenSearch jars from Maven Central)")
-    proc = subprocess.run([mvn, "-q", "-B", "-f", str(HERE / "pom.xml"), "compile", "dependency:copy-dependencies"],
-                          capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [mvn, "-q", "-B", "-f", str(HERE / "pom.xml"), "compile", "dependency:copy-dependencies"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     if proc.returncode != 0 or not built():
-        raise NodeUnavailable(f"could not build the OpenSearch test node with Maven (exit {proc.returncode}): "
-                              f"{(proc.stdout + proc.stderr)[-2000:]}")
+        raise NodeUnavailable(
+            f"could not build the OpenSearch test node with Maven (exit {proc.returncode}): "
+            f"{(proc.stdout + proc.stderr)[-2000:]}"
+        )
 
 
 @contextlib.contextmanager
@@ -68,25 +74,41 @@ def running_node(home: str | os.PathLike[str] | None = None, timeout_s: float = 
         classpath = f"{HERE / 'target' / 'classes'}{os.pathsep}{HERE / 'target' / 'lib' / '*'}"
         log_path = home / "node.log"
         log = stack.enter_context(log_path.open("w"))
-        proc = subprocess.Popen([java, "-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", "-cp", classpath, "Launcher",
-                                 str(home / "node"), str(port)], stdin=subprocess.PIPE, stdout=log,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                java,
+                "-Xms256m",
+                "-Xmx512m",
+                "-XX:+UseSerialGC",
+                "-cp",
+                classpath,
+                "Launcher",
+                str(home / "node"),
+                str(port),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + timeout_s
             while True:
                 if proc.poll() is not None:
                     log.flush()
-                    raise NodeUnavailable(f"OpenSearch test node exited with {proc.returncode}: "
-                                          f"{log_path.read_text()[-2000:]}")
+                    raise NodeUnavailable(
+                        f"OpenSearch test node exited with {proc.returncode}: {log_path.read_text()[-2000:]}"
+                    )
                 with contextlib.suppress(httpx.HTTPError):
-                    r = httpx.get(f"{url}/_cluster/health", params={"wait_for_status": "green", "timeout": "1s"},
-                                  timeout=3)
+                    r = httpx.get(
+                        f"{url}/_cluster/health", params={"wait_for_status": "green", "timeout": "1s"}, timeout=3
+                    )
                     if r.status_code == 200 and r.json().get("status") == "green":
                         break
                 if time.monotonic() > deadline:
-                    raise NodeUnavailable(f"OpenSearch test node on {url} not green within {timeout_s:g}s: "
-                                          f"{log_path.read_text()[-2000:]}")
+                    raise NodeUnavailable(
+                        f"OpenSearch test node on {url} not green within {timeout_s:g}s: {log_path.read_text()[-2000:]}"
+                    )
                 time.sleep(0.5)
             yield url
         finally:
