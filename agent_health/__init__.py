@@ -4,36 +4,101 @@ Write tests with `test`, drive the agent with the `agent` fixture, assert with `
 `judge`; run them with `agent-health run` or as Dagster assets.
 """
 
-from agent_health.config import AgentSpec, Config, define_config, load_config
+from agent_health.config import AgentSpec, Config, JudgeSettings, define_config, load_config
 from agent_health.engine import Engine, EngineOptions
+from agent_health.errors import (
+    AgentError,
+    AgentHealthError,
+    ConfigError,
+    EvalFileError,
+    InfrastructureError,
+    TracesNotEnabled,
+    TracesUnavailable,
+    UsageError,
+)
+from agent_health.judges.rubric import Rubric, load_rubric
 from agent_health.loader import LoadedTest, LoadResult, load_tests
 from agent_health.model import (
-    SCHEMA_VERSION, ContextItem, ExpectedStep, Insight, RunReport, RunResult, RunSummary, Signal, Step, TestCase, TestResult,
-    TrialResult, Usage, Verdict,
+    SCHEMA_VERSION,
+    ContextItem,
+    ExpectedStep,
+    Insight,
+    RunReport,
+    RunResult,
+    RunSummary,
+    Signal,
+    Step,
+    TestCase,
+    TestResult,
+    TrialResult,
+    Usage,
+    Verdict,
 )
-from agent_health.sdk.agent import AgentProxy
-from agent_health.sdk.api import after_all, after_each, before_all, before_each, describe, fixture, test
-from agent_health.sdk.context import TestInfo
-from agent_health.sdk.errors import (
-    AgentError, AgentHealthError, ConfigError, EvalFileError, InfrastructureError, UsageError,
+from agent_health.sdk import (
+    AgentProxy,
+    TestInfo,
+    after_all,
+    after_each,
+    before_all,
+    before_each,
+    describe,
+    expect,
+    fixture,
+    judge,
+    test,
 )
-from agent_health.sdk.expect import expect
-from agent_health.sdk.judge import judge
 from agent_health.session import run_tests
-from agent_health.config import JudgeSettings
-from agent_health.judges.rubric import Rubric, load_rubric
-from agent_health.traces.view import TracesNotEnabled, TracesUnavailable, TracesView
+from agent_health.traces.view import TracesView
 
 __version__ = "0.1.0"
 
 agent = AgentProxy()
 
 __all__ = [
-    "SCHEMA_VERSION", "AgentError", "AgentHealthError", "AgentSpec", "Config", "ConfigError", "ContextItem",
-    "Engine", "EngineOptions", "EvalFileError", "ExpectedStep", "InfrastructureError", "Insight", "LoadResult",
-    "LoadedTest", "RunReport", "RunResult", "RunSummary", "Signal", "Step", "TestCase", "TestInfo", "TestResult",
-    "TracesNotEnabled", "TracesUnavailable", "TracesView", "TrialResult", "Usage",
-    "UsageError", "Verdict", "__version__", "after_all", "after_each", "agent", "before_all", "before_each",
-    "define_config", "describe", "expect", "fixture", "judge", "load_config", "load_tests", "run_tests", "test",
+    "SCHEMA_VERSION",
+    "AgentError",
+    "AgentHealthError",
+    "AgentSpec",
+    "Config",
+    "ConfigError",
+    "ContextItem",
+    "Engine",
+    "EngineOptions",
+    "EvalFileError",
+    "ExpectedStep",
+    "InfrastructureError",
+    "Insight",
+    "LoadResult",
+    "LoadedTest",
+    "RunReport",
+    "RunResult",
+    "RunSummary",
+    "Signal",
+    "Step",
+    "TestCase",
+    "TestInfo",
+    "TestResult",
+    "TracesNotEnabled",
+    "TracesUnavailable",
+    "TracesView",
+    "TrialResult",
+    "Usage",
+    "UsageError",
+    "Verdict",
+    "__version__",
+    "after_all",
+    "after_each",
+    "agent",
+    "before_all",
+    "before_each",
+    "define_config",
+    "describe",
+    "expect",
+    "fixture",
+    "judge",
+    "load_config",
+    "load_tests",
+    "run_tests",
+    "test",
 ]
 __all__ += ["JudgeSettings", "Rubric", "load_rubric"]

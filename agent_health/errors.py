@@ -1,4 +1,7 @@
-"""Errors a user can cause or meet, each with one clear message."""
+"""Errors a user can cause or meet, each with one clear message.
+
+The bottom layer: every other module may import it; it imports nothing from agent_health.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +33,14 @@ class InfrastructureError(AgentHealthError):
 
 class AgentError(InfrastructureError):
     """The agent could not produce a run; the message names the agent and the endpoint."""
+
+
+class TracesNotEnabled(InfrastructureError):
+    """Traces were read for an agent that has no trace source."""
+
+
+class TracesUnavailable(InfrastructureError):
+    """Traces are enabled but did not arrive within the bounded wait."""
 
 
 class AgentRunTwiceError(InfrastructureError):

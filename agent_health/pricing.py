@@ -7,7 +7,7 @@ such (`cost_usd` stays None), never guessed.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from agent_health.model import Usage
 

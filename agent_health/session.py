@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from agent_health.config import Config
 from agent_health.connectors.base import AgentRuntime, connector_class
@@ -17,12 +17,13 @@ from agent_health.model import TestResult
 
 def replay_mode(config: Config, replay: str | None = None) -> str:
     """The record/replay mode: the explicit one (--replay), else $AGENT_HEALTH_REPLAY, else config."""
-    from agent_health.replay.store import REPLAY_ENV, check_mode
+    from agent_health.model.settings import check_replay_mode
+    from agent_health.replay.store import REPLAY_ENV
 
     if replay:
-        return check_mode(replay, "--replay")
+        return check_replay_mode(replay, "--replay")
     if os.environ.get(REPLAY_ENV):
-        return check_mode(os.environ[REPLAY_ENV], f"${REPLAY_ENV}")
+        return check_replay_mode(os.environ[REPLAY_ENV], f"${REPLAY_ENV}")
     return config.replay
 
 
@@ -30,7 +31,7 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
     """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent), wrapped
     for record/replay unless the mode is `off`. Recordings live in `<state>/recordings`. Runs of
     agents with traces get a lazy `result.traces` view."""
-    from agent_health.traces import make_binder, traces_enabled
+    from agent_health.traces import trace_view_factory, traces_enabled
 
     agent = config.agent(agent_ref)
     if agent.connector != "demo" and "root" not in agent.settings:  # relative cwd/modules resolve here
@@ -45,7 +46,7 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
         from agent_health.replay.store import RecordingStore, ReplayConnector
 
         connector = ReplayConnector(connector, RecordingStore(config.state_path / "recordings"), mode)
-    return AgentRuntime(agent, connector, bind_traces=make_binder(config))
+    return AgentRuntime(agent, connector, trace_views=trace_view_factory(config))
 
 
 def build_analyzers(config: Config, judges: JudgeService | None = None) -> list:
@@ -59,8 +60,10 @@ def build_analyzers(config: Config, judges: JudgeService | None = None) -> list:
         llm = judges.llm()  # the judge model's cached helper: synthesizer calls go through the judge cache
         if getattr(llm, "client", None) is None:
             llm = None  # the offline demo judge has no model: resolve_synthesizer says so, naming the setting
-    return [with_metric_signals(config.prices, config.traces.metrics_wait_s),
-            insights_analyzer(config.insights, llm=llm)]
+    return [
+        with_metric_signals(config.prices, config.traces.metrics_wait_s),
+        insights_analyzer(config.insights, llm=llm),
+    ]
 
 
 def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) -> JudgeService:
@@ -68,8 +71,8 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
 
     `no_cache=True` (CLI `--no-cache`, or env AGENT_HEALTH_NO_CACHE=1) bypasses the persistent judge
     cache: every judgement calls the provider and nothing is stored."""
+    from agent_health.errors import ConfigError
     from agent_health.judges.rubric import load_rubric
-    from agent_health.sdk.errors import ConfigError
 
     no_cache = no_cache or os.environ.get("AGENT_HEALTH_NO_CACHE", "").lower() in ("1", "true", "yes")
     evaluators = dict(config.evaluators)
@@ -77,8 +80,9 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
         if name in evaluators:
             raise ConfigError(f"evaluator {name!r} is defined twice: in evaluators and in judge.rubrics")
         evaluators[name] = load_rubric(config.path(path))
-    return JudgeService.from_settings(config.judge, state_path=config.state_path, skip=skip, no_cache=no_cache,
-                                      evaluators=evaluators)
+    return JudgeService.from_settings(
+        config.judge, state_path=config.state_path, skip=skip, no_cache=no_cache, evaluators=evaluators
+    )
 
 
 def engine_options(config: Config, **overrides: object) -> EngineOptions:
@@ -87,21 +91,32 @@ def engine_options(config: Config, **overrides: object) -> EngineOptions:
     return EngineOptions(**base)  # type: ignore[arg-type]
 
 
-def open_engine(config: Config, agent_ref: str, options: EngineOptions | None = None, *,
-                no_cache: bool = False, replay: str | None = None) -> Engine:
+def open_engine(
+    config: Config,
+    agent_ref: str,
+    options: EngineOptions | None = None,
+    *,
+    no_cache: bool = False,
+    replay: str | None = None,
+) -> Engine:
     """The engine for one agent version, wired from the configuration. Close it with `aclose()`.
 
     `no_cache=True` bypasses the persistent judge cache (CLI `--no-cache`). `replay` is the
     record/replay mode (CLI `--replay`); None means $AGENT_HEALTH_REPLAY, else the configuration."""
     options = options or engine_options(config)
     judges = build_judges(config, skip=options.skip_judge, no_cache=no_cache)
-    return Engine(build_runtime(config, agent_ref, replay), judges, options,
-                  analyzers=build_analyzers(config, judges))
+    return Engine(build_runtime(config, agent_ref, replay), judges, options, analyzers=build_analyzers(config, judges))
 
 
-async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: str,
-                       options: EngineOptions | None = None, *, no_cache: bool = False,
-                       replay: str | None = None) -> AsyncIterator[TestResult]:
+async def iter_results(
+    tests: Sequence[LoadedTest],
+    config: Config,
+    agent_ref: str,
+    options: EngineOptions | None = None,
+    *,
+    no_cache: bool = False,
+    replay: str | None = None,
+) -> AsyncIterator[TestResult]:
     """Run `tests` against one agent version, yielding results as they finish."""
     engine = open_engine(config, agent_ref, options, no_cache=no_cache, replay=replay)
     try:
@@ -111,9 +126,16 @@ async def iter_results(tests: Sequence[LoadedTest], config: Config, agent_ref: s
         await engine.aclose()
 
 
-def run_tests(tests: Sequence[LoadedTest], config: Config, agent_ref: str, options: EngineOptions | None = None,
-              on_result: Callable[[TestResult], None] | None = None, *, no_cache: bool = False,
-              replay: str | None = None) -> list[TestResult]:
+def run_tests(
+    tests: Sequence[LoadedTest],
+    config: Config,
+    agent_ref: str,
+    options: EngineOptions | None = None,
+    on_result: Callable[[TestResult], None] | None = None,
+    *,
+    no_cache: bool = False,
+    replay: str | None = None,
+) -> list[TestResult]:
     """Blocking convenience over `iter_results`."""
 
     async def main() -> list[TestResult]:

@@ -31,8 +31,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-RESPONSE = json.dumps({"response": "ok", "toolCalls": [{"name": "search_logs", "args": {"q": "x"}, "result": "r"}],
-                       "usage": {"input_tokens": 10, "output_tokens": 5}}).encode()
+RESPONSE = json.dumps(
+    {
+        "response": "ok",
+        "toolCalls": [{"name": "search_logs", "args": {"q": "x"}, "result": "r"}],
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+).encode()
 
 
 async def serve(port: int, latency_s: float) -> None:
@@ -50,8 +55,10 @@ async def serve(port: int, latency_s: float) -> None:
                     await reader.readexactly(length)
                 if latency_s:
                     await asyncio.sleep(latency_s)
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-                             % (len(RESPONSE), RESPONSE))
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                    % (len(RESPONSE), RESPONSE)
+                )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -98,9 +105,12 @@ async def raw_loop(url: str, n: int, lean: bool = False) -> tuple[float, float]:
         for _ in range(n):
             run_id = uuid.uuid4().hex
             body = json.dumps({"prompt": "benchmark prompt", "context": [], "run_id": run_id}).encode()
-            headers = {"content-type": "application/json", "accept": "application/json",
-                       "traceparent": f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01",
-                       "x-agent-health-run-id": run_id}
+            headers = {
+                "content-type": "application/json",
+                "accept": "application/json",
+                "traceparent": f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01",
+                "x-agent-health-run-id": run_id,
+            }
             r = await client.post(url, content=body, headers=headers)
             json.loads(r.content)
         return (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
@@ -108,7 +118,8 @@ async def raw_loop(url: str, n: int, lean: bool = False) -> tuple[float, float]:
 
 async def connector_loop(url: str, n: int) -> tuple[float, float]:
     from agent_health.config.agents import AgentSpec
-    from agent_health.connectors.base import AgentRequest, AgentRuntime
+    from agent_health.connectors.base import AgentRuntime
+    from agent_health.model.agent import AgentRequest
 
     rt = AgentRuntime(AgentSpec(key="bench", connector="http", settings={"endpoint": url}).resolve())
     try:
@@ -133,18 +144,25 @@ def overhead(n: int, rounds: int = 5) -> None:
     finally:
         proc.kill()
         proc.wait()
+
     def ms(rows: list[tuple[float, float]], i: int, f=statistics.median) -> float:
         return f(r[i] for r in rows) * 1000
 
-    print(f"[overhead] {rounds} interleaved rounds x {n} sequential requests, zero-latency local agent "
-          "(same body and headers on the wire)")
+    print(
+        f"[overhead] {rounds} interleaved rounds x {n} sequential requests, zero-latency local agent "
+        "(same body and headers on the wire)"
+    )
     print(f"  raw httpx loop      : {ms(raws, 0):.3f} ms wall, {ms(raws, 1):.3f} ms client CPU per request (median)")
     print(f"  raw httpx, lean pool: {ms(leans, 0):.3f} ms wall, {ms(leans, 1):.3f} ms client CPU per request (median)")
     print(f"  http connector      : {ms(conns, 0):.3f} ms wall, {ms(conns, 1):.3f} ms client CPU per request (median)")
-    print(f"  overhead vs raw httpx          : {ms(conns, 0) - ms(raws, 0):+.3f} ms wall (median), "
-          f"{ms(conns, 1) - ms(raws, 1):+.3f} ms CPU (median); target <= 0.300")
-    print(f"  overhead vs same pool, bare    : {ms(conns, 0) - ms(leans, 0):+.3f} ms wall (median), "
-          f"{ms(conns, 1) - ms(leans, 1):+.3f} ms CPU (median) (the connector's own code)")
+    print(
+        f"  overhead vs raw httpx          : {ms(conns, 0) - ms(raws, 0):+.3f} ms wall (median), "
+        f"{ms(conns, 1) - ms(raws, 1):+.3f} ms CPU (median); target <= 0.300"
+    )
+    print(
+        f"  overhead vs same pool, bare    : {ms(conns, 0) - ms(leans, 0):+.3f} ms wall (median), "
+        f"{ms(conns, 1) - ms(leans, 1):+.3f} ms CPU (median) (the connector's own code)"
+    )
 
 
 def engine_ratio(n_tests: int, concurrency: int, latency_s: float, repeats: int = 3) -> None:
@@ -156,18 +174,22 @@ def engine_ratio(n_tests: int, concurrency: int, latency_s: float, repeats: int 
     proc, url = start_server(latency_s)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            Path(tmp, "bench.eval.py").write_text(textwrap.dedent(f"""
+            Path(tmp, "bench.eval.py").write_text(
+                textwrap.dedent(f"""
                 from agent_health import test
 
                 for i in range({n_tests}):
                     @test(f"bench {{i}}", prompt=f"question {{i}}")
                     async def body(agent):
                         await agent.run()
-            """))
+            """)
+            )
             loaded = load_tests([Path(tmp, "bench.eval.py")])
             assert not loaded.errors and len(loaded.tests) == n_tests, loaded.errors
-            cfg = define_config(root=tmp, agents=[{"key": "bench", "connector": "http",
-                                                   "settings": {"endpoint": url}, "versions": {"v1": {}}}])
+            cfg = define_config(
+                root=tmp,
+                agents=[{"key": "bench", "connector": "http", "settings": {"endpoint": url}, "versions": {"v1": {}}}],
+            )
             opts = EngineOptions(concurrency=concurrency, timeout_s=60, skip_judge=True)
             run_tests(loaded.tests[:concurrency], cfg, "bench@v1", opts)  # warm-up
             walls = []
@@ -180,12 +202,16 @@ def engine_ratio(n_tests: int, concurrency: int, latency_s: float, repeats: int 
         proc.wait()
     statuses = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "errored")}
     ideal = math.ceil(n_tests / concurrency) * latency_s
-    print(f"[engine] {n_tests} tests x {latency_s * 1000:.0f} ms agent latency, concurrency {concurrency}, "
-          f"through session.run_tests ({repeats} runs)")
+    print(
+        f"[engine] {n_tests} tests x {latency_s * 1000:.0f} ms agent latency, concurrency {concurrency}, "
+        f"through session.run_tests ({repeats} runs)"
+    )
     print(f"  statuses (last run): {statuses}")
     print(f"  wall               : {', '.join(f'{w:.3f}' for w in walls)} s; ideal {ideal:.3f} s")
-    print(f"  ratio              : {min(walls) / ideal:.3f} x ideal best, {statistics.median(walls) / ideal:.3f} x "
-          "median (target <= 1.15)")
+    print(
+        f"  ratio              : {min(walls) / ideal:.3f} x ideal best, {statistics.median(walls) / ideal:.3f} x "
+        "median (target <= 1.15)"
+    )
 
 
 def main() -> None:

@@ -21,26 +21,41 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 warnings.filterwarnings("ignore")
 
-PROMPTS = ["Diagnose why the payment service is failing.", "Why is checkout slow? p99 latency is up.",
-           "The orders queue is backing up. Find out why."]
+PROMPTS = [
+    "Diagnose why the payment service is failing.",
+    "Why is checkout slow? p99 latency is up.",
+    "The orders queue is backing up. Find out why.",
+]
 
 
 def write_project(root: Path, n: int) -> None:
     (root / "evals").mkdir(parents=True)
-    cases = [{"name": f"case {i:05d}", "prompt": PROMPTS[i % 3], "labels": [f"group:{i % 7}"],
-              "expected_tools": ["search_logs"]} for i in range(n)]
+    cases = [
+        {
+            "name": f"case {i:05d}",
+            "prompt": PROMPTS[i % 3],
+            "labels": [f"group:{i % 7}"],
+            "expected_tools": ["search_logs"],
+        }
+        for i in range(n)
+    ]
     (root / "evals" / "bench.json").write_text(json.dumps({"tests": cases}))
-    (root / "agent_health_config.py").write_text("from agent_health import define_config\n"
-                                                 "config = define_config(concurrency=64)\n")
+    (root / "agent_health_config.py").write_text(
+        "from agent_health import define_config\nconfig = define_config(concurrency=64)\n"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tests", type=int, default=1000)
     parser.add_argument("--agent", default="demo@v2")
-    parser.add_argument("--stock-sqlite", dest="pooled_sqlite", action="store_false",
-                        help="Use Dagster's stock SQLite event log instead of the pooled one the headless job "
-                             "configures for installed projects.")
+    parser.add_argument(
+        "--stock-sqlite",
+        dest="pooled_sqlite",
+        action="store_false",
+        help="Use Dagster's stock SQLite event log instead of the pooled one the headless job "
+        "configures for installed projects.",
+    )
     parser.add_argument("--results-only", action="store_true", help="Skip the 3-asset run.")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="ah-bench-"))
@@ -54,13 +69,12 @@ def main() -> None:
 
     from dagster import DagsterInstance
 
+    # time spent inside the engine call of the results asset, measured in the run itself
+    import definitions.defs.suite_assets as suite_assets
     from agent_health.pipeline import run_partitions
     from definitions.defs.build import build_pipeline
     from definitions.defs.partitions import range_tags
     from definitions.headless import QUIET, register
-
-    # time spent inside the engine call of the results asset, measured in the run itself
-    import definitions.defs.suite_assets as suite_assets
 
     engine_time: list[float] = []
     real_run = suite_assets.run_partitions
@@ -86,9 +100,11 @@ def main() -> None:
 
         engine_time.clear()
         start = time.perf_counter()
-        result = pipeline.defs.get_implicit_global_asset_job_def().get_subset(
-            asset_selection={suite.key("results")}).execute_in_process(
-            instance=instance, tags=range_tags([args.agent], tests), run_config=QUIET)
+        result = (
+            pipeline.defs.get_implicit_global_asset_job_def()
+            .get_subset(asset_selection={suite.key("results")})
+            .execute_in_process(instance=instance, tags=range_tags([args.agent], tests), run_config=QUIET)
+        )
         results_only = time.perf_counter() - start
         in_run_engine = sum(engine_time)
         assert result.success
@@ -99,8 +115,7 @@ def main() -> None:
         if not args.results_only:
             engine_time.clear()
             start = time.perf_counter()
-            result = job.execute_in_process(instance=instance, tags=range_tags([args.agent], tests),
-                                            run_config=QUIET)
+            result = job.execute_in_process(instance=instance, tags=range_tags([args.agent], tests), run_config=QUIET)
             full = time.perf_counter() - start
             full_engine = sum(engine_time)
             assert result.success
@@ -112,17 +127,27 @@ def main() -> None:
             full_engine = float("nan")
 
     n = args.tests
-    print(f"partitions: {n} ({args.agent}, one run, SQLite instance at {root / 'dagster_home'}"
-          f"{', pooled event log connections' if args.pooled_sqlite else ''})")
-    print(f"results asset run, end to end: {results_only:.2f} s  (target <= 10 s); "
-          f"materialization events with metadata: {len(per_partition)}")
+    print(
+        f"partitions: {n} ({args.agent}, one run, SQLite instance at {root / 'dagster_home'}"
+        f"{', pooled event log connections' if args.pooled_sqlite else ''})"
+    )
+    print(
+        f"results asset run, end to end: {results_only:.2f} s  (target <= 10 s); "
+        f"materialization events with metadata: {len(per_partition)}"
+    )
     print(f"results + metrics + insights run, end to end: {full:.2f} s")
-    print(f"engine inside the results run (store writes included): {in_run_engine:.2f} s; "
-          f"engine alone outside Dagster: {engine:.2f} s")
-    print(f"Dagster bookkeeping per partition (results run - engine in it) / N: "
-          f"{(results_only - in_run_engine) / n * 1000:.2f} ms  (target <= 5 ms)")
-    print(f"Dagster bookkeeping per partition (3-asset run - engine in it) / N / 3 assets: "
-          f"{(full - full_engine) / n / 3 * 1000:.2f} ms")
+    print(
+        f"engine inside the results run (store writes included): {in_run_engine:.2f} s; "
+        f"engine alone outside Dagster: {engine:.2f} s"
+    )
+    print(
+        f"Dagster bookkeeping per partition (results run - engine in it) / N: "
+        f"{(results_only - in_run_engine) / n * 1000:.2f} ms  (target <= 5 ms)"
+    )
+    print(
+        f"Dagster bookkeeping per partition (3-asset run - engine in it) / N / 3 assets: "
+        f"{(full - full_engine) / n / 3 * 1000:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

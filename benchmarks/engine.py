@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,15 +24,19 @@ sys.path.insert(0, str(ROOT))
 
 
 def write_suite(folder: Path, n: int) -> Path:
-    lines = ["from agent_health import test, expect", "",
-             "PROMPTS = ['Diagnose why the payment service is failing.', 'checkout p99 latency is high',",
-             "           'kafka consumer lag on orders', 'logs-ingest disk full']", "",
-             f"for i in range({n}):",
-             "    @test(f'bench {i:05d}', prompt=PROMPTS[i % 4], labels=['bench'])",
-             "    async def body(agent):",
-             "        r = await agent.run()",
-             "        expect(r).to_have_called_tool('search_logs')",
-             "        expect(r.output).to_contain('')"]
+    lines = [
+        "from agent_health import test, expect",
+        "",
+        "PROMPTS = ['Diagnose why the payment service is failing.', 'checkout p99 latency is high',",
+        "           'kafka consumer lag on orders', 'logs-ingest disk full']",
+        "",
+        f"for i in range({n}):",
+        "    @test(f'bench {i:05d}', prompt=PROMPTS[i % 4], labels=['bench'])",
+        "    async def body(agent):",
+        "        r = await agent.run()",
+        "        expect(r).to_have_called_tool('search_logs')",
+        "        expect(r.output).to_contain('')",
+    ]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"bench{n}.eval.py"
     path.write_text("\n".join(lines) + "\n")
@@ -43,9 +46,13 @@ def write_suite(folder: Path, n: int) -> Path:
 def cli_run(path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, int, int]:
     """Wall seconds, exit code and max RSS (KiB) of one CLI process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "agent_health", "run", str(path),
-                             *args], cwd=path.parent, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_health", "run", str(path), *args],
+        cwd=path.parent,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     return time.perf_counter() - t0, os.waitstatus_to_exitcode(status), usage.ru_maxrss
 
@@ -53,7 +60,7 @@ def cli_run(path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[
 def engine_overhead(path: Path, n: int) -> float:
     """Milliseconds per test spent in the engine beyond the agent call itself."""
     from agent_health import load_config, load_tests
-    from agent_health.connectors.base import AgentRequest
+    from agent_health.model.agent import AgentRequest
     from agent_health.session import build_runtime, engine_options, open_engine
 
     config = load_config(cwd=path.parent)
@@ -115,8 +122,10 @@ def main() -> None:
             n = 200 if suite is s200 else 1000
             t, code, _ = cli_run(suite, "--concurrency", str(conc), env=lat)
             e = engine_wall(suite, conc)
-            print(f"{n:>5} x 200 ms, concurrency {conc:<3} engine {e:6.2f} s = {e / ideal:.3f} x ideal {ideal:.3f} s; "
-                  f"whole CLI process {t:6.2f} s = {t / ideal:.3f} x (target <= {target})")
+            print(
+                f"{n:>5} x 200 ms, concurrency {conc:<3} engine {e:6.2f} s = {e / ideal:.3f} x ideal {ideal:.3f} s; "
+                f"whole CLI process {t:6.2f} s = {t / ideal:.3f} x (target <= {target})"
+            )
 
 
 if __name__ == "__main__":

@@ -23,26 +23,37 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_health.config.model import JudgeSettings  # noqa: E402
-from agent_health.judges.base import JudgeRequest  # noqa: E402
-from agent_health.judges.cache import JudgeCache, cache_key  # noqa: E402
-from agent_health.judges.service import JudgeService  # noqa: E402
-from agent_health.model import RunResult, Step  # noqa: E402
+from agent_health.config.model import JudgeSettings
+from agent_health.judges.base import JudgeRequest
+from agent_health.judges.cache import JudgeCache, cache_key
+from agent_health.judges.service import JudgeService
+from agent_health.model import RunResult, Step
 
 
 def stub_server(latency_s: float) -> tuple[ThreadingHTTPServer, list[int]]:
     calls = [0]
-    answer = json.dumps({"choices": [{"message": {"role": "assistant", "content": json.dumps(
-        {"pass": True, "score": 0.9, "reasoning": "ok"})}}], "usage": {"prompt_tokens": 900, "completion_tokens": 60},
-        "model": "bench-judge"}).encode()
+    answer = json.dumps(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "content": json.dumps({"pass": True, "score": 0.9, "reasoning": "ok"}),
+                    }
+                }
+            ],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 60},
+            "model": "bench-judge",
+        }
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *a):  # noqa: ANN002
+        def log_message(self, *a):
             pass
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self.rfile.read(int(self.headers.get("content-length") or 0))
             calls[0] += 1
             time.sleep(latency_s)
@@ -61,10 +72,15 @@ def stub_server(latency_s: float) -> tuple[ThreadingHTTPServer, list[int]]:
 def requests(n: int) -> list[JudgeRequest]:
     out = []
     for i in range(n):
-        steps = tuple(Step(kind="tool_result", tool="search_logs", content=f"line {j} " * 40, call_id=str(j))
-                      for j in range(20))
-        run = RunResult(output=f"Answer {i}: the database is down. " * 20, trajectory=steps, run_id=f"r{i}",
-                        prompt="Diagnose the outage.")
+        steps = tuple(
+            Step(kind="tool_result", tool="search_logs", content=f"line {j} " * 40, call_id=str(j)) for j in range(20)
+        )
+        run = RunResult(
+            output=f"Answer {i}: the database is down. " * 20,
+            trajectory=steps,
+            run_id=f"r{i}",
+            prompt="Diagnose the outage.",
+        )
         out.append(JudgeRequest(criteria=f"claim number {i} holds", run=run, output=run.output))
     return out
 
@@ -88,8 +104,9 @@ def main() -> None:
 
     httpd, calls = stub_server(args.latency_ms / 1000)
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    settings = JudgeSettings(provider="openai", model="bench-judge", settings={"base_url": url},
-                             concurrency=args.concurrency)
+    settings = JudgeSettings(
+        provider="openai", model="bench-judge", settings={"base_url": url}, concurrency=args.concurrency
+    )
     reqs = requests(args.judgements)
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
@@ -98,12 +115,18 @@ def main() -> None:
         warm = asyncio.run(judge_pass(settings, state, reqs))
         warm_calls = calls[0] - cold_calls
         n = args.judgements
-        print(f"judge cache, {n} judgements, provider latency {args.latency_ms:g} ms, judge concurrency "
-              f"{args.concurrency}")
-        print(f"  cold: {cold[0]:.3f} s wall, {cold_calls} provider calls, {cold[2]} judge tokens, "
-              f"{cold[0] / n * 1000:.2f} ms/judgement")
-        print(f"  warm: {warm[0]:.3f} s wall, {warm_calls} provider calls, {warm[2]} judge tokens, "
-              f"{warm[1]}/{n} cached, {warm[0] / n * 1000:.3f} ms/judgement (incl. key hashing)")
+        print(
+            f"judge cache, {n} judgements, provider latency {args.latency_ms:g} ms, judge concurrency "
+            f"{args.concurrency}"
+        )
+        print(
+            f"  cold: {cold[0]:.3f} s wall, {cold_calls} provider calls, {cold[2]} judge tokens, "
+            f"{cold[0] / n * 1000:.2f} ms/judgement"
+        )
+        print(
+            f"  warm: {warm[0]:.3f} s wall, {warm_calls} provider calls, {warm[2]} judge tokens, "
+            f"{warm[1]}/{n} cached, {warm[0] / n * 1000:.3f} ms/judgement (incl. key hashing)"
+        )
 
         cache = JudgeCache(state / "raw.sqlite")
         value = {"passed": True, "score": 0.9, "reasoning": "x" * 400, "details": {"k": list(range(20))}}
@@ -119,8 +142,10 @@ def main() -> None:
             gets.append(time.perf_counter() - t0)
         cache.close()
         q = lambda xs, p: sorted(xs)[int(len(xs) * p) - 1] * 1e6  # noqa: E731
-        print(f"  sqlite put: median {statistics.median(puts) * 1e6:.0f} us, p99 {q(puts, 0.99):.0f} us; "
-              f"get: median {statistics.median(gets) * 1e6:.0f} us, p99 {q(gets, 0.99):.0f} us (2000 ops)")
+        print(
+            f"  sqlite put: median {statistics.median(puts) * 1e6:.0f} us, p99 {q(puts, 0.99):.0f} us; "
+            f"get: median {statistics.median(gets) * 1e6:.0f} us, p99 {q(gets, 0.99):.0f} us (2000 ops)"
+        )
     httpd.shutdown()
 
 

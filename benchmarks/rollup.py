@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_health import TestResult, load_config, load_tests  # noqa: E402
-from agent_health.analysis.compare import compare  # noqa: E402
-from agent_health.analysis.insights import rollup_recommendations  # noqa: E402
-from agent_health.analysis.rollup import leaderboard, rollup  # noqa: E402
-from agent_health.session import run_tests  # noqa: E402
-from agent_health.stores import LocalResultStore  # noqa: E402
-from tests.evalkit import write_config, write_evals  # noqa: E402
+from agent_health import TestResult, load_config, load_tests
+from agent_health.analysis.compare import compare
+from agent_health.analysis.insights import rollup_recommendations
+from agent_health.analysis.rollup import leaderboard, rollup
+from agent_health.session import run_tests
+from agent_health.stores import LocalResultStore
+from tests.evalkit import write_config, write_evals
 
 
 def templates(root: Path) -> list[TestResult]:
@@ -47,9 +47,19 @@ def main() -> None:
             t = base[i % len(base)]
             status = "errored" if i % 97 == 0 else rng.choice(["passed", "passed", "failed"])
             extra = {"epochs": 3, "pass_at_k": 1.0, "pass_hat_k": 0.0, "flaky": True} if i % 10 == 0 else {}
-            store.put(t.model_copy(update={"test_id": f"bench::t{i:05d}", "suite": "bench", "agent": agent,
-                                           "status": status, "duration_ms": rng.uniform(5, 500),
-                                           "labels": (f"group:{i % 13}", "category:RCA"), **extra}))
+            store.put(
+                t.model_copy(
+                    update={
+                        "test_id": f"bench::t{i:05d}",
+                        "suite": "bench",
+                        "agent": agent,
+                        "status": status,
+                        "duration_ms": rng.uniform(5, 500),
+                        "labels": (f"group:{i % 13}", "category:RCA"),
+                        **extra,
+                    }
+                )
+            )
     start = time.perf_counter()
     full = store.load(agent="bench@v2", suite="bench")
     loaded_full = time.perf_counter() - start

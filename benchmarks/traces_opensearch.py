@@ -33,31 +33,98 @@ def make_run(i: int, t0_ms: float) -> tuple[Any, list[dict[str, Any]]]:
     start = t0_ms + i * 50.0
     root, harness = os.urandom(8).hex(), os.urandom(8).hex()
     base = {"trace_id": trace_id, "kind": "SPAN_KIND_INTERNAL", "status": "OK"}
-    spans = [{**base, "span_id": harness, "parent_span_id": None, "name": "agent_health.test",
-              "service": "agent-health", "start_ms": start, "end_ms": start + 900, "duration_ms": 900.0,
-              "attributes": {"agent_health.run.id": run_id}},
-             {**base, "span_id": root, "parent_span_id": harness, "name": "invoke_agent bench",
-              "service": "bench-agent", "start_ms": start + 1, "end_ms": start + 800, "duration_ms": 799.0,
-              "attributes": {"gen_ai.operation.name": "invoke_agent", "agent_health.run.id": run_id,
-                             "gen_ai.usage.input_tokens": 4000, "gen_ai.usage.output_tokens": 400}}]
+    spans = [
+        {
+            **base,
+            "span_id": harness,
+            "parent_span_id": None,
+            "name": "agent_health.test",
+            "service": "agent-health",
+            "start_ms": start,
+            "end_ms": start + 900,
+            "duration_ms": 900.0,
+            "attributes": {"agent_health.run.id": run_id},
+        },
+        {
+            **base,
+            "span_id": root,
+            "parent_span_id": harness,
+            "name": "invoke_agent bench",
+            "service": "bench-agent",
+            "start_ms": start + 1,
+            "end_ms": start + 800,
+            "duration_ms": 799.0,
+            "attributes": {
+                "gen_ai.operation.name": "invoke_agent",
+                "agent_health.run.id": run_id,
+                "gen_ai.usage.input_tokens": 4000,
+                "gen_ai.usage.output_tokens": 400,
+            },
+        },
+    ]
     for k in range(4):
-        spans.append({**base, "span_id": os.urandom(8).hex(), "parent_span_id": root, "name": "chat gpt-4o-mini",
-                      "service": "bench-agent", "start_ms": start + 2 + k * 150, "end_ms": start + 100 + k * 150,
-                      "duration_ms": 98.0, "attributes": {
-                          "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-                          "gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 100,
-                          "agent_health.run.id": run_id}})
+        spans.append(
+            {
+                **base,
+                "span_id": os.urandom(8).hex(),
+                "parent_span_id": root,
+                "name": "chat gpt-4o-mini",
+                "service": "bench-agent",
+                "start_ms": start + 2 + k * 150,
+                "end_ms": start + 100 + k * 150,
+                "duration_ms": 98.0,
+                "attributes": {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.usage.input_tokens": 1000,
+                    "gen_ai.usage.output_tokens": 100,
+                    "agent_health.run.id": run_id,
+                },
+            }
+        )
     for k, tool in enumerate(("search_logs", "get_metrics", "query_traces")):
-        spans.append({**base, "span_id": os.urandom(8).hex(), "parent_span_id": root, "name": f"execute_tool {tool}",
-                      "service": "bench-agent", "start_ms": start + 100 + k * 150, "end_ms": start + 150 + k * 150,
-                      "duration_ms": 50.0, "attributes": {"gen_ai.operation.name": "execute_tool",
-                                                          "gen_ai.tool.name": tool, "agent_health.run.id": run_id}})
-    spans.append({**base, "span_id": os.urandom(8).hex(), "parent_span_id": harness, "name": "chat judge",
-                  "service": "agent-health", "start_ms": start + 800, "end_ms": start + 900, "duration_ms": 100.0,
-                  "attributes": {"agent_health.harness": True, "gen_ai.usage.input_tokens": 3000,
-                                 "gen_ai.usage.output_tokens": 300}})
-    ref = RunRef(run_id=run_id, trace_id=trace_id, agent="bench@v1", service="bench-agent",
-                 started_at=start / 1000, duration_ms=900)
+        spans.append(
+            {
+                **base,
+                "span_id": os.urandom(8).hex(),
+                "parent_span_id": root,
+                "name": f"execute_tool {tool}",
+                "service": "bench-agent",
+                "start_ms": start + 100 + k * 150,
+                "end_ms": start + 150 + k * 150,
+                "duration_ms": 50.0,
+                "attributes": {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": tool,
+                    "agent_health.run.id": run_id,
+                },
+            }
+        )
+    spans.append(
+        {
+            **base,
+            "span_id": os.urandom(8).hex(),
+            "parent_span_id": harness,
+            "name": "chat judge",
+            "service": "agent-health",
+            "start_ms": start + 800,
+            "end_ms": start + 900,
+            "duration_ms": 100.0,
+            "attributes": {
+                "agent_health.harness": True,
+                "gen_ai.usage.input_tokens": 3000,
+                "gen_ai.usage.output_tokens": 300,
+            },
+        }
+    )
+    ref = RunRef(
+        run_id=run_id,
+        trace_id=trace_id,
+        agent="bench@v1",
+        service="bench-agent",
+        started_at=start / 1000,
+        duration_ms=900,
+    )
     return ref, spans
 
 
@@ -69,11 +136,16 @@ def index_runs(url: str, n: int) -> list[Any]:
     client = OpenSearch(hosts=[url], timeout=60)
     if client.indices.exists(index=INDEX):
         client.indices.delete(index=INDEX)
-    client.indices.create(index=INDEX, body={"settings": {"number_of_replicas": 0, "number_of_shards": 1},
-                                             "mappings": {"dynamic_templates": [{"strings": {
-                                                 "match_mapping_type": "string", "mapping": {"type": "keyword"}}}],
-                                                 "properties": {"startTime": {"type": "date"},
-                                                                "endTime": {"type": "date"}}}})
+    client.indices.create(
+        index=INDEX,
+        body={
+            "settings": {"number_of_replicas": 0, "number_of_shards": 1},
+            "mappings": {
+                "dynamic_templates": [{"strings": {"match_mapping_type": "string", "mapping": {"type": "keyword"}}}],
+                "properties": {"startTime": {"type": "date"}, "endTime": {"type": "date"}},
+            },
+        },
+    )
     t0 = time.time() * 1000 - 3_600_000
     refs, actions = [], []
     for i in range(n):
@@ -114,16 +186,20 @@ def measure(url: str, refs: list[Any]) -> None:
     assert len(metrics) == len(refs)
     bad = [r for r, m in metrics.items() if m["input_tokens"] != 4000 or m["llm_calls"] != 4 or m["tool_calls"] != 3]
     assert not bad, f"wrong metrics for {len(bad)} runs, e.g. {bad[:3]}"
-    print(f"fetch + derive metrics, {len(refs)} runs ({sum(len(f.spans) for f in found.values())} spans): "
-          f"{best:.3f} s (best of 3), {calls['search']} search + {calls['scroll']} scroll requests "
-          f"[target <= 2 s]")
+    print(
+        f"fetch + derive metrics, {len(refs)} runs ({sum(len(f.spans) for f in found.values())} spans): "
+        f"{best:.3f} s (best of 3), {calls['search']} search + {calls['scroll']} scroll requests "
+        f"[target <= 2 s]"
+    )
     sample = refs[:100]
     t = time.perf_counter()
     for r in sample:
         span_metrics(source.fetch(r).spans)
     per_run = (time.perf_counter() - t) / len(sample)
-    print(f"one query per run, for comparison: {per_run * 1000:.1f} ms/run "
-          f"(~{per_run * len(refs):.2f} s for {len(refs)} runs)")
+    print(
+        f"one query per run, for comparison: {per_run * 1000:.1f} ms/run "
+        f"(~{per_run * len(refs):.2f} s for {len(refs)} runs)"
+    )
     source.close()
 
 

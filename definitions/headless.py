@@ -12,8 +12,9 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
@@ -35,8 +36,10 @@ def instance_yaml(home: Path, pooled: bool) -> str:
     per partition)."""
     text = "telemetry:\n  enabled: false\n"
     if pooled:
-        text += ("event_log_storage:\n  module: definitions.storage\n  class: PooledSqliteEventLogStorage\n"
-                 f"  config:\n    base_dir: {home / 'history' / 'runs'}\n")
+        text += (
+            "event_log_storage:\n  module: definitions.storage\n  class: PooledSqliteEventLogStorage\n"
+            f"  config:\n    base_dir: {home / 'history' / 'runs'}\n"
+        )
     return text
 
 
@@ -89,10 +92,10 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None
     from dagster import RunConfig
 
     from definitions.defs.benchmark_assets import ComparisonConfig
-    from definitions.defs.partitions import agent_versions, contiguous_blocks, range_tags
+    from definitions.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
 
     defs = pipeline.defs
-    order = list(instance.get_dynamic_partitions(agent_versions.name))
+    order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
     agent_blocks = contiguous_blocks(order, agents)
     for s in pipeline.suites:
         tests = list(instance.get_dynamic_partitions(s.names.tests_partitions))
@@ -102,19 +105,32 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None
         for block in agent_blocks:
             start = time.perf_counter()
             result = defs.resolve_job_def(s.names.job).execute_in_process(
-                instance=instance, tags=range_tags(block, tests), run_config=QUIET, raise_on_error=False)
+                instance=instance, tags=range_tags(block, tests), run_config=QUIET, raise_on_error=False
+            )
             _check(result, f"evaluating {s.suite}")
-            print(f"  {s.suite}: {len(tests)} test(s) x {len(block)} version(s) in "
-                  f"{time.perf_counter() - start:.1f}s (run {result.run_id[:8]})")
+            print(
+                f"  {s.suite}: {len(tests)} test(s) x {len(block)} version(s) in "
+                f"{time.perf_counter() - start:.1f}s (run {result.run_id[:8]})"
+            )
     if pipeline.suites:
         for agent in agents:
-            _check(defs.resolve_job_def("rollups").execute_in_process(
-                instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False), f"rollups for {agent}")
+            _check(
+                defs.resolve_job_def("rollups").execute_in_process(
+                    instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
+                ),
+                f"rollups for {agent}",
+            )
     baseline, candidate = (agents[-2], agents[-1]) if len(agents) >= 2 else (None, None)
-    config = RunConfig(ops={"benchmark__comparison": ComparisonConfig(baseline=baseline, candidate=candidate)},
-                       loggers=QUIET["loggers"])
-    _check(defs.resolve_job_def("benchmark").execute_in_process(
-        instance=instance, run_config=config, raise_on_error=False), "leaderboard and comparison")
+    config = RunConfig(
+        ops={"benchmark__comparison": ComparisonConfig(baseline=baseline, candidate=candidate)},
+        loggers=QUIET["loggers"],
+    )
+    _check(
+        defs.resolve_job_def("benchmark").execute_in_process(
+            instance=instance, run_config=config, raise_on_error=False
+        ),
+        "leaderboard and comparison",
+    )
 
 
 def latest_markdown(instance: Any, key: list[str], field: str) -> str:
@@ -130,8 +146,11 @@ def latest_markdown(instance: Any, key: list[str], field: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m definitions.headless", description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", default="demo@v1,demo@v2", help="Agent versions, oldest first (comma-separated).")
-    parser.add_argument("--dagster-home", default=os.environ.get("DAGSTER_HOME") or str(DEFAULT_HOME),
-                        help="Dagster instance folder (default $DAGSTER_HOME or .agent_health/dagster_home).")
+    parser.add_argument(
+        "--dagster-home",
+        default=os.environ.get("DAGSTER_HOME") or str(DEFAULT_HOME),
+        help="Dagster instance folder (default $DAGSTER_HOME or .agent_health/dagster_home).",
+    )
     args = parser.parse_args(argv)
     home = prepare_home(Path(args.dagster_home))
 
@@ -141,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy, observable assets: known beta
 
-    from agent_health.sdk.errors import AgentHealthError
+    from agent_health.errors import AgentHealthError
     from definitions.defs.build import build_pipeline
 
     try:
@@ -150,11 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = pipeline.project.config.agent_refs()
         unknown = [a for a in agents if a not in known]
         if unknown:
-            print(f"agent-health: unknown agent version(s) {', '.join(unknown)}; configured: {', '.join(known)}",
-                  file=sys.stderr)
+            print(
+                f"agent-health: unknown agent version(s) {', '.join(unknown)}; configured: {', '.join(known)}",
+                file=sys.stderr,
+            )
             return 2
-        print(f"Eval root {pipeline.project.eval_root}: {len(pipeline.suites)} suite(s); "
-              f"Dagster instance {home}")
+        print(f"Eval root {pipeline.project.eval_root}: {len(pipeline.suites)} suite(s); Dagster instance {home}")
         with DagsterInstance.get() as instance:
             for problem in register(instance, pipeline):
                 print(f"  warning: {problem}", file=sys.stderr)
@@ -166,9 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     beside = Path(sys.executable).parent / "dagster"  # the dagster of this virtualenv, if that is where we run
     dagster = os.path.relpath(beside) if beside.exists() else "dagster"
-    print(f"\nOpen the Dagster UI on the same instance (from {Path.cwd()}):\n"
-          f"  DAGSTER_HOME={home} {dagster} dev -w workspace.yaml\n"
-          "then browse http://127.0.0.1:3000 (Assets -> lineage, partitions, checks).")
+    print(
+        f"\nOpen the Dagster UI on the same instance (from {Path.cwd()}):\n"
+        f"  DAGSTER_HOME={home} {dagster} dev -w workspace.yaml\n"
+        "then browse http://127.0.0.1:3000 (Assets -> lineage, partitions, checks)."
+    )
     return 0
 
 

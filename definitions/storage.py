@@ -17,8 +17,9 @@ $DAGSTER_EVENT_BATCH_SIZE is set; the `definitions` package sets a default. Sele
 """
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from dagster._core.events import ASSET_EVENTS
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
@@ -34,7 +35,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     """SqliteEventLogStorage with cached engines and pooled connections."""
 
     def __init__(self, base_dir: str, inst_data: Any = None):
-        self._engines: "OrderedDict[str, Any]" = OrderedDict()  # before super(): its __init__ connects
+        self._engines: OrderedDict[str, Any] = OrderedDict()  # before super(): its __init__ connects
         self._index_cols: bool | None = None
         super().__init__(base_dir, inst_data)
 
@@ -45,8 +46,13 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     def _engine(self, shard: str) -> Any:
         engine = self._engines.get(shard)
         if engine is None:
-            engine = create_engine(self.conn_string_for_shard(shard), poolclass=QueuePool, pool_size=1,
-                                   max_overflow=4, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
+            engine = create_engine(
+                self.conn_string_for_shard(shard),
+                poolclass=QueuePool,
+                pool_size=1,
+                max_overflow=4,
+                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS},
+            )
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
@@ -62,9 +68,8 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     def _connect(self, shard: str) -> Iterator[Any]:
         with self._db_lock:
             engine = self._engine(shard)
-            with engine.connect() as conn:
-                with conn.begin():
-                    yield conn
+            with engine.connect() as conn, conn.begin():
+                yield conn
 
     def store_event_batch(self, events: Any) -> None:
         """Asset events of one run: one transaction on the run shard and one on the index shard

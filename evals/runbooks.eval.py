@@ -13,7 +13,7 @@ RUNBOOK = {
 
 @test("every service in the runbook has an owner and an SLO", labels=["category:Data"])
 def runbook_complete():
-    for name, entry in RUNBOOK.items():
+    for entry in RUNBOOK.values():
         expect.soft(entry).to_contain("owner")
         expect(entry["slo_ms"]).to_be_greater_than(0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-RCA = '''
+RCA = """
 from agent_health import test, expect
 
 @test("payment RCA finds the database", labels=["category:RCA", "difficulty:Hard"],
@@ -20,9 +20,9 @@ async def payment(agent, judge):
 async def checkout(agent):
     result = await agent.run()
     expect(result).to_have_called_tool("query_metrics")
-'''
+"""
 
-SMOKE = '''
+SMOKE = """
 from agent_health import test, expect
 
 @test("pure data check", labels=["category:smoke"])
@@ -32,13 +32,20 @@ def data_only():
 @test("always fails", labels=["category:smoke"])
 def fails():
     expect("a").to_equal("b")
-'''
+"""
 
-CASES = {"testCases": [
-    {"id": "tc-1", "name": "queue backlog", "category": "RCA", "difficulty": "Medium",
-     "initialPrompt": "The orders queue is backing up. Find out why.",
-     "expectedOutcomes": ["identifies the consumer as the root cause"]},
-]}
+CASES = {
+    "testCases": [
+        {
+            "id": "tc-1",
+            "name": "queue backlog",
+            "category": "RCA",
+            "difficulty": "Medium",
+            "initialPrompt": "The orders queue is backing up. Find out why.",
+            "expectedOutcomes": ["identifies the consumer as the root cause"],
+        },
+    ]
+}
 
 
 def write_evals(root: Path) -> Path:

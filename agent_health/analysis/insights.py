@@ -8,10 +8,12 @@ from __future__ import annotations
 import inspect
 import json
 from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Union
+from typing import Any
 
 from agent_health.model import Insight, Step, TestResult
+from agent_health.stores.summary import ResultSummary
 
 Rule = Callable[[TestResult], Iterable[Insight]]
 
@@ -19,21 +21,27 @@ Rule = Callable[[TestResult], Iterable[Insight]]
 def _redundant_calls(r: TestResult) -> Iterable[Insight]:
     n = r.metrics.get("redundant_calls") or 0
     if n:
-        yield Insight(rule="redundant_calls", severity="warning",
-                      summary=f"{n} redundant tool call(s): the same tool with the same arguments",
-                      evidence={"redundant_calls": n, "tool_histogram": r.metrics.get("tool_histogram", {})},
-                      recommendation="Reuse earlier tool results (keep them in context or cache them) instead of "
-                                     "repeating identical calls.")
+        yield Insight(
+            rule="redundant_calls",
+            severity="warning",
+            summary=f"{n} redundant tool call(s): the same tool with the same arguments",
+            evidence={"redundant_calls": n, "tool_histogram": r.metrics.get("tool_histogram", {})},
+            recommendation="Reuse earlier tool results (keep them in context or cache them) instead of "
+            "repeating identical calls.",
+        )
 
 
 def _ignored_tool_errors(r: TestResult) -> Iterable[Insight]:
     n = r.metrics.get("ignored_tool_errors") or 0
     if n:
-        yield Insight(rule="ignored_tool_errors", severity="warning",
-                      summary=f"{n} tool error(s) the agent ignored",
-                      evidence={"tool_errors": r.metrics.get("tool_errors"), "ignored": n},
-                      recommendation="Teach the agent to read tool errors and retry with corrected arguments "
-                                     "(e.g. list valid metric names first).")
+        yield Insight(
+            rule="ignored_tool_errors",
+            severity="warning",
+            summary=f"{n} tool error(s) the agent ignored",
+            evidence={"tool_errors": r.metrics.get("tool_errors"), "ignored": n},
+            recommendation="Teach the agent to read tool errors and retry with corrected arguments "
+            "(e.g. list valid metric names first).",
+        )
 
 
 def _slow_step(r: TestResult) -> Iterable[Insight]:
@@ -42,19 +50,26 @@ def _slow_step(r: TestResult) -> Iterable[Insight]:
     total = sum(s.duration_ms or 0 for s in r.run.trajectory) if r.run else 0
     if slow and total and (slow.get("duration_ms") or 0) > 0.4 * total and (slow.get("duration_ms") or 0) >= 1000:
         what = slow.get("tool") or slow.get("kind")
-        yield Insight(rule="slow_step", severity="info",
-                      summary=f"one step ({what}) takes {slow['duration_ms'] / max(total, 1):.0%} of the run time",
-                      evidence={"slowest_step": slow, "steps_ms": round(total, 1), "latency_ms": latency},
-                      recommendation=f"Narrow or parallelize {what}; it dominates latency.")
+        yield Insight(
+            rule="slow_step",
+            severity="info",
+            summary=f"one step ({what}) takes {slow['duration_ms'] / max(total, 1):.0%} of the run time",
+            evidence={"slowest_step": slow, "steps_ms": round(total, 1), "latency_ms": latency},
+            recommendation=f"Narrow or parallelize {what}; it dominates latency.",
+        )
 
 
 def _token_heavy(r: TestResult, limit: int = 4000) -> Iterable[Insight]:
     total = r.metrics.get("total_tokens") or (r.metrics.get("traces") or {}).get("total_tokens") or 0
     if total > limit:
-        yield Insight(rule="token_heavy", severity="info", summary=f"run used {total} tokens (over {limit})",
-                      evidence={"total_tokens": total, "llm_calls": r.metrics.get("llm_calls")},
-                      recommendation="Summarize tool results before feeding them back and trim the context "
-                                     "each model call re-reads.")
+        yield Insight(
+            rule="token_heavy",
+            severity="info",
+            summary=f"run used {total} tokens (over {limit})",
+            evidence={"total_tokens": total, "llm_calls": r.metrics.get("llm_calls")},
+            recommendation="Summarize tool results before feeding them back and trim the context "
+            "each model call re-reads.",
+        )
 
 
 def _token_heavy_step(r: TestResult, share: float = 0.5, floor: int = 1500) -> Iterable[Insight]:
@@ -62,34 +77,49 @@ def _token_heavy_step(r: TestResult, share: float = 0.5, floor: int = 1500) -> I
     total = r.metrics.get("total_tokens") or 0
     if heavy and total and heavy.get("tokens", 0) >= floor and heavy["tokens"] > share * total:
         what = heavy.get("tool") or heavy.get("kind")
-        yield Insight(rule="token_heavy_step", severity="info",
-                      summary=f"one step ({what}) used {heavy['tokens'] / total:.0%} of the run's tokens",
-                      evidence={"heaviest_step": heavy, "total_tokens": total},
-                      recommendation=f"Shrink what {what} puts into the context (filter or summarize it).")
+        yield Insight(
+            rule="token_heavy_step",
+            severity="info",
+            summary=f"one step ({what}) used {heavy['tokens'] / total:.0%} of the run's tokens",
+            evidence={"heaviest_step": heavy, "total_tokens": total},
+            recommendation=f"Shrink what {what} puts into the context (filter or summarize it).",
+        )
 
 
 def _traces_unavailable(r: TestResult) -> Iterable[Insight]:
     traces = r.metrics.get("traces") or {}
     if traces.get("status") == "unavailable":
-        yield Insight(rule="traces_unavailable", severity="warning",
-                      summary="traces were enabled but none were found for this run",
-                      evidence={"error": traces.get("error")},
-                      recommendation="Check that the agent exports spans with the run's trace id (traceparent) "
-                                     "or the agent_health.run.id attribute, and that the trace index is right.")
+        yield Insight(
+            rule="traces_unavailable",
+            severity="warning",
+            summary="traces were enabled but none were found for this run",
+            evidence={"error": traces.get("error")},
+            recommendation="Check that the agent exports spans with the run's trace id (traceparent) "
+            "or the agent_health.run.id attribute, and that the trace index is right.",
+        )
 
 
 def _failed_gates(r: TestResult) -> Iterable[Insight]:
     failed = [s for s in r.signals if s.role == "gate" and s.passed is False and not s.skipped]
     if failed:
-        yield Insight(rule="failed_gates", severity="error",
-                      summary=f"{len(failed)} gate(s) failed: " + "; ".join(s.name for s in failed[:3]),
-                      evidence={"failed": [{"name": s.name, "reasoning": s.reasoning} for s in failed]},
-                      recommendation="Start with the first failed gate: "
-                                     + (failed[0].reasoning or failed[0].name))
+        yield Insight(
+            rule="failed_gates",
+            severity="error",
+            summary=f"{len(failed)} gate(s) failed: " + "; ".join(s.name for s in failed[:3]),
+            evidence={"failed": [{"name": s.name, "reasoning": s.reasoning} for s in failed]},
+            recommendation="Start with the first failed gate: " + (failed[0].reasoning or failed[0].name),
+        )
 
 
-RULES: tuple[Rule, ...] = (_failed_gates, _redundant_calls, _ignored_tool_errors, _slow_step, _token_heavy,
-                           _token_heavy_step, _traces_unavailable)
+RULES: tuple[Rule, ...] = (
+    _failed_gates,
+    _redundant_calls,
+    _ignored_tool_errors,
+    _slow_step,
+    _token_heavy,
+    _token_heavy_step,
+    _traces_unavailable,
+)
 
 
 def derive_insights(result: TestResult, rules: Iterable[Rule] = RULES) -> tuple[Insight, ...]:
@@ -97,12 +127,12 @@ def derive_insights(result: TestResult, rules: Iterable[Rule] = RULES) -> tuple[
     return tuple(i for rule in rules for i in rule(result))
 
 
-def with_insights(result: TestResult) -> TestResult:
-    """Engine analyzer: attach the offline insights."""
+def with_insights(result: TestResult, traces: Any = None) -> TestResult:
+    """Engine analyzer: attach the offline insights (they need no traces view)."""
     return result.model_copy(update={"insights": derive_insights(result)})
 
 
-def rollup_recommendations(results: Iterable[TestResult]) -> list[dict[str, Any]]:
+def rollup_recommendations(results: Iterable[TestResult | ResultSummary]) -> list[dict[str, Any]]:
     """Suite-level recommendations, ranked by how many tests and how much cost they touch.
 
     Offline rules group by rule; synthesized recommendations group by their text. A test counts
@@ -118,8 +148,9 @@ def rollup_recommendations(results: Iterable[TestResult]) -> list[dict[str, Any]
                 g["tests"][r.test_id] = None
                 g["cost_usd"] += r.cost_usd or 0.0
     ranked = sorted(groups.values(), key=lambda g: (-len(g["tests"]), -g["cost_usd"], g["rule"]))
-    return [{**g, "tests": list(g["tests"]), "count": len(g["tests"]), "cost_usd": round(g["cost_usd"], 6)}
-            for g in ranked]
+    return [
+        {**g, "tests": list(g["tests"]), "count": len(g["tests"]), "cost_usd": round(g["cost_usd"], 6)} for g in ranked
+    ]
 
 
 # -- the optional synthesizer -------------------------------------------------------------------
@@ -140,14 +171,16 @@ class SynthesisInput:
     tools: Any = None
 
 
-Synthesizer = Callable[[SynthesisInput], Union[Mapping[str, Any], Awaitable[Mapping[str, Any]]]]
+Synthesizer = Callable[[SynthesisInput], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 """Returns {"summary": str, "why": str, "recommendations": [str | {"text", "severity", "evidence"}]},
 ranked best first."""
 
-_SYSTEM = ("You diagnose AI agent evaluation results. Answer with one JSON object: "
-           '{"summary": "<one line>", "why": "<why the test passed or failed, citing evidence>", '
-           '"recommendations": [{"text": "<concrete change to the agent>", "severity": "info|warning|error"}]} '
-           "ranked by impact, at most 5.")
+_SYSTEM = (
+    "You diagnose AI agent evaluation results. Answer with one JSON object: "
+    '{"summary": "<one line>", "why": "<why the test passed or failed, citing evidence>", '
+    '"recommendations": [{"text": "<concrete change to the agent>", "severity": "info|warning|error"}]} '
+    "ranked by impact, at most 5."
+)
 
 
 class LLMSynthesizer:
@@ -161,12 +194,24 @@ class LLMSynthesizer:
 
     async def prompt(self, data: SynthesisInput) -> str:
         r = data.result
-        steps = [{"kind": s.kind, "tool": s.tool, "args": s.args, "error": s.is_error or None,
-                  "ms": s.duration_ms, "content": (s.content or "")[:300]} for s in data.trajectory[:self.max_steps]]
+        steps = [
+            {
+                "kind": s.kind,
+                "tool": s.tool,
+                "args": s.args,
+                "error": s.is_error or None,
+                "ms": s.duration_ms,
+                "content": (s.content or "")[:300],
+            }
+            for s in data.trajectory[: self.max_steps]
+        ]
         doc: dict[str, Any] = {
             "test": {"name": r.name, "status": r.status, "score": r.score, "error": r.error},
-            "signals": [{"name": s.name, "kind": s.kind, "role": s.role, "passed": s.passed,
-                         "reasoning": s.reasoning} for s in r.signals if s.kind != "metric"],
+            "signals": [
+                {"name": s.name, "kind": s.kind, "role": s.role, "passed": s.passed, "reasoning": s.reasoning}
+                for s in r.signals
+                if s.kind != "metric"
+            ],
             # wall-clock latency differs on every run and would defeat the judge cache; step and
             # span durations (in the trajectory and spans) carry the timing
             "metrics": {k: v for k, v in data.metrics.items() if k not in ("step_latency_ms", "latency_ms")},
@@ -176,8 +221,10 @@ class LLMSynthesizer:
         if data.tools is not None:
             try:
                 spans = await data.tools.get_spans()
-                doc["spans"] = [{"name": s.get("name"), "ms": s.get("duration_ms"), "status": s.get("status")}
-                                for s in spans[:self.max_spans]]
+                doc["spans"] = [
+                    {"name": s.get("name"), "ms": s.get("duration_ms"), "status": s.get("status")}
+                    for s in spans[: self.max_spans]
+                ]
             except Exception as exc:  # traces missing: say so rather than pretend
                 doc["spans"] = f"unavailable: {exc}"
         return json.dumps(doc, default=str, sort_keys=True)
@@ -200,64 +247,86 @@ def _to_insights(out: Mapping[str, Any]) -> tuple[Insight, ...]:
         rec = {"text": rec} if isinstance(rec, str) else dict(rec)
         if str(rec.get("text") or "").strip():
             recs.append(rec)
-    insights = [Insight(rule=SYNTH_SUMMARY, severity="info", summary=str(out.get("summary") or "").strip()
-                        or "synthesized diagnosis", evidence={"why": out.get("why") or ""},
-                        recommendation=str(recs[0]["text"]) if recs else "")]
+    insights = [
+        Insight(
+            rule=SYNTH_SUMMARY,
+            severity="info",
+            summary=str(out.get("summary") or "").strip() or "synthesized diagnosis",
+            evidence={"why": out.get("why") or ""},
+            recommendation=str(recs[0]["text"]) if recs else "",
+        )
+    ]
     for rank, rec in enumerate(recs, 1):
         severity = rec.get("severity") if rec.get("severity") in ("info", "warning", "error") else "info"
-        insights.append(Insight(rule=SYNTH_RULE, severity=severity, summary=str(rec["text"]),
-                                evidence={"rank": rank, **dict(rec.get("evidence") or {})},
-                                recommendation=str(rec["text"])))
+        insights.append(
+            Insight(
+                rule=SYNTH_RULE,
+                severity=severity,
+                summary=str(rec["text"]),
+                evidence={"rank": rank, **dict(rec.get("evidence") or {})},
+                recommendation=str(rec["text"]),
+            )
+        )
     return tuple(insights)
 
 
-async def synthesize(result: TestResult, synthesizer: Synthesizer,
-                     offline: tuple[Insight, ...] = ()) -> tuple[Insight, ...]:
-    """Run a synthesizer on one result. Its failure becomes a warning insight, never a crash."""
-    from agent_health.traces.view import view_of
-
-    view = view_of(result.run) if result.run is not None else None
-    data = SynthesisInput(result=result, metrics=result.metrics,
-                          trajectory=result.run.trajectory if result.run else (), insights=offline,
-                          tools=view.tools if view is not None else None)
+async def synthesize(
+    result: TestResult, synthesizer: Synthesizer, offline: tuple[Insight, ...] = (), traces: Any = None
+) -> tuple[Insight, ...]:
+    """Run a synthesizer on one result (`traces`: its run's TracesView, or None). Its failure
+    becomes a warning insight, never a crash."""
+    view = traces
+    data = SynthesisInput(
+        result=result,
+        metrics=result.metrics,
+        trajectory=result.run.trajectory if result.run else (),
+        insights=offline,
+        tools=view.tools if view is not None else None,
+    )
     try:
         out = synthesizer(data)
         if inspect.isawaitable(out):
             out = await out
         return _to_insights(out)
     except Exception as exc:
-        return (Insight(rule="synthesizer_error", severity="warning",
-                        summary=f"insight synthesizer failed: {type(exc).__name__}: {exc}"[:500],
-                        recommendation="Fix the synthesizer (or its model settings); offline insights are "
-                                       "still complete."),)
+        return (
+            Insight(
+                rule="synthesizer_error",
+                severity="warning",
+                summary=f"insight synthesizer failed: {type(exc).__name__}: {exc}"[:500],
+                recommendation="Fix the synthesizer (or its model settings); offline insights are still complete.",
+            ),
+        )
 
 
 def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
     """The configured synthesizer: None (off), a callable, or "llm" (needs the judge's LLM)."""
-    from agent_health.sdk.errors import ConfigError
+    from agent_health.errors import ConfigError
 
     if setting in (None, False, "", "off", "none"):
         return None
     if setting == "llm":
         if llm is None:
-            raise ConfigError("insights='llm' needs a judge provider with an LLM (judge.provider is the offline "
-                              "demo); configure judge.provider, or give insights= a callable")
+            raise ConfigError(
+                "insights='llm' needs a judge provider with an LLM (judge.provider is the offline "
+                "demo); configure judge.provider, or give insights= a callable"
+            )
         return LLMSynthesizer(llm)
     if callable(setting):
         return setting
     raise ConfigError(f"insights: expected None, 'llm' or a callable, got {setting!r}")
 
 
-def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[[TestResult], Any]:
+def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[..., Any]:
     """Engine analyzer: offline insights always, then the synthesizer's when one is configured
     (then the analyzer is async, so model calls run on the engine's event loop)."""
     synthesizer = resolve_synthesizer(setting, llm)
     if synthesizer is None:
         return with_insights
 
-    async def analyze(result: TestResult) -> TestResult:
+    async def analyze(result: TestResult, traces: Any = None) -> TestResult:
         offline = derive_insights(result)
-        extra = await synthesize(result, synthesizer, offline)
+        extra = await synthesize(result, synthesizer, offline, traces)
         return result.model_copy(update={"insights": offline + extra})
 
     return analyze

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from agent_health.model import RunResult, Signal, TestResult
 from agent_health.pricing import cost_of
@@ -49,19 +50,19 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
     errors = [r for r in results if r.is_error]
     ignored = 0
     for err in errors:  # an error is ignored when the agent never retried that tool afterwards
-        later = [s for s in run.trajectory[run.trajectory.index(err) + 1:] if s.kind == "tool_call"]
+        later = [s for s in run.trajectory[run.trajectory.index(err) + 1 :] if s.kind == "tool_call"]
         if not any(c.tool == err.tool for c in later):
             ignored += 1
     retries = 0  # the agent called a tool again right after that tool failed
     for i, step in enumerate(run.trajectory):
         if step.kind == "tool_result" and step.is_error:
-            nxt = next((s for s in run.trajectory[i + 1:] if s.kind == "tool_call"), None)
+            nxt = next((s for s in run.trajectory[i + 1 :] if s.kind == "tool_call"), None)
             retries += int(nxt is not None and nxt.tool == step.tool)
     timed = [s for s in run.trajectory if s.duration_ms is not None]
     slowest = max(timed, key=lambda s: s.duration_ms or 0.0, default=None)
-    tool_ms: Counter[str] = Counter()
+    tool_ms: dict[str, float] = {}
     for s in run.steps_of_type("tool_result"):
-        tool_ms[s.tool or "?"] += s.duration_ms or 0.0
+        tool_ms[s.tool or "?"] = tool_ms.get(s.tool or "?", 0.0) + (s.duration_ms or 0.0)
     tokens = [(s, (s.input_tokens or 0) + (s.output_tokens or 0)) for s in run.trajectory]
     heaviest = max(tokens, key=lambda t: t[1], default=(None, 0))
     return {
@@ -82,33 +83,42 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
         "steps": len(run.trajectory),
         "step_latency_ms": [s.duration_ms for s in run.trajectory],  # per step, in trajectory order
         "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
-        "slowest_step": ({"kind": slowest.kind, "tool": slowest.tool, "duration_ms": slowest.duration_ms}
-                         if slowest else None),
-        "heaviest_step": ({"kind": heaviest[0].kind, "tool": heaviest[0].tool, "tokens": heaviest[1]}
-                          if heaviest[0] is not None and heaviest[1] else None),
+        "slowest_step": (
+            {"kind": slowest.kind, "tool": slowest.tool, "duration_ms": slowest.duration_ms} if slowest else None
+        ),
+        "heaviest_step": (
+            {"kind": heaviest[0].kind, "tool": heaviest[0].tool, "tokens": heaviest[1]}
+            if heaviest[0] is not None and heaviest[1]
+            else None
+        ),
     }
 
 
-def trace_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]] | None = None,
-                  wait_s: float = 0.0) -> dict[str, Any]:
+def trace_metrics(
+    view: Any, prices: Mapping[str, tuple[float, float]] | None = None, wait_s: float = 0.0
+) -> dict[str, Any]:
     """Metrics from the run's spans: `{"status": "ok", ...span metrics}`, or a status saying why
-    there are none (`not_enabled`, or `unavailable` with the error). Never silent zeros."""
-    from agent_health.sdk.errors import AgentHealthError
+    there are none (`not_enabled`, or `unavailable` with the error). Never silent zeros.
+    `view` is the run's `TracesView`, None when its agent has no traces."""
+    from agent_health.errors import AgentHealthError
     from agent_health.traces.spans import span_metrics
-    from agent_health.traces.view import view_of
 
-    view = view_of(run) if run is not None else None
     if view is None:
         return {"status": "not_enabled"}
     try:
         found = view.load(wait_s=wait_s)
-        return {"status": "ok", "correlation": found.correlation,
-                **span_metrics(found.spans, {**view.prices, **(prices or {})})}
+        return {
+            "status": "ok",
+            "correlation": found.correlation,
+            **span_metrics(found.spans, {**view.prices, **(prices or {})}),
+        }
     except AgentHealthError as exc:  # store down, bad trace settings: recorded, the test stands
         return {"status": "unavailable", "error": str(exc)}
     except Exception as exc:  # malformed spans from the agent must not crash the whole run
-        return {"status": "unavailable", "error": f"could not read spans of run {view.run_id}: "
-                                                  f"{type(exc).__name__}: {exc}"}
+        return {
+            "status": "unavailable",
+            "error": f"could not read spans of run {view.run_id}: {type(exc).__name__}: {exc}",
+        }
 
 
 # Headline numbers recorded as metric signals on every test, and problem counters recorded only
@@ -140,16 +150,17 @@ def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
     return tuple(out)
 
 
-def with_metric_signals(prices: Mapping[str, tuple[float, float]] | None = None,
-                        wait_s: float = 0.0) -> Callable[[TestResult], TestResult]:
+def with_metric_signals(
+    prices: Mapping[str, tuple[float, float]] | None = None, wait_s: float = 0.0
+) -> Callable[..., TestResult]:
     """Engine analyzer: add trace metrics (when the agent has traces) and the metric signals.
     `wait_s` bounds how long it waits for spans (default: one look, as the test body already had
     the chance to wait through `result.traces`)."""
 
-    def analyze(result: TestResult) -> TestResult:
+    def analyze(result: TestResult, traces: Any = None) -> TestResult:
         metrics = dict(result.metrics)
         if result.run is not None:
-            metrics["traces"] = trace_metrics(result.run, prices, wait_s)
+            metrics["traces"] = trace_metrics(traces, prices, wait_s)
         existing = {s.name for s in result.signals if s.kind == "metric"}
         extra = tuple(s for s in metric_signals(metrics) if s.name not in existing)
         return result.model_copy(update={"metrics": metrics, "signals": result.signals + extra})

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,13 +92,20 @@ class SuiteRollup(BaseModel):
     labels: dict[str, LabelStats] = Field(default_factory=dict, description="Per-label breakdown.")
     failing: list[str] = Field(default_factory=list, description="Ids of failed tests, sorted.")
     errored_tests: list[ErroredTest] = Field(default_factory=list, description="Errored tests with their error.")
-    recommendations: list[dict[str, Any]] = Field(default_factory=list,
-                                                  description="Suite-level insight recommendations.")
+    recommendations: list[dict[str, Any]] = Field(
+        default_factory=list, description="Suite-level insight recommendations."
+    )
 
     def metrics(self) -> dict[str, float | int]:
         """Numeric figures worth plotting over time (missing ones left out)."""
-        out = {"total": self.total, "passed": self.passed, "failed": self.failed, "errored": self.errored,
-               "errored_share": self.errored_share, "total_tokens": self.total_tokens}
+        out = {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "errored": self.errored,
+            "errored_share": self.errored_share,
+            "total_tokens": self.total_tokens,
+        }
         for name in ("pass_rate", "mean_score", "pass_at_k", "cost_usd", "latency_p50_ms", "latency_p95_ms"):
             value = getattr(self, name)
             if value is not None:
@@ -110,11 +118,16 @@ class SuiteRollup(BaseModel):
         for name, value in self.metrics().items():
             lines.append(f"| {name} | {_fmt(value)} |")
         if self.labels:
-            lines += ["", "| label | total | passed | failed | errored | pass rate | mean score |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += [
+                "",
+                "| label | total | passed | failed | errored | pass rate | mean score |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for s in self.labels.values():
-                lines.append(f"| {s.label} | {s.total} | {s.passed} | {s.failed} | {s.errored} | "
-                             f"{_fmt(s.pass_rate)} | {_fmt(s.mean_score)} |")
+                lines.append(
+                    f"| {s.label} | {s.total} | {s.passed} | {s.failed} | {s.errored} | "
+                    f"{_fmt(s.pass_rate)} | {_fmt(s.mean_score)} |"
+                )
         if self.failing:
             lines += ["", "**Failing:** " + ", ".join(f"`{t}`" for t in self.failing)]
         if self.errored_tests:
@@ -133,7 +146,7 @@ def _fmt(value: Any) -> str:
 class _Acc:
     """Running counts for one group (the whole suite or one label)."""
 
-    __slots__ = ("total", "passed", "failed", "errored", "scores")
+    __slots__ = ("errored", "failed", "passed", "scores", "total")
 
     def __init__(self) -> None:
         self.total = self.passed = self.failed = self.errored = 0
@@ -152,8 +165,9 @@ class _Acc:
             self.scores.append(r.score)
 
 
-def rollup(results: Iterable[AnyResult], suite: str, agent: str,
-           recommendations: list[dict[str, Any]] | None = None) -> SuiteRollup:
+def rollup(
+    results: Iterable[AnyResult], suite: str, agent: str, recommendations: list[dict[str, Any]] | None = None
+) -> SuiteRollup:
     """Roll up the results of one suite for one agent version (results of other suites/agents
     are the caller's business: pass exactly the ones to count)."""
     acc = _Acc()
@@ -188,16 +202,40 @@ def rollup(results: Iterable[AnyResult], suite: str, agent: str,
         elif r.status == "errored":
             errored.append(ErroredTest(test_id=r.test_id, error=r.error or ""))
     return SuiteRollup(
-        suite=suite, agent=agent, total=acc.total, passed=acc.passed, failed=acc.failed, errored=acc.errored,
-        pass_rate=_ratio(acc.passed, acc.passed + acc.failed), errored_share=_ratio(acc.errored, acc.total) or 0.0,
-        mean_score=_mean(acc.scores), pass_at_k=_mean(k_any), pass_hat_k=_mean(k_all), epoch_tests=len(k_any),
-        flaky=flaky, input_tokens=in_tok, output_tokens=out_tok, total_tokens=tot_tok, judge_tokens=judge_tok,
+        suite=suite,
+        agent=agent,
+        total=acc.total,
+        passed=acc.passed,
+        failed=acc.failed,
+        errored=acc.errored,
+        pass_rate=_ratio(acc.passed, acc.passed + acc.failed),
+        errored_share=_ratio(acc.errored, acc.total) or 0.0,
+        mean_score=_mean(acc.scores),
+        pass_at_k=_mean(k_any),
+        pass_hat_k=_mean(k_all),
+        epoch_tests=len(k_any),
+        flaky=flaky,
+        input_tokens=in_tok,
+        output_tokens=out_tok,
+        total_tokens=tot_tok,
+        judge_tokens=judge_tok,
         cost_usd=round(cost, 8) if has_cost else None,
-        latency_p50_ms=_ms(percentile(durations, 50)), latency_p95_ms=_ms(percentile(durations, 95)),
-        labels={name: LabelStats(label=name, total=a.total, passed=a.passed, failed=a.failed, errored=a.errored,
-                                 pass_rate=_ratio(a.passed, a.passed + a.failed), mean_score=_mean(a.scores))
-                for name, a in sorted(labels.items())},
-        failing=sorted(failing), errored_tests=sorted(errored, key=lambda e: e.test_id),
+        latency_p50_ms=_ms(percentile(durations, 50)),
+        latency_p95_ms=_ms(percentile(durations, 95)),
+        labels={
+            name: LabelStats(
+                label=name,
+                total=a.total,
+                passed=a.passed,
+                failed=a.failed,
+                errored=a.errored,
+                pass_rate=_ratio(a.passed, a.passed + a.failed),
+                mean_score=_mean(a.scores),
+            )
+            for name, a in sorted(labels.items())
+        },
+        failing=sorted(failing),
+        errored_tests=sorted(errored, key=lambda e: e.test_id),
         recommendations=recommendations or [],
     )
 
@@ -229,23 +267,41 @@ class Leaderboard(BaseModel):
     totals: list[LeaderboardRow] = Field(default_factory=list, description="Per agent over all suites, best first.")
 
     def to_markdown(self) -> str:
-        head = ["| agent | suite | pass rate | mean score | passed | failed | errored | cost USD | tokens "
-                "| p95 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
-        body = [f"| {r.agent} | {r.suite} | {_fmt(r.pass_rate)} | {_fmt(r.mean_score)} | {r.passed} | {r.failed} "
-                f"| {r.errored} | {_fmt(r.cost_usd)} | {r.total_tokens} | {_fmt(r.latency_p95_ms)} |"
-                for r in [*self.totals, *self.rows]]
+        head = [
+            "| agent | suite | pass rate | mean score | passed | failed | errored | cost USD | tokens | p95 ms |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        body = [
+            f"| {r.agent} | {r.suite} | {_fmt(r.pass_rate)} | {_fmt(r.mean_score)} | {r.passed} | {r.failed} "
+            f"| {r.errored} | {_fmt(r.cost_usd)} | {r.total_tokens} | {_fmt(r.latency_p95_ms)} |"
+            for r in [*self.totals, *self.rows]
+        ]
         return "\n".join(head + body)
 
 
 def _row(agent: str, suite: str, r: SuiteRollup) -> LeaderboardRow:
-    return LeaderboardRow(agent=agent, suite=suite, total=r.total, passed=r.passed, failed=r.failed,
-                          errored=r.errored, pass_rate=r.pass_rate, mean_score=r.mean_score, cost_usd=r.cost_usd,
-                          total_tokens=r.total_tokens, latency_p95_ms=r.latency_p95_ms)
+    return LeaderboardRow(
+        agent=agent,
+        suite=suite,
+        total=r.total,
+        passed=r.passed,
+        failed=r.failed,
+        errored=r.errored,
+        pass_rate=r.pass_rate,
+        mean_score=r.mean_score,
+        cost_usd=r.cost_usd,
+        total_tokens=r.total_tokens,
+        latency_p95_ms=r.latency_p95_ms,
+    )
 
 
 def _rank(row: LeaderboardRow) -> tuple[Any, ...]:
-    return (-(row.pass_rate if row.pass_rate is not None else -1.0),
-            -(row.mean_score if row.mean_score is not None else -1.0), row.cost_usd or 0.0, row.agent)
+    return (
+        -(row.pass_rate if row.pass_rate is not None else -1.0),
+        -(row.mean_score if row.mean_score is not None else -1.0),
+        row.cost_usd or 0.0,
+        row.agent,
+    )
 
 
 def leaderboard(rollups: Iterable[SuiteRollup]) -> Leaderboard:
@@ -263,10 +319,19 @@ def leaderboard(rollups: Iterable[SuiteRollup]) -> Leaderboard:
         weight = sum(w for _, w in weighted)
         costs = [r.cost_usd for r in rs if r.cost_usd is not None]
         p95s = [r.latency_p95_ms for r in rs if r.latency_p95_ms is not None]
-        totals.append(LeaderboardRow(
-            agent=agent, suite="*", total=sum(r.total for r in rs), passed=passed, failed=failed,
-            errored=sum(r.errored for r in rs), pass_rate=_ratio(passed, passed + failed),
-            mean_score=(sum(s * w for s, w in weighted) / weight) if weight else None,
-            cost_usd=round(sum(costs), 8) if costs else None, total_tokens=sum(r.total_tokens for r in rs),
-            latency_p95_ms=max(p95s) if p95s else None))
+        totals.append(
+            LeaderboardRow(
+                agent=agent,
+                suite="*",
+                total=sum(r.total for r in rs),
+                passed=passed,
+                failed=failed,
+                errored=sum(r.errored for r in rs),
+                pass_rate=_ratio(passed, passed + failed),
+                mean_score=(sum(s * w for s, w in weighted) / weight) if weight else None,
+                cost_usd=round(sum(costs), 8) if costs else None,
+                total_tokens=sum(r.total_tokens for r in rs),
+                latency_p95_ms=max(p95s) if p95s else None,
+            )
+        )
     return Leaderboard(rows=rows, totals=sorted(totals, key=_rank))

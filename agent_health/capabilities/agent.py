@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from agent_health.connectors.base import AgentRequest
+from agent_health.capabilities.context import TestContext, bridge, current_context
+from agent_health.errors import AgentRunTwiceError, InfrastructureError
 from agent_health.model import RunResult
-from agent_health.sdk.api import to_context
-from agent_health.sdk.context import TestContext, bridge, current_context
-from agent_health.sdk.errors import AgentRunTwiceError, InfrastructureError
+from agent_health.model.agent import AgentRequest
+from agent_health.model.case import to_context
 
 
 class AgentFixture:
@@ -21,31 +22,48 @@ class AgentFixture:
     def key(self) -> str:
         return self._ctx.info.agent
 
-    def run(self, prompt: str | None = None, *, context: Iterable[Any] | None = None,
-            env: Mapping[str, str] | None = None, files: Mapping[str, Any] | None = None,
-            provisioned: Mapping[str, Any] | None = None) -> Any:
+    def run(
+        self,
+        prompt: str | None = None,
+        *,
+        context: Iterable[Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        files: Mapping[str, Any] | None = None,
+        provisioned: Mapping[str, Any] | None = None,
+    ) -> Any:
         """Run the agent once. Uses the test's prompt and context when none are given."""
         ctx = self._ctx
         with ctx.lock:
             if ctx.run_started:
                 raise AgentRunTwiceError(
                     f"test {ctx.case.name!r}: agent.run() was already called; a test runs the agent once "
-                    "(one test, one trajectory, one comparable data point)")
+                    "(one test, one trajectory, one comparable data point)"
+                )
             ctx.run_started = True
         text = prompt if prompt is not None else ctx.case.prompt
         if not text:
-            raise InfrastructureError(f"test {ctx.case.name!r}: agent.run() has no prompt; pass one or set "
-                                      "prompt= on @test")
+            raise InfrastructureError(
+                f"test {ctx.case.name!r}: agent.run() has no prompt; pass one or set prompt= on @test"
+            )
         items = to_context(context) if context is not None else ctx.case.context
-        request = AgentRequest(prompt=text, context=tuple(i.model_dump() for i in items), env=dict(env or {}),
-                               files=dict(files or {}), provisioned=dict(provisioned or {}),
-                               test_id=ctx.case.id, timeout_s=ctx.case.timeout_s)
+        request = AgentRequest(
+            prompt=text,
+            context=tuple(i.model_dump() for i in items),
+            env=dict(env or {}),
+            files=dict(files or {}),
+            provisioned=dict(provisioned or {}),
+            test_id=ctx.case.id,
+            timeout_s=ctx.case.timeout_s,
+        )
         return bridge(ctx, self._invoke(request))
 
     async def _invoke(self, request: AgentRequest) -> RunResult:
         if self._ctx.runtime is None:
             raise InfrastructureError("no agent configured for this run")
         result = await self._ctx.runtime.invoke(request)
+        view = self._ctx.runtime.traces_for(result)
+        if view is not None:
+            self._ctx.trace_views[result.run_id] = view
         self._ctx.run = result
         return result
 

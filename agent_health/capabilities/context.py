@@ -7,8 +7,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_health.errors import UsageError
 from agent_health.model import Signal, TestCase
-from agent_health.sdk.errors import UsageError
+from agent_health.model.run import TRACE_VIEWS
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.connectors.base import AgentRuntime
@@ -40,11 +41,12 @@ class TestContext:
 
     case: TestCase
     info: TestInfo
-    runtime: "AgentRuntime | None"
-    judges: "JudgeService"
+    runtime: AgentRuntime | None
+    judges: JudgeService
     skip_judge: bool = False
     signals: list[Signal] = field(default_factory=list)
-    run: "RunResult | None" = None
+    run: RunResult | None = None
+    trace_views: dict[str, Any] = field(default_factory=dict)  # run id -> TracesView of this test's runs
     run_started: bool = False
     pending: list[Any] = field(default_factory=list)  # judge() calls an async body may forget to await
     loop: Any = None  # the engine's event loop, so sync bodies can call async capabilities
@@ -76,9 +78,11 @@ def current_context(what: str) -> TestContext:
     return ctx
 
 
-def set_context(ctx: TestContext | None):
-    return _current.set(ctx)
+def set_context(ctx: TestContext | None) -> tuple[Any, Any]:
+    """Make `ctx` the running test's context (and its runs' traces reachable as `result.traces`)."""
+    return _current.set(ctx), TRACE_VIEWS.set(ctx.trace_views if ctx is not None else None)
 
 
-def reset_context(token) -> None:
-    _current.reset(token)
+def reset_context(token: tuple[Any, Any]) -> None:
+    _current.reset(token[0])
+    TRACE_VIEWS.reset(token[1])

@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 _TYPES = {
-    "object": dict, "array": (list, tuple), "string": str, "boolean": bool, "null": type(None),
+    "object": dict,
+    "array": (list, tuple),
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
 }
 
 
@@ -16,13 +20,14 @@ def _is_type(value: Any, name: str) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if name == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, _TYPES.get(name, object))
+    expected: Any = _TYPES.get(name, object)
+    return isinstance(value, expected)
 
 
 def validate(schema: dict[str, Any], data: Any) -> str | None:
     """None when valid, else the first problem found, with its path."""
     try:
-        import jsonschema  # type: ignore[import-untyped]
+        import jsonschema
     except ImportError:
         return _check(schema, data, "$")
     err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))

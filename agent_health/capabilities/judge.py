@@ -6,17 +6,19 @@ it returns the Verdict directly.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from agent_health.judges.base import JudgeRequest
+from agent_health.capabilities.context import TestContext, bridge, current_context
 from agent_health.model import RunResult, Verdict
-from agent_health.sdk.context import TestContext, bridge, current_context
+from agent_health.model.judge import JudgeRequest
 
 _RICH_KEYS = {"criteria", "context", "tools", "evaluator", "model", "gate", "options"}
 
 
-def build_request(ctx: TestContext, subject: Any, criteria: str | Mapping[str, Any], *, gate: bool,
-                  **kw: Any) -> JudgeRequest:
+def build_request(
+    ctx: TestContext, subject: Any, criteria: str | Mapping[str, Any], *, gate: bool, **kw: Any
+) -> JudgeRequest:
     spec: dict[str, Any] = dict(criteria) if isinstance(criteria, Mapping) else {"criteria": criteria}
     spec.update({k: v for k, v in kw.items() if v is not None})
     unknown = set(spec) - _RICH_KEYS
@@ -27,19 +29,23 @@ def build_request(ctx: TestContext, subject: Any, criteria: str | Mapping[str, A
     gate = bool(spec.get("gate", gate))
     run = subject if isinstance(subject, RunResult) else None
     return JudgeRequest(
-        criteria=spec["criteria"].strip(), run=run,
+        criteria=spec["criteria"].strip(),
+        run=run,
         output=run.output if run is not None else ("" if subject is None else str(subject)),
-        context=tuple(spec.get("context") or ("output", "trajectory")), tools=tuple(spec.get("tools") or ()),
-        evaluator=spec.get("evaluator"), model=spec.get("model"), role="gate" if gate else "observe",
-        test_id=ctx.case.id, options=dict(spec.get("options") or {}), trace_tools=_trace_tools(run),
+        context=tuple(spec.get("context") or ("output", "trajectory")),
+        tools=tuple(spec.get("tools") or ()),
+        evaluator=spec.get("evaluator"),
+        model=spec.get("model"),
+        role="gate" if gate else "observe",
+        test_id=ctx.case.id,
+        options=dict(spec.get("options") or {}),
+        trace_tools=_trace_tools(ctx, run),
     )
 
 
-def _trace_tools(run: RunResult | None) -> Any:
+def _trace_tools(ctx: TestContext, run: RunResult | None) -> Any:
     """Run-scoped trace-query tools when the run's agent has traces, else None."""
-    from agent_health.traces.view import view_of
-
-    view = view_of(run) if run is not None else None
+    view = ctx.trace_views.get(run.run_id) if run is not None else None
     return view.tools if view is not None else None
 
 

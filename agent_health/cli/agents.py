@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from agent_health.config.secrets import display_value
-from agent_health.sdk.errors import AgentHealthError
+from agent_health.errors import AgentHealthError
 
 
 def agent_rows(config: Any, check: bool = False) -> list[dict[str, Any]]:
@@ -24,12 +24,16 @@ def agent_rows(config: Any, check: bool = False) -> list[dict[str, Any]]:
             ref = f"{spec.key}@{version}"
             settings = spec.resolve(version).settings
             row: dict[str, Any] = {
-                "ref": ref, "connector": spec.connector,
-                "target": display_value(settings.get("endpoint") or settings.get("command")
-                                        or settings.get("function") or ("builtin:demo" if spec.connector == "demo"
-                                                                        else "")),
-                "overrides": display_value(overrides), "default": ref == default_ref or
-                (default_ref == spec.key and version == default_version),
+                "ref": ref,
+                "connector": spec.connector,
+                "target": display_value(
+                    settings.get("endpoint")
+                    or settings.get("command")
+                    or settings.get("function")
+                    or ("builtin:demo" if spec.connector == "demo" else "")
+                ),
+                "overrides": display_value(overrides),
+                "default": ref == default_ref or (default_ref == spec.key and version == default_version),
                 "description": spec.description,
             }
             if check:
@@ -72,7 +76,9 @@ def agents(ctx: click.Context, as_json: bool, check: bool) -> None:
             if check:
                 line += f"  [{r['status']}]"
             click.echo(line)
-        click.echo(f"\n* default: {config.default_agent}" + (f"   (config: {config.source})" if config.source else
-                                                             "   (embedded defaults)"))
+        click.echo(
+            f"\n* default: {config.default_agent}"
+            + (f"   (config: {config.source})" if config.source else "   (embedded defaults)")
+        )
     if check and any(r["status"] != "ok" for r in rows):
         ctx.exit(1)

@@ -6,12 +6,17 @@ import sys
 
 import click
 
-from agent_health.sdk.errors import AgentHealthError
+from agent_health.errors import AgentHealthError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="AGENT_HEALTH_CONFIG",
-              help="Configuration file (default: agent_health_config.py in this folder or a parent).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="AGENT_HEALTH_CONFIG",
+    help="Configuration file (default: agent_health_config.py in this folder or a parent).",
+)
 @click.version_option(package_name="agent-health", prog_name="agent-health")
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:

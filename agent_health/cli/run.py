@@ -6,8 +6,8 @@ import asyncio
 import re
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import click
 
@@ -33,9 +33,12 @@ def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
 
 def select(tests: list[LoadedTest], labels: Sequence[str], rx: re.Pattern[str] | None) -> list[LoadedTest]:
     """Tests carrying every label whose name or id matches `rx`."""
-    return [t for t in tests
-            if all(label in t.case.labels for label in labels)
-            and (rx is None or rx.search(t.case.name) or rx.search(t.case.id))]
+    return [
+        t
+        for t in tests
+        if all(label in t.case.labels for label in labels)
+        and (rx is None or rx.search(t.case.name) or rx.search(t.case.id))
+    ]
 
 
 def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
@@ -67,8 +70,15 @@ def print_list(result: LoadResult, tests: list[LoadedTest]) -> None:
     click.echo(f"{len(tests)} test(s) in {len({t.case.source_file for t in tests})} file(s)")
 
 
-async def run_agents(tests: list[LoadedTest], config: Config, agents: Sequence[str], options,
-                     reporters: list[Reporter], no_cache: bool = False, replay: str | None = None) -> tuple[list[TestResult], list[RunSummary], list[str], int]:
+async def run_agents(
+    tests: list[LoadedTest],
+    config: Config,
+    agents: Sequence[str],
+    options,
+    reporters: list[Reporter],
+    no_cache: bool = False,
+    replay: str | None = None,
+) -> tuple[list[TestResult], list[RunSummary], list[str], int]:
     from agent_health.session import open_engine
 
     results: list[TestResult] = []
@@ -101,27 +111,57 @@ async def run_agents(tests: list[LoadedTest], config: Config, agents: Sequence[s
 
 @click.command("run")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--agent", "agents", multiple=True, metavar="KEY@VERSION",
-              help="Agent version to run (repeatable; each is run and reported). Default: the config's.")
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="KEY@VERSION",
+    help="Agent version to run (repeatable; each is run and reported). Default: the config's.",
+)
 @click.option("--concurrency", type=click.IntRange(min=1), help="Tests in flight at once.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Per-test timeout in seconds.")
 @click.option("--epochs", type=click.IntRange(min=1), help="Independent trials per test (pass@k, pass^k).")
 @click.option("--fail-fast", is_flag=True, help="Stop starting tests after the first failure or error.")
 @click.option("--no-judge", is_flag=True, help="Skip every judge() (neutral verdicts); also AGENT_HEALTH_SKIP_JUDGE=1.")
-@click.option("--no-cache", is_flag=True, help="Bypass the judge cache (neither read nor write); also AGENT_HEALTH_NO_CACHE=1.")
-@click.option("--replay", type=click.Choice(["off", "record", "auto", "strict"]), envvar="AGENT_HEALTH_REPLAY",
-              help="Record agent runs, replay recordings (auto: replay when recorded, else record; strict: a "
-                   "missing recording is an error). Default: the config's, off.")
+@click.option(
+    "--no-cache", is_flag=True, help="Bypass the judge cache (neither read nor write); also AGENT_HEALTH_NO_CACHE=1."
+)
+@click.option(
+    "--replay",
+    type=click.Choice(["off", "record", "auto", "strict"]),
+    envvar="AGENT_HEALTH_REPLAY",
+    help="Record agent runs, replay recordings (auto: replay when recorded, else record; strict: a "
+    "missing recording is an error). Default: the config's, off.",
+)
 @click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
 @click.option("--grep", help="Only tests whose name or id matches this regular expression.")
 @click.option("--list", "list_only", is_flag=True, help="Discover and print the tests without running them.")
-@click.option("--reporter", "reporters", multiple=True, metavar="summary|json[=FILE]|junit[=FILE]",
-              help="Reporter (repeatable). json/junit without FILE write to stdout.")
+@click.option(
+    "--reporter",
+    "reporters",
+    multiple=True,
+    metavar="summary|json[=FILE]|junit[=FILE]",
+    help="Reporter (repeatable). json/junit without FILE write to stdout.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Print every test and its signals.")
 @click.pass_context
-def run_command(ctx: click.Context, paths: tuple[Path, ...], agents: tuple[str, ...], concurrency: int | None,
-                timeout: float | None, epochs: int | None, fail_fast: bool, no_judge: bool, no_cache: bool, replay: str | None, labels: tuple[str, ...],
-                grep: str | None, list_only: bool, reporters: tuple[str, ...], verbose: bool) -> None:
+def run_command(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    agents: tuple[str, ...],
+    concurrency: int | None,
+    timeout: float | None,
+    epochs: int | None,
+    fail_fast: bool,
+    no_judge: bool,
+    no_cache: bool,
+    replay: str | None,
+    labels: tuple[str, ...],
+    grep: str | None,
+    list_only: bool,
+    reporters: tuple[str, ...],
+    verbose: bool,
+) -> None:
     """Run eval files (*.eval.py, *.json, *.yaml, *.jsonl) or folders of them.
 
     Exit codes: 0 all passed; 1 a test failed or errored; 2 usage, configuration or file errors.
@@ -161,13 +201,23 @@ def run_command(ctx: click.Context, paths: tuple[Path, ...], agents: tuple[str, 
         click.echo(f"error: no tests found{filt} in {where}", err=True)
         ctx.exit(EXIT_USAGE)
     skip = no_judge or os.environ.get("AGENT_HEALTH_SKIP_JUDGE", "").lower() in ("1", "true", "yes")
-    options = engine_options(config, concurrency=concurrency, timeout_s=timeout, epochs=epochs,
-                             fail_fast=fail_fast, skip_judge=skip)
+    options = engine_options(
+        config, concurrency=concurrency, timeout_s=timeout, epochs=epochs, fail_fast=fail_fast, skip_judge=skip
+    )
     reps = build_reporters(reporters, verbose)
     started = time.time()
-    results, summaries, hook_errors, not_run = asyncio.run(run_agents(tests, config, agents, options, reps, no_cache, replay))
-    report = RunReport(started_at=started, finished_at=time.time(), summaries=summaries, results=results,
-                       load_errors=load_errors, hook_errors=hook_errors, not_run=not_run)
+    results, summaries, hook_errors, not_run = asyncio.run(
+        run_agents(tests, config, agents, options, reps, no_cache, replay)
+    )
+    report = RunReport(
+        started_at=started,
+        finished_at=time.time(),
+        summaries=summaries,
+        results=results,
+        load_errors=load_errors,
+        hook_errors=hook_errors,
+        not_run=not_run,
+    )
     for rep in reps:
         rep.finish(report)
     if load_errors:

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agent_health.connectors.base import ResolvedAgent
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
+from agent_health.model.agent import BUILTIN_CONNECTORS, ResolvedAgent
 
 
 class AgentSpec(BaseModel):
@@ -18,8 +18,9 @@ class AgentSpec(BaseModel):
     key: str = Field(description="Agent key used in KEY@VERSION.")
     connector: str = Field("demo", description="Connector name: demo, http, agui, subprocess, python.")
     settings: dict[str, Any] = Field(default_factory=dict, description="Connector settings.")
-    versions: dict[str, dict[str, Any]] = Field(default_factory=lambda: {"default": {}},
-                                                description="Version name -> settings overrides.")
+    versions: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {"default": dict[str, Any]()}, description="Version name -> settings overrides."
+    )
     default_version: str | None = Field(None, description="Version used when none is given; the last one otherwise.")
     traces: bool = Field(False, description="Whether runs of this agent have traces to read.")
     description: str = ""
@@ -27,10 +28,8 @@ class AgentSpec(BaseModel):
     @field_validator("connector")
     @classmethod
     def _known_connector(cls, value: str) -> str:
-        from agent_health.connectors.base import CONNECTORS
-
-        if value not in CONNECTORS:
-            raise ValueError(f"unknown connector {value!r}; known: {', '.join(sorted(CONNECTORS))}")
+        if value not in BUILTIN_CONNECTORS:
+            raise ValueError(f"unknown connector {value!r}; known: {', '.join(sorted(BUILTIN_CONNECTORS))}")
         return value
 
     @field_validator("versions")
@@ -48,10 +47,17 @@ class AgentSpec(BaseModel):
     def resolve(self, version: str | None = None) -> ResolvedAgent:
         version = version or self.default_version or list(self.versions)[-1]
         if version not in self.versions:
-            raise ConfigError(f"unknown version {version!r} of agent {self.key!r}; known: "
-                              + ", ".join(f"{self.key}@{v}" for v in self.versions))
-        return ResolvedAgent(key=self.key, version=version, connector=self.connector,
-                             settings=merge_settings(self.settings, self.versions[version]), traces=self.traces)
+            raise ConfigError(
+                f"unknown version {version!r} of agent {self.key!r}; known: "
+                + ", ".join(f"{self.key}@{v}" for v in self.versions)
+            )
+        return ResolvedAgent(
+            key=self.key,
+            version=version,
+            connector=self.connector,
+            settings=merge_settings(self.settings, self.versions[version]),
+            traces=self.traces,
+        )
 
     @property
     def refs(self) -> list[str]:
@@ -74,6 +80,10 @@ def merge_settings(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 
 DEMO_AGENT = AgentSpec(
-    key="demo", connector="demo", versions={"v1": {}, "v2": {}}, default_version="v2", traces=False,
+    key="demo",
+    connector="demo",
+    versions={"v1": {}, "v2": {}},
+    default_version="v2",
+    traces=False,
     description="Built-in offline SRE agent (v1 shallow, v2 thorough); see agent_health.connectors.demo",
 )

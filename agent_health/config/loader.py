@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from agent_health.config.model import Config
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
 
 CONFIG_FILE = "agent_health_config.py"
 CONFIG_ENV = "AGENT_HEALTH_CONFIG"

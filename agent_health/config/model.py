@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
-from agent_health.connectors.base import ResolvedAgent
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
+from agent_health.model.agent import ResolvedAgent
+from agent_health.model.settings import check_replay_mode
 
 
 class JudgeSettings(BaseModel):
@@ -22,17 +24,26 @@ class JudgeSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    provider: str = Field("demo", description="Default provider: demo (offline heuristic), openai, bedrock, "
-                                              "or a name from `providers`.")
+    provider: str = Field(
+        "demo", description="Default provider: demo (offline heuristic), openai, bedrock, or a name from `providers`."
+    )
     model: str | None = Field(None, description="Judge model id of the default provider.")
-    settings: dict[str, Any] = Field(default_factory=dict, description="Settings of the default provider (openai: "
-                                     "base_url, api_key_env, temperature, max_tokens, json_mode, timeout_s, headers; "
-                                     "bedrock: region, profile, endpoint_url, inference_config, timeout_s).")
-    providers: dict[str, dict[str, Any]] = Field(default_factory=dict, description="More named providers: "
-                                                 "{name: {type: openai|bedrock, model: ..., <settings>}}.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Settings of the default provider (openai: "
+        "base_url, api_key_env, temperature, max_tokens, json_mode, timeout_s, headers; "
+        "bedrock: region, profile, endpoint_url, inference_config, timeout_s).",
+    )
+    providers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="More named providers: {name: {type: openai|bedrock, model: ..., <settings>}}.",
+    )
     per_test: dict[str, str] = Field(default_factory=dict, description="Test id glob -> judge model for those tests.")
-    rubrics: dict[str, str] = Field(default_factory=dict, description="Evaluator name -> agent-health evaluator JSON "
-                                    "file (relative to the project root), usable as judge(..., evaluator=name).")
+    rubrics: dict[str, str] = Field(
+        default_factory=dict,
+        description="Evaluator name -> agent-health evaluator JSON "
+        "file (relative to the project root), usable as judge(..., evaluator=name).",
+    )
     concurrency: int = Field(8, ge=1, description="Judge calls in flight at once, apart from the agent's limit.")
     cache: bool = Field(True, description="Use the persistent judge cache.")
     cache_file: str = Field("judge_cache.sqlite", description="Cache file, relative to the state folder.")
@@ -52,20 +63,24 @@ class JudgeSettings(BaseModel):
         for d in flat:
             for k in d:
                 if str(k).lower() in ("api_key", "apikey", "secret", "password", "token", "aws_secret_access_key"):
-                    raise ValueError(f"judge setting {k!r}: secrets never go in the configuration; name an "
-                                     "environment variable instead (api_key_env) or use the AWS credential chain")
+                    raise ValueError(
+                        f"judge setting {k!r}: secrets never go in the configuration; name an "
+                        "environment variable instead (api_key_env) or use the AWS credential chain"
+                    )
         return value
 
     @model_validator(mode="after")
-    def _known_providers(self) -> "JudgeSettings":
+    def _known_providers(self) -> JudgeSettings:
         builtin = ("demo", "openai", "bedrock")
         if self.provider not in builtin and self.provider not in self.providers:
-            raise ValueError(f"judge.provider {self.provider!r} unknown; use one of {list(builtin)} "
-                             f"or a name from judge.providers")
+            raise ValueError(
+                f"judge.provider {self.provider!r} unknown; use one of {list(builtin)} or a name from judge.providers"
+            )
         for name, conf in self.providers.items():
             if str(conf.get("type", name)) not in builtin:
-                raise ValueError(f"judge.providers[{name!r}]: type {conf.get('type', name)!r} unknown; "
-                                 f"use one of {list(builtin)}")
+                raise ValueError(
+                    f"judge.providers[{name!r}]: type {conf.get('type', name)!r} unknown; use one of {list(builtin)}"
+                )
         return self
 
 
@@ -76,14 +91,20 @@ class TraceSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     source: Literal["local", "opensearch", "none"] = Field(
-        "local", description="local (span files under the state folder), opensearch, or none.")
-    settings: dict[str, Any] = Field(default_factory=dict, description=(
-        "Source settings. local: path. opensearch: url, index, logs_index, auth, TLS options, "
-        "exclude_services, run_id_attributes, window_slack_s, batch_size. Both: service_name "
-        "(for the time-window fallback). Put secrets in the environment (password_env)."))
+        "local", description="local (span files under the state folder), opensearch, or none."
+    )
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "Source settings. local: path. opensearch: url, index, logs_index, auth, TLS options, "
+            "exclude_services, run_id_attributes, window_slack_s, batch_size. Both: service_name "
+            "(for the time-window fallback). Put secrets in the environment (password_env)."
+        ),
+    )
     wait_s: float = Field(10.0, ge=0, description="How long `result.traces` waits for spans to land.")
-    metrics_wait_s: float = Field(0.0, ge=0, description=(
-        "How long deriving trace metrics after a test waits for spans (0: one look)."))
+    metrics_wait_s: float = Field(
+        0.0, ge=0, description=("How long deriving trace metrics after a test waits for spans (0: one look).")
+    )
 
     def __repr_args__(self) -> Any:
         # Never show secrets a user put inline (auth.password, tokens) in logs or the Dagster UI.
@@ -93,8 +114,14 @@ class TraceSettings(BaseModel):
 
 def _masked(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: ("***" if any(w in str(k).lower() for w in ("password", "secret", "token"))
-                    and not str(k).endswith("_env") else _masked(v)) for k, v in value.items()}
+        return {
+            k: (
+                "***"
+                if any(w in str(k).lower() for w in ("password", "secret", "token")) and not str(k).endswith("_env")
+                else _masked(v)
+            )
+            for k, v in value.items()
+        }
     return value
 
 
@@ -113,10 +140,14 @@ class Config(BaseModel):
     state_dir: str = Field(".agent_health", description="Results, caches and spans, relative to the root.")
     concurrency: int = Field(8, description="Tests in flight at once.")
     timeout_s: float = Field(120.0, description="Default per-test timeout.")
-    prices: dict[str, tuple[float, float]] = Field(default_factory=dict,
-                                                   description="Model -> (USD per 1M input, per 1M output).")
-    replay: str = Field("off", description="Record/replay of agent runs: off, record, auto or strict "
-                                           "(overridden by --replay and $AGENT_HEALTH_REPLAY).")
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
+    )
+    replay: str = Field(
+        "off",
+        description="Record/replay of agent runs: off, record, auto or strict "
+        "(overridden by --replay and $AGENT_HEALTH_REPLAY).",
+    )
     root: str = Field(".", description="Project root (the folder of the configuration file).")
     source: str | None = Field(None, description="Path of the configuration file, if any.")
 
@@ -130,9 +161,7 @@ class Config(BaseModel):
     @field_validator("replay")
     @classmethod
     def _replay(cls, value: str) -> str:
-        from agent_health.replay.store import check_mode
-
-        return check_mode(value)
+        return check_replay_mode(value)
 
     def agent(self, ref: str) -> ResolvedAgent:
         """Resolve KEY@VERSION (or KEY for its default version)."""

@@ -14,23 +14,33 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
 
 REDACTED = "[REDACTED]"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Header names whose values are credentials whatever their origin.
-SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie",
-                               "set-cookie", "x-amz-security-token", "x-auth-token"})
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "set-cookie",
+        "x-amz-security-token",
+        "x-auth-token",
+    }
+)
 _SENSITIVE_KEY = re.compile(r"(secret|password|passwd|token|api[_-]?key|authorization|credential)", re.I)
 _MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
 
 
 def is_env_ref(value: Any) -> bool:
     """`{"env": NAME}`, optionally with `"secret": False` for a value that is not secret."""
-    return (isinstance(value, Mapping) and isinstance(value.get("env"), str)
-            and set(value) <= {"env", "secret"})
+    return isinstance(value, Mapping) and isinstance(value.get("env"), str) and set(value) <= {"env", "secret"}
 
 
 class SecretSet:
@@ -74,8 +84,9 @@ class SecretSet:
         return value
 
 
-def resolve_env_refs(value: Any, setting: str, secrets: SecretSet | None = None,
-                     environ: Mapping[str, str] | None = None) -> Any:
+def resolve_env_refs(
+    value: Any, setting: str, secrets: SecretSet | None = None, environ: Mapping[str, str] | None = None
+) -> Any:
     """Resolve `{"env": NAME}` and `${NAME}` references in a settings value.
 
     Resolved values are added to `secrets`. A missing variable is a ConfigError naming the setting
@@ -116,8 +127,9 @@ def collect_sensitive(headers: Mapping[str, Any], secrets: SecretSet) -> None:
 
 def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
     """Headers safe to store: credential-bearing values replaced by REDACTED."""
-    return {k: (REDACTED if k.lower() in SENSITIVE_HEADERS or _SENSITIVE_KEY.search(k) else v)
-            for k, v in headers.items()}
+    return {
+        k: (REDACTED if k.lower() in SENSITIVE_HEADERS or _SENSITIVE_KEY.search(k) else v) for k, v in headers.items()
+    }
 
 
 def display_value(value: Any) -> Any:
@@ -125,8 +137,14 @@ def display_value(value: Any) -> Any:
     if is_env_ref(value):
         return "${" + value["env"] + "}"
     if isinstance(value, Mapping):
-        return {k: (REDACTED if isinstance(k, str) and _SENSITIVE_KEY.search(k) and not _is_ref_only(x)
-                    else display_value(x)) for k, x in value.items()}
+        return {
+            k: (
+                REDACTED
+                if isinstance(k, str) and _SENSITIVE_KEY.search(k) and not _is_ref_only(x)
+                else display_value(x)
+            )
+            for k, x in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [display_value(x) for x in value]
     return value
@@ -141,8 +159,16 @@ def _is_ref_only(value: Any) -> bool:
 # would reach the user's logs. Every connector registers its secrets here, and a filter on those
 # loggers scrubs records before any handler sees them.
 _LOG_SECRETS = SecretSet()
-_FILTERED_LOGGERS = ("httpx", "httpcore.http11", "httpcore.http2", "httpcore.connection", "httpcore.proxy",
-                     "botocore.auth", "botocore.endpoint", "agent_health")
+_FILTERED_LOGGERS = (
+    "httpx",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.connection",
+    "httpcore.proxy",
+    "botocore.auth",
+    "botocore.endpoint",
+    "agent_health",
+)
 
 
 class _RedactingFilter:

@@ -15,15 +15,16 @@ import codecs
 import json
 import time
 import uuid
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 from pydantic import Field
 
-from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.http import HttpBase, HttpSettings, describe_transport_error
 from agent_health.connectors.parsing import as_text, parse_args, usage_of
 from agent_health.model import RunResult, Step, Usage
+from agent_health.model.agent import AgentRequest
 
 
 class AguiSettings(HttpSettings):
@@ -86,8 +87,16 @@ class _Fold:
         call = self.calls.pop(cid, None)
         if call is None:
             return
-        self.steps.append(Step(kind="tool_call", tool=call["name"], args=parse_args("".join(call["args"])),
-                               call_id=cid, started_ms=call["at"], duration_ms=self._ms() - call["at"]))
+        self.steps.append(
+            Step(
+                kind="tool_call",
+                tool=call["name"],
+                args=parse_args("".join(call["args"])),
+                call_id=cid,
+                started_ms=call["at"],
+                duration_ms=self._ms() - call["at"],
+            )
+        )
 
     def _close_thinking(self) -> None:
         if self.thinking is not None:
@@ -115,15 +124,23 @@ class _Fold:
                 call["args"].append(str(ev["delta"]))
         elif t == "TOOL_CALL_ARGS":
             self.calls.setdefault(str(ev.get("toolCallId")), {"name": None, "args": [], "at": self._ms()})[
-                "args"].append(str(ev.get("delta") or ""))
+                "args"
+            ].append(str(ev.get("delta") or ""))
         elif t == "TOOL_CALL_END":
             self._close_call(str(ev.get("toolCallId")))
         elif t == "TOOL_CALL_RESULT":
             cid = str(ev.get("toolCallId"))
             self._close_call(cid)
-            self.steps.append(Step(kind="tool_result", tool=self.call_names.get(cid), call_id=cid,
-                                   content=as_text(ev.get("content")), started_ms=self._ms(),
-                                   is_error=bool(ev.get("isError") or ev.get("error"))))
+            self.steps.append(
+                Step(
+                    kind="tool_result",
+                    tool=self.call_names.get(cid),
+                    call_id=cid,
+                    content=as_text(ev.get("content")),
+                    started_ms=self._ms(),
+                    is_error=bool(ev.get("isError") or ev.get("error")),
+                )
+            )
         elif t in ("THINKING_START", "REASONING_START", "THINKING_TEXT_MESSAGE_START", "REASONING_MESSAGE_START"):
             if self.thinking is None:
                 self.thinking = []
@@ -168,15 +185,23 @@ class AguiConnector(HttpBase):
     def default_body(self, request: AgentRequest) -> Any:
         s = self.settings
         messages = [{"id": f"msg_{request.run_id[:12]}", "role": "user", "content": request.prompt}]
-        context = [{"description": str(c.get("description", "")), "value": as_text(c.get("value", ""))}
-                   for c in request.context]
+        context = [
+            {"description": str(c.get("description", "")), "value": as_text(c.get("value", ""))}
+            for c in request.context
+        ]
         forwarded = {**s.forwarded_props, **({"provisioned": dict(request.provisioned)} if request.provisioned else {})}
         if s.model:
             forwarded.setdefault("model", s.model)
-        return {"threadId": s.thread_id or f"thread_{uuid.uuid4().hex[:16]}", "runId": request.run_id,
-                "messages": messages, "tools": list(s.tools), "context": context,
-                "state": {**s.state, **(request.provisioned.get("state") or {})}, "forwardedProps": forwarded,
-                **s.body}
+        return {
+            "threadId": s.thread_id or f"thread_{uuid.uuid4().hex[:16]}",
+            "runId": request.run_id,
+            "messages": messages,
+            "tools": list(s.tools),
+            "context": context,
+            "state": {**s.state, **(request.provisioned.get("state") or {})},
+            "forwardedProps": forwarded,
+            **s.body,
+        }
 
     async def run(self, request: AgentRequest) -> RunResult:
         started = time.perf_counter()
@@ -188,14 +213,18 @@ class AguiConnector(HttpBase):
                 # From here on output has begun: no retries, only the idle and run timeouts apply.
                 await self._consume(response, fold)
         except TimeoutError:
-            raise self.fail(f"run did not finish within timeout_s={limit:g}s after {len(fold.raw)} events"
-                            + (f" ({fold.open_parts()})" if fold.open_parts() else "")) from None
+            raise self.fail(
+                f"run did not finish within timeout_s={limit:g}s after {len(fold.raw)} events"
+                + (f" ({fold.open_parts()})" if fold.open_parts() else "")
+            ) from None
         if fold.error:
             raise self.fail(fold.error)
         if fold.finished is None:
             open_parts = fold.open_parts()
-            raise self.fail(f"stream ended before RUN_FINISHED after {len(fold.raw)} events"
-                            + (f" ({open_parts})" if open_parts else ""))
+            raise self.fail(
+                f"stream ended before RUN_FINISHED after {len(fold.raw)} events"
+                + (f" ({open_parts})" if open_parts else "")
+            )
         fold.finish()
         output = fold.last_text
         result_value = fold.finished.get("result")
@@ -208,10 +237,18 @@ class AguiConnector(HttpBase):
             usage = usage.model_copy(update={"model": self.settings.model})
         if retries:
             usage = usage.model_copy(update={"retries": retries})
-        result = RunResult(output=output, trajectory=tuple(fold.steps), run_id=request.run_id,
-                           trace_id=request.trace_id, agent=self.agent.ref, prompt=request.prompt,
-                           context=request.context, duration_ms=(time.perf_counter() - started) * 1000,
-                           usage=usage, raw_events=tuple(fold.raw))
+        result = RunResult(
+            output=output,
+            trajectory=tuple(fold.steps),
+            run_id=request.run_id,
+            trace_id=request.trace_id,
+            agent=self.agent.ref,
+            prompt=request.prompt,
+            context=request.context,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            usage=usage,
+            raw_events=tuple(fold.raw),
+        )
         return await self.apply_after(list(fold.raw), result)
 
     async def _consume(self, response: httpx.Response, fold: _Fold) -> None:
@@ -229,8 +266,10 @@ class AguiConnector(HttpBase):
                 try:
                     buf += decoder.decode(chunk)
                 except UnicodeDecodeError as exc:
-                    raise self.fail(f"event stream is not valid UTF-8: byte 0x{chunk[exc.start:exc.start + 1].hex()}"
-                                    f" after {size - len(chunk) + exc.start} bytes") from None
+                    raise self.fail(
+                        f"event stream is not valid UTF-8: byte 0x{chunk[exc.start : exc.start + 1].hex()}"
+                        f" after {size - len(chunk) + exc.start} bytes"
+                    ) from None
                 *complete, buf = buf.replace("\r\n", "\n").replace("\r", "\n").split("\n")
                 for line in complete:
                     yield line
@@ -242,8 +281,9 @@ class AguiConnector(HttpBase):
                 try:
                     event = json.loads(payload)
                 except ValueError as exc:
-                    raise self.fail(f"malformed AG-UI event #{len(fold.raw) + 1}: {exc}; data {payload[:80]!r}") \
-                        from None
+                    raise self.fail(
+                        f"malformed AG-UI event #{len(fold.raw) + 1}: {exc}; data {payload[:80]!r}"
+                    ) from None
                 if not isinstance(event, dict):
                     fold.raw.append(event)
                     continue
@@ -251,13 +291,16 @@ class AguiConnector(HttpBase):
                 if fold.error or fold.finished is not None:
                     break
         except httpx.TimeoutException:
-            raise self.fail(f"no event for request_timeout_s={self.settings.request_timeout_s:g}s after "
-                            f"{len(fold.raw)} events") from None
+            raise self.fail(
+                f"no event for request_timeout_s={self.settings.request_timeout_s:g}s after {len(fold.raw)} events"
+            ) from None
         except httpx.HTTPError as exc:
             if fold.error or fold.finished is not None:
                 return
             open_parts = fold.open_parts()
-            raise self.fail(f"stream cut off after {len(fold.raw)} events ({describe_transport_error(exc)})"
-                            + (f"; {open_parts}" if open_parts else "")) from None
+            raise self.fail(
+                f"stream cut off after {len(fold.raw)} events ({describe_transport_error(exc)})"
+                + (f"; {open_parts}" if open_parts else "")
+            ) from None
         finally:
             await response.aclose()

@@ -43,13 +43,14 @@ class Authenticator:
     """Adds credentials to one outgoing request; registers every credential as a secret."""
 
     def __init__(self, settings: AuthSettings, secrets: SecretSet, setting: str):
-        from agent_health.sdk.errors import ConfigError
+        from agent_health.errors import ConfigError
 
         self.settings = s = settings
         self._static: dict[str, str] = {}
         self._credentials: Any = None
-        need = {"bearer": ["token"], "api_key": ["value"], "basic": ["username", "password"],
-                "sigv4": ["region"]}.get(s.type, [])
+        need = {"bearer": ["token"], "api_key": ["value"], "basic": ["username", "password"], "sigv4": ["region"]}.get(
+            s.type, []
+        )
         for name in need:
             if not getattr(s, name):
                 raise ConfigError(f"setting {setting}.{name} is required for auth type {s.type!r}")
@@ -76,15 +77,17 @@ class Authenticator:
         import botocore.session  # lazy: only agents behind SigV4 pay for botocore
         from botocore.credentials import Credentials
 
-        from agent_health.sdk.errors import ConfigError
+        from agent_health.errors import ConfigError
 
         s = self.settings
         if s.access_key_id and s.secret_access_key:
             return Credentials(s.access_key_id, s.secret_access_key, s.session_token)
         creds = botocore.session.Session(profile=s.profile).get_credentials()
         if creds is None:
-            raise ConfigError(f"setting {setting}: sigv4 needs access_key_id/secret_access_key or AWS "
-                              "credentials in the environment or a profile")
+            raise ConfigError(
+                f"setting {setting}: sigv4 needs access_key_id/secret_access_key or AWS "
+                "credentials in the environment or a profile"
+            )
         return creds
 
     def apply(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
@@ -98,6 +101,7 @@ class Authenticator:
 
         # Only the headers the agent will see are signed; hop-by-hop ones would break verification.
         aws = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
-        SigV4Auth(self._credentials.get_frozen_credentials(), self.settings.service,
-                  str(self.settings.region)).add_auth(aws)
+        SigV4Auth(
+            self._credentials.get_frozen_credentials(), self.settings.service, str(self.settings.region)
+        ).add_auth(aws)
         return dict(aws.headers.items())

@@ -11,50 +11,12 @@ import importlib
 import os
 import time
 import uuid
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
-from agent_health.sdk.errors import AgentError, ConfigError
-
-
-class AgentRequest(BaseModel):
-    """Everything one agent invocation receives."""
-
-    model_config = ConfigDict(frozen=True)
-
-    prompt: str
-    context: tuple[dict[str, Any], ...] = ()
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the agent.")
-    files: dict[str, Any] = Field(default_factory=dict, description="Files to provision, name -> content.")
-    provisioned: dict[str, Any] = Field(default_factory=dict, description="Structured values for the payload.")
-    test_id: str | None = None
-    timeout_s: float | None = None
-    run_id: str = ""
-    trace_id: str = ""
-    span_id: str = ""
-
-    @property
-    def traceparent(self) -> str:
-        """W3C trace context header value for this run."""
-        return f"00-{self.trace_id}-{self.span_id}-01"
-
-
-class ResolvedAgent(BaseModel):
-    """An agent at one version: its connector name and merged settings."""
-
-    model_config = ConfigDict(frozen=True)
-
-    key: str
-    version: str
-    connector: str
-    settings: dict[str, Any] = Field(default_factory=dict)
-    traces: bool = Field(False, description="Whether this agent's runs have traces.")
-
-    @property
-    def ref(self) -> str:
-        return f"{self.key}@{self.version}"
+from agent_health.model.agent import BUILTIN_CONNECTORS, AgentRequest, ResolvedAgent
 
 
 class Connector(abc.ABC):
@@ -78,14 +40,7 @@ class Connector(abc.ABC):
         """Release pooled connections."""
 
 
-# Lazily imported so the CLI does not pay for connectors it does not use.
-CONNECTORS: dict[str, str] = {
-    "demo": "agent_health.connectors.demo:DemoConnector",
-    "http": "agent_health.connectors.http:HttpConnector",
-    "agui": "agent_health.connectors.agui:AguiConnector",
-    "subprocess": "agent_health.connectors.subprocess:SubprocessConnector",
-    "python": "agent_health.connectors.python:PythonConnector",
-}
+CONNECTORS = BUILTIN_CONNECTORS
 
 
 def connector_class(name: str) -> type[Connector]:
@@ -96,28 +51,32 @@ def connector_class(name: str) -> type[Connector]:
     return getattr(importlib.import_module(module), attr)
 
 
-TraceBinder = Callable[[RunResult, ResolvedAgent], RunResult]
+# Makes the lazy traces view of one run (None when the agent has no traces).
+TraceViewFactory = Callable[[RunResult, ResolvedAgent], Any]
 
 
 class AgentRuntime:
     """An agent version ready to run: resolved once per engine run, shared by its tests."""
 
-    def __init__(self, agent: ResolvedAgent, connector: Connector | None = None,
-                 bind_traces: TraceBinder | None = None):
+    def __init__(
+        self, agent: ResolvedAgent, connector: Connector | None = None, trace_views: TraceViewFactory | None = None
+    ):
         self.agent = agent
         self.connector = connector or connector_class(agent.connector)(agent)
-        self._bind_traces = bind_traces
+        self._trace_views = trace_views
 
     @property
     def ref(self) -> str:
         return self.agent.ref
 
     async def invoke(self, request: AgentRequest) -> RunResult:
-        request = request.model_copy(update={
-            "run_id": request.run_id or uuid.uuid4().hex,
-            "trace_id": request.trace_id or os.urandom(16).hex(),
-            "span_id": request.span_id or os.urandom(8).hex(),
-        })
+        request = request.model_copy(
+            update={
+                "run_id": request.run_id or uuid.uuid4().hex,
+                "trace_id": request.trace_id or os.urandom(16).hex(),
+                "span_id": request.span_id or os.urandom(8).hex(),
+            }
+        )
         started = time.time()
         try:
             result = await self.connector.run(request)
@@ -132,7 +91,11 @@ class AgentRuntime:
             updates["started_at"] = started
         if updates:
             result = result.model_copy(update=updates)
-        return self._bind_traces(result, self.agent) if self._bind_traces else result
+        return result
+
+    def traces_for(self, result: RunResult) -> Any:
+        """The lazy traces view of one of this agent's runs, or None when it has no traces."""
+        return self._trace_views(result, self.agent) if self._trace_views else None
 
     async def aclose(self) -> None:
         await self.connector.aclose()

@@ -5,15 +5,17 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_health.config.secrets import SecretSet, register_log_secrets, resolve_env_refs
-from agent_health.connectors.base import AgentRequest, Connector, ResolvedAgent
+from agent_health.connectors.base import Connector
+from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
-from agent_health.sdk.errors import AgentError, ConfigError
+from agent_health.model.agent import AgentRequest, ResolvedAgent
 
 S = TypeVar("S", bound="ConnectorSettings")
 
@@ -25,10 +27,14 @@ class ConnectorSettings(BaseModel):
 
     root: str = Field(".", description="Folder relative paths (cwd, modules) resolve from; the project root.")
     timeout_s: float = Field(300.0, gt=0, description="Per-run timeout, including retries.")
-    before_request: Any = Field(None, description="Hook (callable or 'module:function') that may change "
-                                                  "the outgoing request: fn(request_dict, agent_request).")
-    after_response: Any = Field(None, description="Hook that reads the raw response: fn(raw, result) "
-                                                  "-> RunResult | None.")
+    before_request: Any = Field(
+        None,
+        description="Hook (callable or 'module:function') that may change "
+        "the outgoing request: fn(request_dict, agent_request).",
+    )
+    after_response: Any = Field(
+        None, description="Hook that reads the raw response: fn(raw, result) -> RunResult | None."
+    )
     model: str | None = Field(None, description="Model name, reported in usage and sent when the agent takes one.")
     description: str | None = None
 
@@ -47,7 +53,7 @@ def load_callable(spec: Any, setting: str, root: str = ".") -> Callable[..., Any
         module = importlib.import_module(module_name)
     except Exception as exc:
         raise ConfigError(f"setting {setting}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    fn = module
+    fn: Any = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
@@ -82,14 +88,17 @@ class RealConnector(Connector):
         try:
             self.settings = self.settings_model.model_validate(resolved)
         except ValidationError as exc:
-            raise ConfigError(f"agent {agent.ref}: invalid settings: " + "; ".join(
-                f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )) from None
+            raise ConfigError(
+                f"agent {agent.ref}: invalid settings: "
+                + "; ".join(f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            ) from None
         register_log_secrets(self.secrets)
-        self.before_request = load_callable(self.settings.before_request, f"{where}.settings.before_request",
-                                            self.settings.root)
-        self.after_response = load_callable(self.settings.after_response, f"{where}.settings.after_response",
-                                            self.settings.root)
+        self.before_request = load_callable(
+            self.settings.before_request, f"{where}.settings.before_request", self.settings.root
+        )
+        self.after_response = load_callable(
+            self.settings.after_response, f"{where}.settings.after_response", self.settings.root
+        )
 
     def fail(self, what: str) -> AgentError:
         """The AgentError for a failure: names the agent, the endpoint and what went wrong."""

@@ -24,8 +24,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_health.connectors.base import AgentRequest, Connector
+from agent_health.connectors.base import Connector
 from agent_health.model import RunResult, Step, Usage
+from agent_health.model.agent import AgentRequest
+from agent_health.model.run import StepKind
 
 VERSIONS = {"v1": "demo-sre-small", "v2": "demo-sre-large"}
 
@@ -48,7 +50,9 @@ class Scenario:
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
-        "payment_db", ("payment", "db-primary", "5432", "card"), "payment-service",
+        "payment_db",
+        ("payment", "db-primary", "5432", "card"),
+        "payment-service",
         "ERROR payment-service: Connection refused to db-primary:5432 (pool exhausted, 50/50 in use)",
         ("db_connections_active", "50 of 50 connections in use since 14:02 UTC; db-primary failover at 14:01"),
         "span payment-service -> db-primary:5432 failed: connection refused (1,204 errors in 5 min)",
@@ -60,7 +64,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "new primary, and raise the pool limit with a connection timeout.",
     ),
     Scenario(
-        "checkout_latency", ("checkout", "latency", "slow", "p99"), "checkout-service",
+        "checkout_latency",
+        ("checkout", "latency", "slow", "p99"),
+        "checkout-service",
         "WARN checkout-service: request took 4200ms (threshold 1000ms)",
         ("cache_hit_ratio", "redis cache hit ratio fell from 0.97 to 0.12 at 09:15 after the TTL config change"),
         "span checkout-service -> redis GET: cache miss, fallback to catalog-db 3.9s",
@@ -70,7 +76,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "Remediation: revert the TTL change and add an alert on the cache hit ratio.",
     ),
     Scenario(
-        "auth_5xx", ("auth", "login", "401", "certificate", "tls", "sign-in"), "auth-service",
+        "auth_5xx",
+        ("auth", "login", "401", "certificate", "tls", "sign-in"),
+        "auth-service",
         "ERROR auth-service: upstream identity-provider handshake failed",
         ("tls_handshake_errors", "tls handshake errors 100% since 00:00 UTC"),
         "span auth-service -> identity-provider: x509 certificate has expired (NotAfter 00:00 UTC)",
@@ -80,7 +88,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "alert on certificate expiry 14 days ahead.",
     ),
     Scenario(
-        "oom", ("memory", "oom", "crashloop", "restart", "image-resizer"), "image-resizer",
+        "oom",
+        ("memory", "oom", "crashloop", "restart", "image-resizer"),
+        "image-resizer",
         "ERROR kubelet: image-resizer container OOMKilled (limit 512Mi), restart count 14",
         ("container_memory_working_set", "memory grows 40Mi per 1k requests since deploy v3.2"),
         "span image-resizer resize(): buffers retained after response (v3.2)",
@@ -90,7 +100,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "fix the buffer release; raising the limit only delays the crash.",
     ),
     Scenario(
-        "dns", ("dns", "nxdomain", "resolve", "inventory"), "inventory-service",
+        "dns",
+        ("dns", "nxdomain", "resolve", "inventory"),
+        "inventory-service",
         "ERROR inventory-service: lookup inventory-db.internal: NXDOMAIN",
         ("dns_query_errors", "NXDOMAIN responses for inventory-db.internal since 11:40"),
         "span inventory-service -> inventory-db.internal: 2.1s before failing (retries)",
@@ -98,10 +110,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         "cannot resolve its database. Remediation: restore the DNS record.",
         "",
         v2_wrong="Root cause: network latency between inventory-service and its database: calls take 2.1s "
-                 "before failing. Remediation: investigate the network path and raise client timeouts.",
+        "before failing. Remediation: investigate the network path and raise client timeouts.",
     ),
     Scenario(
-        "disk", ("disk", "no space", "logs-ingest", "volume"), "logs-ingest",
+        "disk",
+        ("disk", "no space", "logs-ingest", "volume"),
+        "logs-ingest",
         "ERROR logs-ingest: write failed: no space left on device (/var/lib/ingest 100%)",
         ("disk_used_percent", "/var/lib/ingest at 100% since 03:12"),
         "span logs-ingest flush(): ENOSPC",
@@ -111,7 +125,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "rotation stopped at 03:12. Remediation: free space, re-enable log rotation, and alert at 80% use.",
     ),
     Scenario(
-        "kafka", ("kafka", "consumer lag", "queue", "orders"), "orders-consumer",
+        "kafka",
+        ("kafka", "consumer lag", "queue", "orders"),
+        "orders-consumer",
         "WARN orders-consumer: consumer lag 182,000 messages on topic orders",
         ("consumer_group_rebalances", "orders-consumer group rebalanced 96 times in 1h (session timeout 10s)"),
         "span orders-consumer poll(): processing 14s > session timeout, member evicted",
@@ -119,12 +135,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         "Root cause: the orders-consumer group is stuck in a rebalance loop: processing a batch takes 14s, "
         "longer than the 10s session timeout, so members are evicted and lag grows to 182,000. "
         "Remediation: raise the session timeout or shrink max.poll.records.",
-        v1_tool_error=True, v2_repeats_search=True,
+        v1_tool_error=True,
+        v2_repeats_search=True,
     ),
 )
 
 GENERIC = Scenario(
-    "generic", (), "unknown-service", "INFO no errors matched the query", ("error_rate", "error rate nominal"),
+    "generic",
+    (),
+    "unknown-service",
+    "INFO no errors matched the query",
+    ("error_rate", "error rate nominal"),
     "no failing spans found",
     "I could not find a specific root cause in the logs.",
     "I could not find a specific root cause: logs, metrics and traces show no anomaly for this request.",
@@ -179,8 +200,14 @@ class DemoConnector(Connector):
             store.write_spans(spans)
             store.write_logs(demo_logs(request, steps, spans, sc.service))
         return RunResult(
-            output=output, trajectory=tuple(steps), run_id=request.run_id, trace_id=request.trace_id,
-            agent=self.agent.ref, prompt=request.prompt, context=request.context, duration_ms=duration,
+            output=output,
+            trajectory=tuple(steps),
+            run_id=request.run_id,
+            trace_id=request.trace_id,
+            agent=self.agent.ref,
+            prompt=request.prompt,
+            context=request.context,
+            duration_ms=duration,
             usage=Usage.of(input_tokens, output_tokens, model=model, llm_calls=llm_calls),
             raw_events=({"type": "demo", "scenario": sc.key, "version": version},),
         )
@@ -188,8 +215,11 @@ class DemoConnector(Connector):
     @staticmethod
     def _as_json(sc: Scenario, answer: str, version: str) -> str:
         """Structured answer; v1 leaves out the remediation, as a small model often does."""
-        body: dict[str, Any] = {"service": sc.service, "root_cause": answer.split(". ")[0],
-                                "confidence": 0.55 if version == "v1" else 0.85}
+        body: dict[str, Any] = {
+            "service": sc.service,
+            "root_cause": answer.split(". ")[0],
+            "confidence": 0.55 if version == "v1" else 0.85,
+        }
         if version != "v1":
             body["remediation"] = answer.split("Remediation: ")[-1] if "Remediation: " in answer else ""
         return json.dumps(body)
@@ -207,7 +237,7 @@ class DemoConnector(Connector):
         steps: list[Step] = []
         clock = [0.0]
 
-        def add(kind: str, content: str = "", ms: float = 0.0, **kw: Any) -> None:
+        def add(kind: StepKind, content: str = "", ms: float = 0.0, **kw: Any) -> None:
             # the demo's steps are valid by construction: skip validation on this hot path
             steps.append(Step.model_construct(kind=kind, content=content, started_ms=clock[0], duration_ms=ms, **kw))
             clock[0] += ms
@@ -218,23 +248,41 @@ class DemoConnector(Connector):
             add("tool_result", result, ms, tool=name, call_id=cid, is_error=error)
 
         if version == "v1":
-            add("thinking", f"The user reports a problem. I will search the {sc.service} logs for errors.", 300.0,
-                output_tokens=40)
+            add(
+                "thinking",
+                f"The user reports a problem. I will search the {sc.service} logs for errors.",
+                300.0,
+                output_tokens=40,
+            )
             tool("search_logs", {"service": sc.service, "level": "error"}, sc.log_line, 450.0)
             if sc.v1_tool_error:
-                tool("get_metrics", {"service": sc.service, "metric": "lag"},
-                     "error: unknown metric 'lag'; available: consumer_group_rebalances", 120.0, error=True)
+                tool(
+                    "get_metrics",
+                    {"service": sc.service, "metric": "lag"},
+                    "error: unknown metric 'lag'; available: consumer_group_rebalances",
+                    120.0,
+                    error=True,
+                )
             answer = sc.shallow_answer
         else:
-            add("thinking", f"Symptoms point at {sc.service}. Check logs first, then metrics, then traces to "
-                            "separate the symptom from the root cause.", 900.0, output_tokens=120)
+            add(
+                "thinking",
+                f"Symptoms point at {sc.service}. Check logs first, then metrics, then traces to "
+                "separate the symptom from the root cause.",
+                900.0,
+                output_tokens=120,
+            )
             tool("search_logs", {"service": sc.service, "level": "error"}, sc.log_line, 450.0)
             if sc.v2_repeats_search:
                 tool("search_logs", {"service": sc.service, "level": "error"}, sc.log_line, 450.0)
             tool("get_metrics", {"service": sc.service, "metric": sc.metric[0]}, sc.metric[1], 700.0)
             tool("query_traces", {"service": sc.service, "status": "error"}, sc.trace_finding, 1600.0)
-            add("thinking", "Correlating the log errors, the metric change and the failing spans.", 1100.0,
-                output_tokens=150)
+            add(
+                "thinking",
+                "Correlating the log errors, the metric change and the failing spans.",
+                1100.0,
+                output_tokens=150,
+            )
             answer = sc.v2_wrong or sc.deep_answer
         if "json" in request.prompt.lower():
             answer = self._as_json(sc, answer, version)
@@ -242,8 +290,9 @@ class DemoConnector(Connector):
         return steps, answer
 
 
-def demo_spans(request: AgentRequest, steps: list[Step], model: str, agent_ref: str, seen: int,
-               wall_start_ms: float) -> list[dict[str, Any]]:
+def demo_spans(
+    request: AgentRequest, steps: list[Step], model: str, agent_ref: str, seen: int, wall_start_ms: float
+) -> list[dict[str, Any]]:
     """The spans a real instrumented agent would emit for this run (times are the simulated step
     times laid from the run's wall-clock start). The agent span carries the usage sum of its
     model-call children, as many frameworks do, so readers must not count it twice."""
@@ -251,19 +300,33 @@ def demo_spans(request: AgentRequest, steps: list[Step], model: str, agent_ref: 
     run_attrs = {"agent_health.run.id": request.run_id, "gen_ai.conversation.id": request.run_id}
     spans: list[dict[str, Any]] = []
 
-    def span(name: str, start: float, end: float, parent: str, attrs: dict[str, Any],
-             status: str = "OK") -> dict[str, Any]:
-        s = {"trace_id": request.trace_id, "span_id": os.urandom(8).hex(), "parent_span_id": parent,
-             "name": name, "kind": "SPAN_KIND_INTERNAL", "service": service,
-             "start_ms": wall_start_ms + start, "end_ms": wall_start_ms + end, "duration_ms": round(end - start, 3),
-             "status": status, "attributes": {**run_attrs, **attrs}}
+    def span(
+        name: str, start: float, end: float, parent: str, attrs: dict[str, Any], status: str = "OK"
+    ) -> dict[str, Any]:
+        s = {
+            "trace_id": request.trace_id,
+            "span_id": os.urandom(8).hex(),
+            "parent_span_id": parent,
+            "name": name,
+            "kind": "SPAN_KIND_INTERNAL",
+            "service": service,
+            "start_ms": wall_start_ms + start,
+            "end_ms": wall_start_ms + end,
+            "duration_ms": round(end - start, 3),
+            "status": status,
+            "attributes": {**run_attrs, **attrs},
+        }
         spans.append(s)
         return s
 
     end = max(((s.started_ms or 0) + (s.duration_ms or 0) for s in steps), default=0.0)
-    root = span(f"invoke_agent {agent_ref}", 0.0, end, request.span_id,
-                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_ref,
-                 "gen_ai.request.model": model})
+    root = span(
+        f"invoke_agent {agent_ref}",
+        0.0,
+        end,
+        request.span_id,
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_ref, "gen_ai.request.model": model},
+    )
     call_start = 0.0
     total_in = total_out = 0
     for st in steps:
@@ -271,28 +334,55 @@ def demo_spans(request: AgentRequest, steps: list[Step], model: str, agent_ref: 
         if st.kind in ("tool_call", "message"):
             i, o = seen + 180, st.output_tokens or 0
             total_in, total_out = total_in + i, total_out + o
-            span(f"chat {model}", call_start, st_end, root["span_id"],
-                 {"gen_ai.operation.name": "chat", "gen_ai.system": "demo", "gen_ai.request.model": model,
-                  "gen_ai.response.model": model, "gen_ai.usage.input_tokens": i,
-                  "gen_ai.usage.output_tokens": o})
+            span(
+                f"chat {model}",
+                call_start,
+                st_end,
+                root["span_id"],
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.system": "demo",
+                    "gen_ai.request.model": model,
+                    "gen_ai.response.model": model,
+                    "gen_ai.usage.input_tokens": i,
+                    "gen_ai.usage.output_tokens": o,
+                },
+            )
         elif st.kind == "tool_result":
-            span(f"execute_tool {st.tool}", st.started_ms or 0, st_end, root["span_id"],
-                 {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": st.tool,
-                  "gen_ai.tool.call.id": st.call_id, **({"error.type": "tool_error"} if st.is_error else {})},
-                 status="ERROR" if st.is_error else "OK")
+            span(
+                f"execute_tool {st.tool}",
+                st.started_ms or 0,
+                st_end,
+                root["span_id"],
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": st.tool,
+                    "gen_ai.tool.call.id": st.call_id,
+                    **({"error.type": "tool_error"} if st.is_error else {}),
+                },
+                status="ERROR" if st.is_error else "OK",
+            )
             call_start = st_end
         seen += _tokens(st.content) + _tokens(str(st.args or ""))
     root["attributes"].update({"gen_ai.usage.input_tokens": total_in, "gen_ai.usage.output_tokens": total_out})
     return spans
 
 
-def demo_logs(request: AgentRequest, steps: list[Step], spans: list[dict[str, Any]],
-              service: str) -> list[dict[str, Any]]:
+def demo_logs(
+    request: AgentRequest, steps: list[Step], spans: list[dict[str, Any]], service: str
+) -> list[dict[str, Any]]:
     """One log record per tool result, on the tool's span (what the agent's logger would write)."""
     tool_spans = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "execute_tool"]
     results = [st for st in steps if st.kind == "tool_result"]
-    return [{"trace_id": request.trace_id, "span_id": sp["span_id"], "time_ms": sp["end_ms"],
-             "severity": "ERROR" if st.is_error else "INFO", "body": f"{st.tool}: {st.content}",
-             "service": "demo-agent",
-             "attributes": {"agent_health.run.id": request.run_id, "target.service": service}}
-            for sp, st in zip(tool_spans, results)]
+    return [
+        {
+            "trace_id": request.trace_id,
+            "span_id": sp["span_id"],
+            "time_ms": sp["end_ms"],
+            "severity": "ERROR" if st.is_error else "INFO",
+            "body": f"{st.tool}: {st.content}",
+            "service": "demo-agent",
+            "attributes": {"agent_health.run.id": request.run_id, "target.service": service},
+        }
+        for sp, st in zip(tool_spans, results)
+    ]

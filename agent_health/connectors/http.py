@@ -21,12 +21,12 @@ from pydantic import Field
 
 from agent_health.config.secrets import collect_sensitive, display_value, redact_headers, register_log_secrets
 from agent_health.connectors.auth import Authenticator, AuthSettings
-from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.common import ConnectorSettings, RealConnector
 from agent_health.connectors.parsing import ParseError, get_path, parse_body
 from agent_health.connectors.retry import RetryPolicy
+from agent_health.errors import AgentError
 from agent_health.model import RunResult
-from agent_health.sdk.errors import AgentError
+from agent_health.model.agent import AgentRequest
 
 RUN_ID_HEADER = "x-agent-health-run-id"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w.]*)\s*\}\}")
@@ -40,18 +40,23 @@ class HttpSettings(ConnectorSettings):
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     auth: AuthSettings = Field(default_factory=AuthSettings, description="none, bearer, api_key, basic or sigv4.")
     body: dict[str, Any] = Field(default_factory=dict, description="Extra fields merged into the default body.")
-    body_template: Any = Field(None, description="JSON template with {{prompt}}, {{context}}, {{run_id}}, "
-                                                 "{{messages}}, {{provisioned.NAME}}...; or fn(request) -> body.")
-    response_paths: dict[str, str] = Field(default_factory=dict,
-                                           description="Dotted paths of output, tool_calls, thinking, "
-                                                       "trajectory, usage in the response.")
+    body_template: Any = Field(
+        None,
+        description="JSON template with {{prompt}}, {{context}}, {{run_id}}, "
+        "{{messages}}, {{provisioned.NAME}}...; or fn(request) -> body.",
+    )
+    response_paths: dict[str, str] = Field(
+        default_factory=dict,
+        description="Dotted paths of output, tool_calls, thinking, trajectory, usage in the response.",
+    )
     request_timeout_s: float = Field(60.0, gt=0, description="Per-request timeout (idle timeout when streaming).")
     connect_timeout_s: float = Field(10.0, gt=0, description="Connection timeout.")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="Retries of connection errors, 429, 5xx.")
     max_response_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Larger responses are an error.")
     max_connections: int = Field(100, gt=0, description="Pooled connections to the agent.")
-    pool: Literal["lean", "httpx"] = Field("lean", description="Connection pool: lean (see connectors.transport) "
-                                                             "or httpx's default one.")
+    pool: Literal["lean", "httpx"] = Field(
+        "lean", description="Connection pool: lean (see connectors.transport) or httpx's default one."
+    )
     verify_tls: bool = Field(True, description="Verify the agent's TLS certificate.")
 
 
@@ -80,16 +85,18 @@ def fill_template(template: Any, values: dict[str, Any]) -> Any:
         try:
             return get_path(values, name)
         except KeyError:
-            raise AgentError(f"body_template: unknown placeholder {{{{{name}}}}}; known: "
-                             + ", ".join(sorted(values))) from None
+            raise AgentError(
+                f"body_template: unknown placeholder {{{{{name}}}}}; known: " + ", ".join(sorted(values))
+            ) from None
 
     def walk(v: Any) -> Any:
         if isinstance(v, str):
             whole = _PLACEHOLDER.fullmatch(v.strip())
             if whole:
                 return lookup(whole.group(1))
-            return _PLACEHOLDER.sub(lambda m: (lambda x: x if isinstance(x, str) else json.dumps(x))(
-                lookup(m.group(1))), v)
+            return _PLACEHOLDER.sub(
+                lambda m: (lambda x: x if isinstance(x, str) else json.dumps(x))(lookup(m.group(1))), v
+            )
         if isinstance(v, dict):
             return {k: walk(x) for k, x in v.items()}
         if isinstance(v, list):
@@ -136,12 +143,17 @@ class HttpBase(RealConnector):
             if s.pool == "lean":
                 from agent_health.connectors.transport import LeanTransport
 
-                transport = LeanTransport(s.max_connections, verify if isinstance(verify, ssl.SSLContext)
-                                          else _no_verify_context())
+                transport = LeanTransport(
+                    s.max_connections, verify if isinstance(verify, ssl.SSLContext) else _no_verify_context()
+                )
             limits = httpx.Limits(max_connections=s.max_connections, max_keepalive_connections=s.max_connections)
-            self._client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(
-                s.request_timeout_s, connect=s.connect_timeout_s), verify=verify, transport=transport,
-                follow_redirects=True)
+            self._client = httpx.AsyncClient(
+                limits=limits,
+                timeout=httpx.Timeout(s.request_timeout_s, connect=s.connect_timeout_s),
+                verify=verify,
+                transport=transport,
+                follow_redirects=True,
+            )
         return self._client
 
     async def aclose(self) -> None:
@@ -151,15 +163,26 @@ class HttpBase(RealConnector):
 
     # -- request building ---------------------------------------------------
     def template_values(self, request: AgentRequest) -> dict[str, Any]:
-        return {"prompt": request.prompt, "context": [dict(c) for c in request.context], "run_id": request.run_id,
-                "trace_id": request.trace_id, "traceparent": request.traceparent, "test_id": request.test_id,
-                "model": self.settings.model, "provisioned": dict(request.provisioned), "files": dict(request.files),
-                "prompt_with_context": prompt_with_context(request),
-                "messages": [{"role": "user", "content": prompt_with_context(request)}]}
+        return {
+            "prompt": request.prompt,
+            "context": [dict(c) for c in request.context],
+            "run_id": request.run_id,
+            "trace_id": request.trace_id,
+            "traceparent": request.traceparent,
+            "test_id": request.test_id,
+            "model": self.settings.model,
+            "provisioned": dict(request.provisioned),
+            "files": dict(request.files),
+            "prompt_with_context": prompt_with_context(request),
+            "messages": [{"role": "user", "content": prompt_with_context(request)}],
+        }
 
     def default_body(self, request: AgentRequest) -> Any:
-        body: dict[str, Any] = {"prompt": request.prompt, "context": [dict(c) for c in request.context],
-                                "run_id": request.run_id}
+        body: dict[str, Any] = {
+            "prompt": request.prompt,
+            "context": [dict(c) for c in request.context],
+            "run_id": request.run_id,
+        }
         if self.settings.model:
             body["model"] = self.settings.model
         if request.provisioned:
@@ -181,13 +204,22 @@ class HttpBase(RealConnector):
             raise self.fail(str(exc)) from None
 
     def build_headers(self, request: AgentRequest, accept: str) -> dict[str, str]:
-        return {"content-type": "application/json", "accept": accept, "traceparent": request.traceparent,
-                RUN_ID_HEADER: request.run_id, **self.settings.headers}
+        return {
+            "content-type": "application/json",
+            "accept": accept,
+            "traceparent": request.traceparent,
+            RUN_ID_HEADER: request.run_id,
+            **self.settings.headers,
+        }
 
     async def prepare(self, request: AgentRequest, body: Any, accept: str) -> tuple[str, str, dict[str, str], bytes]:
         """Apply the before_request hook, serialize, then authenticate (SigV4 signs the final bytes)."""
-        outgoing = {"method": self.settings.method, "url": self.settings.endpoint,
-                    "headers": self.build_headers(request, accept), "json": body}
+        outgoing = {
+            "method": self.settings.method,
+            "url": self.settings.endpoint,
+            "headers": self.build_headers(request, accept),
+            "json": body,
+        }
         outgoing = await self.apply_before(outgoing, request)
         content = outgoing.get("content")
         if content is None:
@@ -202,8 +234,9 @@ class HttpBase(RealConnector):
         return outgoing["method"], outgoing["url"], headers, content
 
     # -- sending --------------------------------------------------------------
-    async def send(self, request: AgentRequest, body: Any, accept: str = "application/json"
-                   ) -> tuple[httpx.Response, int, float]:
+    async def send(
+        self, request: AgentRequest, body: Any, accept: str = "application/json"
+    ) -> tuple[httpx.Response, int, float]:
         """Send with retries; return an open streaming 2xx response, the retry count and the
         deadline of the successful attempt. Retries happen only before any response body is read."""
         method, url, headers, content = await self.prepare(request, body, accept)
@@ -215,17 +248,24 @@ class HttpBase(RealConnector):
             retry_after = None
             try:
                 async with asyncio.timeout_at(deadline):
-                    response = await self.client.send(self.client.build_request(method, url, headers=headers,
-                                                                                content=content), stream=True)
+                    response = await self.client.send(
+                        self.client.build_request(method, url, headers=headers, content=content), stream=True
+                    )
             except TimeoutError:
-                raise self.fail(f"no response within request_timeout_s={self.settings.request_timeout_s:g}s"
-                                + (f" (after {retries} retries)" if retries else "")) from None
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
-                    httpx.WriteError) as exc:
+                raise self.fail(
+                    f"no response within request_timeout_s={self.settings.request_timeout_s:g}s"
+                    + (f" (after {retries} retries)" if retries else "")
+                ) from None
+            except (
+                httpx.ConnectError,
+                httpx.ConnectTimeout,
+                httpx.RemoteProtocolError,
+                httpx.ReadError,
+                httpx.WriteError,
+            ) as exc:
                 reason = describe_transport_error(exc)
             except httpx.TimeoutException:
-                raise self.fail(f"no response within request_timeout_s={self.settings.request_timeout_s:g}s") \
-                    from None
+                raise self.fail(f"no response within request_timeout_s={self.settings.request_timeout_s:g}s") from None
             except httpx.HTTPError as exc:
                 raise self.fail(describe_transport_error(exc)) from exc
             else:
@@ -286,9 +326,10 @@ class HttpBase(RealConnector):
         try:
             return data.decode(charset)
         except UnicodeDecodeError as exc:
-            bad = data[exc.start:exc.start + 1].hex()
-            raise self.fail(f"response is not valid {charset.upper()} text: byte 0x{bad} at offset {exc.start} "
-                            f"({exc.reason})") from None
+            bad = data[exc.start : exc.start + 1].hex()
+            raise self.fail(
+                f"response is not valid {charset.upper()} text: byte 0x{bad} at offset {exc.start} ({exc.reason})"
+            ) from None
         except LookupError:
             raise self.fail(f"response declares unknown charset {charset!r}") from None
 
@@ -308,8 +349,9 @@ class HttpConnector(HttpBase):
                     async with asyncio.timeout_at(deadline):
                         raw = await self.read_body(response)
                 except TimeoutError:
-                    raise self.fail(f"response body not received within request_timeout_s="
-                                    f"{self.settings.request_timeout_s:g}s") from None
+                    raise self.fail(
+                        f"response body not received within request_timeout_s={self.settings.request_timeout_s:g}s"
+                    ) from None
         except TimeoutError:
             raise self.fail(f"run did not finish within timeout_s={limit:g}s") from None
         text = self.decode(raw, response)
@@ -321,13 +363,24 @@ class HttpConnector(HttpBase):
         if retries:
             usage = usage.model_copy(update={"retries": retries})
         raw_event = {"type": "http_response", "status": response.status_code, "body": data}
-        result = RunResult(output=output, trajectory=tuple(steps), run_id=request.run_id, trace_id=request.trace_id,
-                           agent=self.agent.ref, prompt=request.prompt, context=request.context,
-                           duration_ms=(time.perf_counter() - started) * 1000, usage=usage,
-                           raw_events=(raw_event,))
-        raw = {"status": response.status_code, "headers": redact_headers(dict(response.headers)), "body": data} \
-            if self.after_response is not None else None
-        return await self.apply_after(raw, result)
+        result = RunResult(
+            output=output,
+            trajectory=tuple(steps),
+            run_id=request.run_id,
+            trace_id=request.trace_id,
+            agent=self.agent.ref,
+            prompt=request.prompt,
+            context=request.context,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            usage=usage,
+            raw_events=(raw_event,),
+        )
+        seen = (
+            {"status": response.status_code, "headers": redact_headers(dict(response.headers)), "body": data}
+            if self.after_response is not None
+            else None
+        )
+        return await self.apply_after(seen, result)
 
     def parse_json(self, text: str, response: httpx.Response) -> Any:
         ctype = response.headers.get("content-type", "")

@@ -13,7 +13,8 @@ Recognized shapes (first match wins), unless `paths` points at the fields:
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from agent_health.model import Step, Usage
 
@@ -82,8 +83,13 @@ def usage_of(data: Any, model: str | None = None) -> Usage:
     inp = first("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")
     out = first("output_tokens", "completion_tokens", "outputTokens", "completionTokens")
     total = first("total_tokens", "totalTokens") or inp + out
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=total, model=data.get("model") or model,
-                 llm_calls=first("llm_calls", "llmCalls"))
+    return Usage(
+        input_tokens=inp,
+        output_tokens=out,
+        total_tokens=total,
+        model=data.get("model") or model,
+        llm_calls=first("llm_calls", "llmCalls"),
+    )
 
 
 def tool_steps(calls: Any) -> list[Step]:
@@ -94,17 +100,22 @@ def tool_steps(calls: Any) -> list[Step]:
     for i, call in enumerate(calls):
         if not isinstance(call, Mapping):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        fn: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else call
         name = fn.get("name") or call.get("tool") or call.get("toolName") or call.get("tool_name")
         args = fn.get("arguments", fn.get("args", fn.get("input", call.get("parameters"))))
         cid = str(call.get("id") or call.get("call_id") or call.get("toolCallId") or f"call_{i}")
         steps.append(Step(kind="tool_call", tool=str(name) if name else None, args=parse_args(args), call_id=cid))
         for key in ("result", "output", "response"):
             if key in call:
-                steps.append(Step(kind="tool_result", tool=str(name) if name else None, call_id=cid,
-                                  content=as_text(call[key]), is_error=bool(call.get("is_error") or
-                                                                             call.get("isError") or
-                                                                             call.get("error"))))
+                steps.append(
+                    Step(
+                        kind="tool_result",
+                        tool=str(name) if name else None,
+                        call_id=cid,
+                        content=as_text(call[key]),
+                        is_error=bool(call.get("is_error") or call.get("isError") or call.get("error")),
+                    )
+                )
                 break
     return steps
 
@@ -119,11 +130,16 @@ def explicit_steps(items: Any) -> list[Step]:
             kind = "tool_call"
         if kind not in ("message", "thinking", "tool_call", "tool_result"):
             continue
-        out.append(Step(kind=kind, content=as_text(item.get("content", item.get("text", ""))),
-                        tool=item.get("tool") or item.get("name"),
-                        args=parse_args(item.get("args", item.get("arguments"))) if kind == "tool_call" else None,
-                        call_id=item.get("call_id") or item.get("callId") or item.get("id"),
-                        is_error=bool(item.get("is_error", False))))
+        out.append(
+            Step(
+                kind=kind,
+                content=as_text(item.get("content", item.get("text", ""))),
+                tool=item.get("tool") or item.get("name"),
+                args=parse_args(item.get("args", item.get("arguments"))) if kind == "tool_call" else None,
+                call_id=item.get("call_id") or item.get("callId") or item.get("id"),
+                is_error=bool(item.get("is_error", False)),
+            )
+        )
     return out
 
 
@@ -134,8 +150,9 @@ def _thinking_steps(value: Any) -> list[Step]:
     return [Step(kind="thinking", content=as_text(v)) for v in items]
 
 
-def parse_body(data: Any, paths: Mapping[str, str] | None = None,
-               model: str | None = None) -> tuple[str, list[Step], Usage]:
+def parse_body(
+    data: Any, paths: Mapping[str, str] | None = None, model: str | None = None
+) -> tuple[str, list[Step], Usage]:
     """(output, trajectory, usage) from a decoded response body."""
     if paths:
         return _parse_paths(data, paths, model)

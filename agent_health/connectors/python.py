@@ -12,15 +12,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
 
-from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable
 from agent_health.connectors.parsing import ParseError, parse_body
+from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult, Usage
-from agent_health.sdk.errors import AgentError, ConfigError
+from agent_health.model.agent import AgentRequest
 
 
 class PythonSettings(ConnectorSettings):
@@ -38,9 +39,10 @@ class PythonConnector(RealConnector):
 
     def __init__(self, agent: Any):
         super().__init__(agent)
-        self.fn = load_callable(self.settings.function, f"agents.{agent.key}.settings.function", self.settings.root)
-        if self.fn is None:
+        fn = load_callable(self.settings.function, f"agents.{agent.key}.settings.function", self.settings.root)
+        if fn is None:
             raise ConfigError(f"setting agents.{agent.key}.settings.function is required")
+        self.fn: Callable[..., Any] = fn
         self._params = set(inspect.signature(self.fn).parameters)
         self._var_kw = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(self.fn).parameters.values())
 
@@ -50,10 +52,19 @@ class PythonConnector(RealConnector):
         return f if isinstance(f, str) else f"python:{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', f)}"
 
     def _kwargs(self, request: AgentRequest) -> dict[str, Any]:
-        available = {"prompt": request.prompt, "context": [dict(c) for c in request.context],
-                     "run_id": request.run_id, "trace_id": request.trace_id, "traceparent": request.traceparent,
-                     "provisioned": dict(request.provisioned), "env": dict(request.env), "files": dict(request.files),
-                     "settings": dict(self.agent.settings), "request": request, **self.settings.kwargs}
+        available = {
+            "prompt": request.prompt,
+            "context": [dict(c) for c in request.context],
+            "run_id": request.run_id,
+            "trace_id": request.trace_id,
+            "traceparent": request.traceparent,
+            "provisioned": dict(request.provisioned),
+            "env": dict(request.env),
+            "files": dict(request.files),
+            "settings": dict(self.agent.settings),
+            "request": request,
+            **self.settings.kwargs,
+        }
         return available if self._var_kw else {k: v for k, v in available.items() if k in self._params}
 
     async def run(self, request: AgentRequest) -> RunResult:
@@ -90,9 +101,16 @@ class PythonConnector(RealConnector):
             except ParseError as exc:
                 raise self.fail(str(exc)) from None
             raw = value if isinstance(value, (dict, list, str, int, float, bool, type(None))) else repr(value)
-            result = RunResult(output=output, trajectory=tuple(steps), run_id=request.run_id,
-                               trace_id=request.trace_id, agent=self.agent.ref, prompt=request.prompt,
-                               context=request.context, duration_ms=duration,
-                               usage=usage if usage != Usage() else Usage(model=self.settings.model),
-                               raw_events=(raw,))
+            result = RunResult(
+                output=output,
+                trajectory=tuple(steps),
+                run_id=request.run_id,
+                trace_id=request.trace_id,
+                agent=self.agent.ref,
+                prompt=request.prompt,
+                context=request.context,
+                duration_ms=duration,
+                usage=usage if usage != Usage() else Usage(model=self.settings.model),
+                raw_events=(raw,),
+            )
         return await self.apply_after(value, result)

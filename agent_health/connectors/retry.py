@@ -27,7 +27,7 @@ class RetryPolicy(BaseModel):
         if hinted is not None:
             return min(hinted, self.max_backoff_s)
         # Full jitter: spreads retries of many concurrent tests instead of synchronizing them.
-        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * (2 ** attempt)))
+        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * (2**attempt)))
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -25,10 +25,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agent_health.config.secrets import register_log_secrets
-from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.common import ConnectorSettings, RealConnector
 from agent_health.connectors.parsing import ParseError, as_text, parse_args, parse_body, usage_of
 from agent_health.model import RunResult, Step, Usage
+from agent_health.model.agent import AgentRequest
 
 
 class SubprocessSettings(ConnectorSettings):
@@ -56,7 +56,7 @@ class SubprocessConnector(RealConnector):
         cmd = self.settings.command
         self.argv0 = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
         if not self.argv0:
-            from agent_health.sdk.errors import ConfigError
+            from agent_health.errors import ConfigError
 
             raise ConfigError(f"setting agents.{agent.key}.settings.command is empty")
         for k, v in self.settings.env.items():  # literal env values are the usual place for a key
@@ -71,8 +71,9 @@ class SubprocessConnector(RealConnector):
 
     def _argv(self, request: AgentRequest) -> list[str]:
         values = {"prompt": request.prompt, "run_id": request.run_id}
-        args = [a.replace("{prompt}", values["prompt"]).replace("{run_id}", values["run_id"])
-                for a in self.settings.args]
+        args = [
+            a.replace("{prompt}", values["prompt"]).replace("{run_id}", values["run_id"]) for a in self.settings.args
+        ]
         if self.settings.prompt_via == "arg" and not any("{prompt}" in a for a in self.settings.args):
             args.append(request.prompt)
         return self.argv0 + args
@@ -81,9 +82,16 @@ class SubprocessConnector(RealConnector):
         if self.settings.prompt_via == "arg":
             return b""
         if self.settings.stdin_format == "json":
-            return json.dumps({"prompt": request.prompt, "context": list(request.context),
-                               "run_id": request.run_id, "provisioned": request.provisioned,
-                               "model": self.settings.model}, default=str).encode()
+            return json.dumps(
+                {
+                    "prompt": request.prompt,
+                    "context": list(request.context),
+                    "run_id": request.run_id,
+                    "provisioned": request.provisioned,
+                    "model": self.settings.model,
+                },
+                default=str,
+            ).encode()
         return request.prompt.encode()
 
     async def run(self, request: AgentRequest) -> RunResult:
@@ -103,8 +111,9 @@ class SubprocessConnector(RealConnector):
             if isinstance(content, bytes):
                 path.write_bytes(content)
             else:
-                path.write_text(content if isinstance(content, str) else json.dumps(content, default=str),
-                                encoding="utf-8")
+                path.write_text(
+                    content if isinstance(content, str) else json.dumps(content, default=str), encoding="utf-8"
+                )
 
     async def _run(self, request: AgentRequest, extra_env: dict[str, str]) -> RunResult:
         s = self.settings
@@ -114,15 +123,21 @@ class SubprocessConnector(RealConnector):
         env.update(extra_env)
         env.update({"TRACEPARENT": request.traceparent, "AGENT_HEALTH_RUN_ID": request.run_id})
         cwd = str((Path(s.root) / s.cwd).resolve()) if s.cwd else s.root
-        outgoing = await self.apply_before({"argv": self._argv(request), "env": env, "cwd": cwd,
-                                            "stdin": self._stdin(request)}, request)
+        outgoing = await self.apply_before(
+            {"argv": self._argv(request), "env": env, "cwd": cwd, "stdin": self._stdin(request)}, request
+        )
         started = time.perf_counter()
         limit = self.run_timeout(request)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *outgoing["argv"], stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=outgoing["cwd"], env=outgoing["env"],
-                start_new_session=True)  # own process group, so a timeout kills its children too
+                *outgoing["argv"],
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=outgoing["cwd"],
+                env=outgoing["env"],
+                start_new_session=True,
+            )  # own process group, so a timeout kills its children too
         except OSError as exc:
             raise self.fail(f"cannot start: {exc.strerror or exc}") from None
         try:
@@ -143,14 +158,25 @@ class SubprocessConnector(RealConnector):
         try:
             text = stdout.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise self.fail(f"output is not valid UTF-8: byte 0x{stdout[exc.start:exc.start + 1].hex()} at offset "
-                            f"{exc.start}") from None
+            raise self.fail(
+                f"output is not valid UTF-8: byte 0x{stdout[exc.start : exc.start + 1].hex()} at offset {exc.start}"
+            ) from None
         output, steps, usage, raw = self._parse(text)
-        result = RunResult(output=output, trajectory=tuple(steps), run_id=request.run_id, trace_id=request.trace_id,
-                           agent=self.agent.ref, prompt=request.prompt, context=request.context,
-                           duration_ms=(time.perf_counter() - started) * 1000, usage=usage, raw_events=tuple(raw))
-        return await self.apply_after({"stdout": text, "stderr": stderr.decode("utf-8", "replace"),
-                                       "returncode": proc.returncode}, result)
+        result = RunResult(
+            output=output,
+            trajectory=tuple(steps),
+            run_id=request.run_id,
+            trace_id=request.trace_id,
+            agent=self.agent.ref,
+            prompt=request.prompt,
+            context=request.context,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            usage=usage,
+            raw_events=tuple(raw),
+        )
+        return await self.apply_after(
+            {"stdout": text, "stderr": stderr.decode("utf-8", "replace"), "returncode": proc.returncode}, result
+        )
 
     async def _communicate(self, proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
         cap = self.settings.max_output_bytes
@@ -198,8 +224,12 @@ class SubprocessConnector(RealConnector):
             else:
                 fmt = "text"
         if fmt == "text":
-            return stripped, [Step(kind="message", content=stripped)] if stripped else [], \
-                Usage(model=self.settings.model), [{"type": "stdout", "text": stripped}]
+            return (
+                stripped,
+                [Step(kind="message", content=stripped)] if stripped else [],
+                Usage(model=self.settings.model),
+                [{"type": "stdout", "text": stripped}],
+            )
         if fmt == "json":
             try:
                 data = json.loads(stripped)
@@ -232,13 +262,24 @@ class SubprocessConnector(RealConnector):
             if kind in ("message", "thinking"):
                 steps.append(Step(kind=kind, content=as_text(ev.get("content", ev.get("text", "")))))
             elif kind == "tool_call":
-                steps.append(Step(kind="tool_call", tool=ev.get("tool") or ev.get("name"),
-                                  args=parse_args(ev.get("args", ev.get("arguments"))),
-                                  call_id=ev.get("call_id") or ev.get("id")))
+                steps.append(
+                    Step(
+                        kind="tool_call",
+                        tool=ev.get("tool") or ev.get("name"),
+                        args=parse_args(ev.get("args", ev.get("arguments"))),
+                        call_id=ev.get("call_id") or ev.get("id"),
+                    )
+                )
             elif kind == "tool_result":
-                steps.append(Step(kind="tool_result", tool=ev.get("tool") or ev.get("name"),
-                                  call_id=ev.get("call_id") or ev.get("id"), content=as_text(ev.get("content")),
-                                  is_error=bool(ev.get("is_error"))))
+                steps.append(
+                    Step(
+                        kind="tool_result",
+                        tool=ev.get("tool") or ev.get("name"),
+                        call_id=ev.get("call_id") or ev.get("id"),
+                        content=as_text(ev.get("content")),
+                        is_error=bool(ev.get("is_error")),
+                    )
+                )
             elif kind in ("final", "output", "result"):
                 output = as_text(ev.get("output", ev.get("content", ev.get("text"))))
             elif kind == "usage":

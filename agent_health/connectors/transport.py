@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import h11
 import httpx
@@ -21,7 +21,7 @@ _READ_SIZE = 65536
 
 
 class _Conn:
-    __slots__ = ("reader", "writer", "h11", "origin", "idle_since")
+    __slots__ = ("h11", "idle_since", "origin", "reader", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, origin: tuple[str, str, int]):
         self.reader, self.writer, self.origin = reader, writer, origin
@@ -56,8 +56,9 @@ class _Conn:
 class LeanTransport(httpx.AsyncBaseTransport):
     """Pooled keep-alive HTTP/1.1 connections, at most `max_connections` in use at once."""
 
-    def __init__(self, max_connections: int = 100, ssl_context: ssl.SSLContext | None = None,
-                 keepalive_expiry: float = 5.0):
+    def __init__(
+        self, max_connections: int = 100, ssl_context: ssl.SSLContext | None = None, keepalive_expiry: float = 5.0
+    ):
         self._max = max_connections
         self._ssl = ssl_context
         self._expiry = keepalive_expiry
@@ -109,8 +110,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
                     if isinstance(event, h11.Response):
                         break
                     if isinstance(event, h11.ConnectionClosed):
-                        raise httpx.RemoteProtocolError("Server disconnected without sending a response.",
-                                                        request=request)
+                        raise httpx.RemoteProtocolError(
+                            "Server disconnected without sending a response.", request=request
+                        )
             except (httpx.RemoteProtocolError, httpx.ReadError, OSError) as exc:
                 conn.close()
                 # A keep-alive connection the server closed while idle: safe to retry once on a
@@ -124,8 +126,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 conn.close()
                 raise
             stream = _Body(self, conn, timeouts.get("read"), request)
-            return httpx.Response(status_code=event.status_code, headers=list(event.headers), stream=stream,
-                                  extensions={"http_version": b"HTTP/1.1", "reason_phrase": event.reason})
+            return httpx.Response(
+                status_code=event.status_code,
+                headers=list(event.headers),
+                stream=stream,
+                extensions={"http_version": b"HTTP/1.1", "reason_phrase": event.reason},
+            )
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _idle_conn(self, origin: tuple[str, str, int]) -> _Conn | None:
@@ -133,8 +139,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         now = asyncio.get_running_loop().time()
         while idle:
             conn = idle.pop()
-            if (now - conn.idle_since < self._expiry and not conn.reader.at_eof()
-                    and not conn.writer.is_closing()):
+            if now - conn.idle_since < self._expiry and not conn.reader.at_eof() and not conn.writer.is_closing():
                 return conn
             conn.close()
         return None
@@ -146,8 +151,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
             tls = self._ssl or ssl.create_default_context()
         try:
             async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(host, port, ssl=tls,
-                                                               server_hostname=host if tls else None)
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=tls, server_hostname=host if tls else None
+                )
         except TimeoutError:
             raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}", request=request) from None
         except OSError as exc:
@@ -187,8 +193,9 @@ class _Body(httpx.AsyncByteStream):
             elif isinstance(event, h11.EndOfMessage):
                 self._complete = True
             elif isinstance(event, h11.ConnectionClosed):
-                raise httpx.RemoteProtocolError("peer closed connection without sending complete message body",
-                                                request=self._request)
+                raise httpx.RemoteProtocolError(
+                    "peer closed connection without sending complete message body", request=self._request
+                )
 
     async def aclose(self) -> None:
         if not self._released:

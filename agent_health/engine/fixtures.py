@@ -6,12 +6,12 @@ import asyncio
 import contextvars
 import functools
 import inspect
+from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import Any, Callable
+from typing import Any
 
-from agent_health.sdk.api import parameters
-from agent_health.sdk.errors import FixtureError
-from agent_health.sdk.registry import FixtureDef
+from agent_health.errors import FixtureError
+from agent_health.loader.registry import FixtureDef, parameters
 
 
 async def call(fn: Callable[..., Any], kwargs: dict[str, Any], *, executor: Executor | None = None) -> Any:
@@ -47,8 +47,10 @@ class FixtureScope:
             raise FixtureError(f"test {self._test!r}: fixture cycle {' -> '.join((*chain, name))}")
         fdef = self._defs.get(name)
         if fdef is None:
-            raise FixtureError(f"test {self._test!r} asks for unknown fixture {name!r}; "
-                               f"known: {', '.join(sorted({*self.values, *self._defs}))}")
+            raise FixtureError(
+                f"test {self._test!r} asks for unknown fixture {name!r}; "
+                f"known: {', '.join(sorted({*self.values, *self._defs}))}"
+            )
         kwargs = {p: await self.get(p, (*chain, name)) for p in parameters(fdef.fn)}
         try:
             if inspect.isasyncgenfunction(fdef.fn):

@@ -7,28 +7,30 @@ import asyncio
 import inspect
 import time
 import traceback
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any
 
 from agent_health.analysis.insights import with_insights
 from agent_health.analysis.metrics import run_metrics
+from agent_health.capabilities.agent import AgentFixture
+from agent_health.capabilities.context import TestContext, TestInfo, reset_context, set_context
+from agent_health.capabilities.expect import expect as expect_api
+from agent_health.capabilities.judge import judge as judge_api
 from agent_health.connectors.base import AgentRuntime
 from agent_health.engine import scoring
 from agent_health.engine.fixtures import FixtureScope, call
+from agent_health.errors import BodyStop, InfrastructureError
 from agent_health.judges.service import JudgeService
+from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
 from agent_health.model import Signal, TestResult, TrialResult, Usage
 from agent_health.pricing import cost_of
-from agent_health.sdk.agent import AgentFixture
-from agent_health.sdk.context import TestContext, TestInfo, reset_context, set_context
-from agent_health.sdk.errors import BodyStop, InfrastructureError
-from agent_health.sdk.expect import expect as expect_api
-from agent_health.sdk.judge import judge as judge_api
-from agent_health.sdk.registry import Scope
 
-Analyzer = Callable[[TestResult], TestResult]
+# An analyzer gets a finished result and its run's traces view (None without traces).
+Analyzer = Callable[[TestResult, Any], Any]
 
 
 @dataclass
@@ -64,8 +66,13 @@ def _where(exc: BaseException) -> str:
 class Engine:
     """Runs tests against one agent version with fixtures, hooks, concurrency and timeouts."""
 
-    def __init__(self, runtime: AgentRuntime | None, judges: JudgeService | None = None,
-                 options: EngineOptions | None = None, analyzers: Sequence[Analyzer] | None = None):
+    def __init__(
+        self,
+        runtime: AgentRuntime | None,
+        judges: JudgeService | None = None,
+        options: EngineOptions | None = None,
+        analyzers: Sequence[Analyzer] | None = None,
+    ):
         self.runtime = runtime
         self.options = options or EngineOptions()
         self.judges = judges or JudgeService(skip=self.options.skip_judge)
@@ -74,8 +81,9 @@ class Engine:
         self.hook_errors: list[str] = []
         self.not_run = 0
         # sync bodies block a thread for the whole agent call: size the pool to the concurrency
-        self._threads = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
-                                           thread_name_prefix="agent-health-body")
+        self._threads = ThreadPoolExecutor(
+            max_workers=max(1, self.options.concurrency), thread_name_prefix="agent-health-body"
+        )
 
     @property
     def agent_ref(self) -> str:
@@ -127,8 +135,9 @@ class Engine:
                     try:
                         await call(hook, {})
                     except Exception as exc:
-                        state.error = (f"before_all hook {hook.__name__!r} failed: {_where(exc)}"
-                                       f"{type(exc).__name__}: {exc}")
+                        state.error = (
+                            f"before_all hook {hook.__name__!r} failed: {_where(exc)}{type(exc).__name__}: {exc}"
+                        )
                         break
         return state.error
 
@@ -138,8 +147,10 @@ class Engine:
             try:
                 await call(hook, {})
             except Exception as exc:
-                self.hook_errors.append(f"after_all hook {hook.__name__!r} ({scope.name or 'file'}) failed: "
-                                        f"{_where(exc)}{type(exc).__name__}: {exc}")
+                self.hook_errors.append(
+                    f"after_all hook {hook.__name__!r} ({scope.name or 'file'}) failed: "
+                    f"{_where(exc)}{type(exc).__name__}: {exc}"
+                )
 
     # -- one test ---------------------------------------------------------------
     async def _run_test(self, test: LoadedTest, scopes: dict[Scope, _ScopeState]) -> TestResult:
@@ -153,32 +164,40 @@ class Engine:
                 break
         epochs = max(1, test.case.epochs or self.options.epochs)
         trials = []
+        views: dict[str, Any] = {}  # run id -> traces view, for the analyzers
         for epoch in range(epochs):
             if setup_error:
                 trials.append(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
-            trials.append(await self._run_trial(test, epoch))
+            trials.append(await self._run_trial(test, epoch, views))
         for scope in reversed(chain):
             state = scopes[scope]
             state.remaining -= 1
             if state.remaining == 0 and state.started and not state.finished:
                 await self._after_all(scope, state)
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
+        traces = views.get(result.run_id) if result.run_id else None
         for analyze in self.analyzers:
-            result = analyze(result)
+            result = analyze(result, traces)
             if inspect.isawaitable(result):  # async analyzers (the insight synthesizer) run on this loop
                 result = await result
         return result
 
-    async def _run_trial(self, test: LoadedTest, epoch: int) -> TrialResult:
+    async def _run_trial(self, test: LoadedTest, epoch: int, views: dict[str, Any]) -> TrialResult:
         case, spec = test.case, test.spec
         ctx = TestContext(
-            case=case, info=TestInfo(case.id, case.name, case.suite, case.labels, case.prompt, self.agent_ref, epoch),
-            runtime=self.runtime, judges=self.judges, skip_judge=bool(case.skip_judge) or self.options.skip_judge,
+            case=case,
+            info=TestInfo(case.id, case.name, case.suite, case.labels, case.prompt, self.agent_ref, epoch),
+            runtime=self.runtime,
+            judges=self.judges,
+            skip_judge=bool(case.skip_judge) or self.options.skip_judge,
             loop=asyncio.get_running_loop(),
         )
-        fixtures = FixtureScope({"agent": AgentFixture(ctx), "expect": expect_api, "judge": judge_api,
-                                 "test_info": ctx.info}, {**test.registry.fixtures, **spec.fixtures}, case.name)
+        fixtures = FixtureScope(
+            {"agent": AgentFixture(ctx), "expect": expect_api, "judge": judge_api, "test_info": ctx.info},
+            {**test.registry.fixtures, **spec.fixtures},
+            case.name,
+        )
         token = set_context(ctx)
         infra: list[str] = []
         timeout = case.timeout_s or self.options.timeout_s
@@ -195,15 +214,30 @@ class Engine:
                     if not pending.awaited:
                         await pending
         except TimeoutError:
-            ctx.record(Signal(kind="deterministic", role="gate", name="timeout", passed=False, score=0.0,
-                              reasoning=f"test did not finish within {timeout:g}s",
-                              evidence={"expected": {"max_s": timeout},
-                                        "actual": {"s": round(time.perf_counter() - t0, 3)}}))
+            ctx.record(
+                Signal(
+                    kind="deterministic",
+                    role="gate",
+                    name="timeout",
+                    passed=False,
+                    score=0.0,
+                    reasoning=f"test did not finish within {timeout:g}s",
+                    evidence={"expected": {"max_s": timeout}, "actual": {"s": round(time.perf_counter() - t0, 3)}},
+                )
+            )
         except BodyStop:
             pass  # the failing signal is already recorded
         except AssertionError as exc:  # a plain `assert` in the body
-            ctx.record(Signal(kind="deterministic", role="gate", name="assert", passed=False, score=0.0,
-                              reasoning=f"{_where(exc)}{exc or 'assertion failed'}"))
+            ctx.record(
+                Signal(
+                    kind="deterministic",
+                    role="gate",
+                    name="assert",
+                    passed=False,
+                    score=0.0,
+                    reasoning=f"{_where(exc)}{exc or 'assertion failed'}",
+                )
+            )
         except InfrastructureError as exc:
             infra.append(str(exc))
         except Exception as exc:
@@ -217,16 +251,26 @@ class Engine:
                         async with asyncio.timeout(timeout):
                             await self._hook(hook, fixtures, "after_each")
                     except Exception as exc:
-                        infra.append(str(exc) if isinstance(exc, InfrastructureError)
-                                     else f"after_each hook failed: {type(exc).__name__}: {exc}")
+                        infra.append(
+                            str(exc)
+                            if isinstance(exc, InfrastructureError)
+                            else f"after_each hook failed: {type(exc).__name__}: {exc}"
+                        )
             infra.extend(await fixtures.teardown())
             reset_context(token)
+            views.update(ctx.trace_views)
         signals = tuple(ctx.signals)
         error = "; ".join(infra) if infra else None
         status = scoring.status_of(signals, error)
-        return TrialResult(epoch=epoch, status=status, score=None if status == "errored" else scoring.score_of(signals),
-                           signals=signals, run=ctx.run, error=error or scoring.first_failure(signals),
-                           duration_ms=(time.perf_counter() - t0) * 1000)
+        return TrialResult(
+            epoch=epoch,
+            status=status,
+            score=None if status == "errored" else scoring.score_of(signals),
+            signals=signals,
+            run=ctx.run,
+            error=error or scoring.first_failure(signals),
+            duration_ms=(time.perf_counter() - t0) * 1000,
+        )
 
     async def _hook(self, hook: Callable[..., Any], fixtures: FixtureScope, kind: str) -> None:
         try:
@@ -234,8 +278,9 @@ class Engine:
         except (BodyStop, InfrastructureError):
             raise
         except Exception as exc:
-            raise InfrastructureError(f"{kind} hook {hook.__name__!r} failed: {_where(exc)}"
-                                      f"{type(exc).__name__}: {exc}") from exc
+            raise InfrastructureError(
+                f"{kind} hook {hook.__name__!r} failed: {_where(exc)}{type(exc).__name__}: {exc}"
+            ) from exc
 
     def _result(self, test: LoadedTest, trials: list[TrialResult], started: float, duration_ms: float) -> TestResult:
         last = trials[-1]
@@ -246,14 +291,23 @@ class Engine:
             for s in t.signals:
                 if s.kind == "judge" and s.evidence and "usage" in s.evidence:
                     judge_usage = judge_usage + Usage(**s.evidence["usage"])
-        costs = [c for c in (cost_of(usage, self.options.prices), cost_of(judge_usage, self.options.prices))
-                 if c is not None]
+        costs = [
+            c for c in (cost_of(usage, self.options.prices), cost_of(judge_usage, self.options.prices)) if c is not None
+        ]
         fields: dict[str, Any] = {
-            "status": last.status, "score": last.score, "signals": last.signals, "run": last.run,
-            "run_id": last.run.run_id if last.run else None, "error": last.error,
+            "status": last.status,
+            "score": last.score,
+            "signals": last.signals,
+            "run": last.run,
+            "run_id": last.run.run_id if last.run else None,
+            "error": last.error,
             "evaluation_type": scoring.evaluation_type(s for t in trials for s in t.signals),
-            "started_at": started, "duration_ms": duration_ms, "usage": usage, "judge_usage": judge_usage,
-            "cost_usd": round(sum(costs), 8) if costs else None, "epochs": len(trials),
+            "started_at": started,
+            "duration_ms": duration_ms,
+            "usage": usage,
+            "judge_usage": judge_usage,
+            "cost_usd": round(sum(costs), 8) if costs else None,
+            "epochs": len(trials),
             "metrics": run_metrics(last.run, self.options.prices),
         }
         if len(trials) > 1:

@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from statistics import fmean
-from typing import Iterable, Sequence
 
 from agent_health.model import Signal, TrialResult
 
@@ -31,7 +31,7 @@ def status_of(signals: Iterable[Signal], infra_error: str | None = None) -> str:
 def score_of(signals: Iterable[Signal]) -> float | None:
     values = []
     for s in signals:
-        if s.kind == "metric" or s.skipped or s.errored or s.passed is None and s.score is None:
+        if s.kind == "metric" or s.skipped or s.errored or (s.passed is None and s.score is None):
             continue
         values.append(s.score if s.score is not None else (1.0 if s.passed else 0.0))
     return round(fmean(values), 4) if values else None

@@ -18,21 +18,35 @@ from agent_health.model import Usage
 from agent_health.traces.tools import RunTraceTools
 
 TRACE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(name="get_spans", description="All trace spans of the run being judged (name, attributes, "
-             "status, timing). Read-only."),
+    ToolSpec(
+        name="get_spans",
+        description="All trace spans of the run being judged (name, attributes, status, timing). Read-only.",
+    ),
     ToolSpec(name="get_logs", description="All log records of the run being judged. Read-only."),
     ToolSpec(name="metrics", description="Token, cost, duration and call rollups of the run's spans."),
-    ToolSpec(name="query", description="A read-only OpenSearch-style query DSL search, always restricted to "
-             "the run being judged. Scripts and writes are rejected.",
-             parameters={"type": "object", "properties": {"dsl": {"type": "object", "description":
-                         "Query DSL, e.g. {\"query\": {\"match\": {\"name\": \"search_logs\"}}}"}},
-                         "required": ["dsl"]}),
+    ToolSpec(
+        name="query",
+        description="A read-only OpenSearch-style query DSL search, always restricted to "
+        "the run being judged. Scripts and writes are rejected.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "dsl": {
+                    "type": "object",
+                    "description": 'Query DSL, e.g. {"query": {"match": {"name": "search_logs"}}}',
+                }
+            },
+            "required": ["dsl"],
+        },
+    ),
 )
 TOOL_PACKS = {"trace_query": TRACE_TOOLS}
 
-AGENTIC_NOTE = ("\n\nYou may call the trace tools (get_spans, get_logs, metrics, query) to inspect this run's "
-                "trace data before answering. When you have enough evidence, reply with the JSON verdict "
-                "and no tool call.")
+AGENTIC_NOTE = (
+    "\n\nYou may call the trace tools (get_spans, get_logs, metrics, query) to inspect this run's "
+    "trace data before answering. When you have enough evidence, reply with the JSON verdict "
+    "and no tool call."
+)
 BUDGET_SPENT = "Your tool budget is spent. Give your verdict now from the evidence you have.\n" + VERDICT_FORMAT
 
 
@@ -52,8 +66,9 @@ async def invoke(tools: RunTraceTools, call: ToolCall) -> Any:
     raise ValueError(f"unknown tool {call.name!r}; available: get_spans, get_logs, metrics, query")
 
 
-async def run_agentic(client: ChatClient, prompt: JudgePrompt, tools: RunTraceTools, limits: PromptLimits,
-                      max_steps: int) -> tuple[dict[str, Any], Usage, list[dict[str, Any]]]:
+async def run_agentic(
+    client: ChatClient, prompt: JudgePrompt, tools: RunTraceTools, limits: PromptLimits, max_steps: int
+) -> tuple[dict[str, Any], Usage, list[dict[str, Any]]]:
     """The bounded tool loop; returns (parsed verdict answer, usage, tool-call log)."""
     system = prompt.system + AGENTIC_NOTE
     messages = [ChatMessage(role="user", content=prompt.user)]
@@ -62,8 +77,15 @@ async def run_agentic(client: ChatClient, prompt: JudgePrompt, tools: RunTraceTo
     for _ in range(max(1, max_steps)):
         response = await client.chat(messages, system=system, tools=TRACE_TOOLS)
         if not response.tool_calls:
-            answer, more = await ask_json(client, messages, system=system, answer_format=VERDICT_FORMAT,
-                                          validate=verdict_answer, first=response, tools=TRACE_TOOLS)
+            answer, more = await ask_json(
+                client,
+                messages,
+                system=system,
+                answer_format=VERDICT_FORMAT,
+                validate=verdict_answer,
+                first=response,
+                tools=TRACE_TOOLS,
+            )
             return answer, usage + more, log
         usage = usage + response.usage
         messages.append(ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls))
@@ -82,6 +104,7 @@ async def run_agentic(client: ChatClient, prompt: JudgePrompt, tools: RunTraceTo
             body = fence("TOOL_RESULT", truncate(text, limits.max_trace_chars), prompt.nonce)
             messages.append(ChatMessage(role="tool", content=body, tool_call_id=call.id, is_error=is_error))
     messages.append(ChatMessage(role="user", content=BUDGET_SPENT))
-    answer, more = await ask_json(client, messages, system=system, answer_format=VERDICT_FORMAT,
-                                  validate=verdict_answer, tools=TRACE_TOOLS)
+    answer, more = await ask_json(
+        client, messages, system=system, answer_format=VERDICT_FORMAT, validate=verdict_answer, tools=TRACE_TOOLS
+    )
     return answer, usage + more, log

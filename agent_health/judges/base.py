@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Literal, Protocol
+from typing import ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from agent_health.model import RunResult, Verdict
-
-
-class JudgeRequest(BaseModel):
-    """One claim to judge about one run (or a plain value)."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    criteria: str = Field(description="The claim to check.")
-    run: RunResult | None = Field(None, description="The run being judged, when the subject is a RunResult.")
-    output: str = Field("", description="The text being judged.")
-    context: tuple[str, ...] = Field(("output", "trajectory"), description="What the judge sees.")
-    tools: tuple[str, ...] = Field((), description="Tools the judge may call (e.g. 'trace_query').")
-    evaluator: str | None = Field(None, description="Named evaluator from the configuration.")
-    model: str | None = Field(None, description="Judge model override for this call.")
-    role: Literal["gate", "observe"] = "gate"
-    test_id: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-    trace_tools: Any = Field(None, description="RunTraceTools bound to this run, when traces are enabled.")
+from agent_health.model import Verdict
+from agent_health.model.judge import JudgeRequest
 
 
 class LLM(Protocol):

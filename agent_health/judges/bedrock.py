@@ -18,12 +18,24 @@ import threading
 from typing import Any
 
 from agent_health.judges.chat import (
-    Backoff, ChatClient, ChatMessage, ChatResponse, ProviderError, RateLimited, ToolCall, ToolSpec,
+    Backoff,
+    ChatClient,
+    ChatMessage,
+    ChatResponse,
+    ProviderError,
+    RateLimited,
+    ToolCall,
+    ToolSpec,
 )
 from agent_health.model import Usage
 
-_THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException",
-              "ModelNotReadyException", "ServiceQuotaExceededException"}
+_THROTTLED = {
+    "ThrottlingException",
+    "TooManyRequestsException",
+    "ServiceUnavailableException",
+    "ModelNotReadyException",
+    "ServiceQuotaExceededException",
+}
 
 
 class BedrockChat(ChatClient):
@@ -34,8 +46,9 @@ class BedrockChat(ChatClient):
     def __init__(self, model: str, settings: dict[str, Any] | None = None, backoff: Backoff | None = None):
         super().__init__(model, backoff)
         s = dict(settings or {})
-        self.region = s.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") \
-            or "us-east-1"
+        self.region = (
+            s.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        )
         self.profile = s.get("profile")
         self.endpoint_url = s.get("endpoint_url")
         self.inference_config = dict(s.get("inference_config") or {"temperature": 0, "maxTokens": 1024})
@@ -55,9 +68,15 @@ class BedrockChat(ChatClient):
 
                 session = boto3.session.Session(profile_name=self.profile) if self.profile else boto3.session.Session()
                 self._client = session.client(
-                    "bedrock-runtime", region_name=self.region, endpoint_url=self.endpoint_url,
-                    config=BotoConfig(retries={"total_max_attempts": 1, "mode": "standard"},
-                                      read_timeout=self.timeout_s, connect_timeout=min(self.timeout_s, 10.0)))
+                    "bedrock-runtime",
+                    region_name=self.region,
+                    endpoint_url=self.endpoint_url,
+                    config=BotoConfig(
+                        retries={"total_max_attempts": 1, "mode": "standard"},
+                        read_timeout=self.timeout_s,
+                        connect_timeout=min(self.timeout_s, 10.0),
+                    ),
+                )
             return self._client
 
     def request(self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
@@ -65,8 +84,13 @@ class BedrockChat(ChatClient):
         wire: list[dict[str, Any]] = []
         for m in messages:
             if m.role == "tool":
-                block = {"toolResult": {"toolUseId": m.tool_call_id, "content": [{"text": m.content}],
-                                        "status": "error" if m.is_error else "success"}}
+                block = {
+                    "toolResult": {
+                        "toolUseId": m.tool_call_id,
+                        "content": [{"text": m.content}],
+                        "status": "error" if m.is_error else "success",
+                    }
+                }
                 if wire and wire[-1]["role"] == "user" and "toolResult" in wire[-1]["content"][0]:
                     wire[-1]["content"].append(block)  # Converse wants all results of one turn together
                 else:
@@ -81,12 +105,17 @@ class BedrockChat(ChatClient):
         if system:
             kwargs["system"] = [{"text": system}]
         if tools:
-            kwargs["toolConfig"] = {"tools": [{"toolSpec": {"name": t.name, "description": t.description,
-                                                            "inputSchema": {"json": t.parameters}}} for t in tools]}
+            kwargs["toolConfig"] = {
+                "tools": [
+                    {"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.parameters}}}
+                    for t in tools
+                ]
+            }
         return kwargs
 
-    async def _call(self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...],
-                    json_mode: bool) -> ChatResponse:
+    async def _call(
+        self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+    ) -> ChatResponse:
         from botocore.exceptions import BotoCoreError, ClientError
 
         kwargs = self.request(messages, system, tools)
@@ -109,9 +138,19 @@ class BedrockChat(ChatClient):
             elif "toolUse" in block:
                 use = block["toolUse"]
                 args = use.get("input")
-                calls.append(ToolCall(id=str(use.get("toolUseId")), name=str(use.get("name")),
-                                      args=args if isinstance(args, dict) else {"value": args}))
+                calls.append(
+                    ToolCall(
+                        id=str(use.get("toolUseId")),
+                        name=str(use.get("name")),
+                        args=args if isinstance(args, dict) else {"value": args},
+                    )
+                )
         usage = data.get("usage") or {}
-        return ChatResponse(text="\n".join(texts), tool_calls=tuple(calls), model=self.model,
-                            usage=Usage.of(int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0),
-                                           model=self.model, llm_calls=1))
+        return ChatResponse(
+            text="\n".join(texts),
+            tool_calls=tuple(calls),
+            model=self.model,
+            usage=Usage.of(
+                int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0), model=self.model, llm_calls=1
+            ),
+        )

@@ -9,16 +9,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_health.judges.base import JudgeRequest
 from agent_health.model import RunResult
+from agent_health.model.judge import JudgeRequest
 
 # Per-run identifiers and absolute clock readings: different on every run, never evidence.
-_VOLATILE = frozenset({
-    "span_id", "spanid", "trace_id", "traceid", "parent_span_id", "parentspanid", "parent_id", "run_id",
-    "runid", "start_time", "end_time", "starttime", "endtime", "timestamp", "@timestamp", "time",
-    "time_unix_nano", "start_time_unix_nano", "end_time_unix_nano", "observed_time_unix_nano",
-    "observedtimestamp", "_id", "id",
-})
+_VOLATILE = frozenset(
+    {
+        "span_id",
+        "spanid",
+        "trace_id",
+        "traceid",
+        "parent_span_id",
+        "parentspanid",
+        "parent_id",
+        "run_id",
+        "runid",
+        "start_time",
+        "end_time",
+        "starttime",
+        "endtime",
+        "timestamp",
+        "@timestamp",
+        "time",
+        "time_unix_nano",
+        "start_time_unix_nano",
+        "end_time_unix_nano",
+        "observed_time_unix_nano",
+        "observedtimestamp",
+        "_id",
+        "id",
+    }
+)
 
 
 def _volatile(key: str) -> bool:
@@ -44,8 +65,10 @@ def canonical_run(request: JudgeRequest) -> dict[str, Any]:
         "prompt": run.prompt,
         "context": [dict(c) for c in run.context],
         "output": run.output,
-        "trajectory": [{"kind": s.kind, "content": s.content, "tool": s.tool, "args": s.args or None,
-                        "is_error": s.is_error} for s in run.trajectory],
+        "trajectory": [
+            {"kind": s.kind, "content": s.content, "tool": s.tool, "args": s.args or None, "is_error": s.is_error}
+            for s in run.trajectory
+        ],
     }
 
 
@@ -62,11 +85,14 @@ async def gather_traces(request: JudgeRequest) -> dict[str, Any]:
         return {}
     tools = request.trace_tools
     if tools is None:
-        asked = [c for c in ("traces", "logs") if c in request.context] + \
-                (["tools=['trace_query']"] if "trace_query" in request.tools else [])
+        asked = [c for c in ("traces", "logs") if c in request.context] + (
+            ["tools=['trace_query']"] if "trace_query" in request.tools else []
+        )
         agent = request.run.agent if request.run is not None else "?"
-        raise TracesMissing(f"judge asks for {', '.join(asked)} but run of agent {agent or '?'} has no trace source; "
-                            "configure traces for this agent or drop them from the judge's context/tools")
+        raise TracesMissing(
+            f"judge asks for {', '.join(asked)} but run of agent {agent or '?'} has no trace source; "
+            "configure traces for this agent or drop them from the judge's context/tools"
+        )
     out: dict[str, Any] = {}
     if want_spans:
         out["spans"] = scrub(await tools.get_spans())

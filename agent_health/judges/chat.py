@@ -10,7 +10,8 @@ from __future__ import annotations
 import abc
 import asyncio
 import random
-from typing import Any, Awaitable, Callable, Literal, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -86,7 +87,7 @@ class Backoff(BaseModel):
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_s)
-        return min(self.max_s, self.base_s * (2 ** attempt)) * (0.5 + random.random() / 2)
+        return min(self.max_s, self.base_s * (2**attempt)) * (0.5 + random.random() / 2)
 
     async def run(self, call: Callable[[], Awaitable[T]], what: str) -> tuple[T, int]:
         """Run `call`, retrying on RateLimited; returns (result, retries made)."""
@@ -118,18 +119,26 @@ class ChatClient(abc.ABC):
         """What, besides the model id, decides which model answers (part of cache keys)."""
         return ""
 
-    async def chat(self, messages: list[ChatMessage], *, system: str | None = None,
-                   tools: tuple[ToolSpec, ...] = (), json_mode: bool = False) -> ChatResponse:
+    async def chat(
+        self,
+        messages: list[ChatMessage],
+        *,
+        system: str | None = None,
+        tools: tuple[ToolSpec, ...] = (),
+        json_mode: bool = False,
+    ) -> ChatResponse:
         """One model call, rate limits retried; `usage.retries` counts the retries."""
         response, retries = await self.backoff.run(
-            lambda: self._call(messages, system=system, tools=tools, json_mode=json_mode), self.label)
+            lambda: self._call(messages, system=system, tools=tools, json_mode=json_mode), self.label
+        )
         if retries:
             response = response.model_copy(update={"usage": response.usage.model_copy(update={"retries": retries})})
         return response
 
     @abc.abstractmethod
-    async def _call(self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...],
-                    json_mode: bool) -> ChatResponse:
+    async def _call(
+        self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+    ) -> ChatResponse:
         """One attempt; raise RateLimited to be retried, ProviderError to fail."""
 
     async def aclose(self) -> None:

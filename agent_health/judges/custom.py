@@ -11,12 +11,13 @@ unless they need `llm` (which is async).
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from agent_health.judges.base import JudgeRequest
 from agent_health.judges.llm import CachedLLM
-from agent_health.judges.parse import number, AnswerError
+from agent_health.judges.parse import AnswerError, number
 from agent_health.model import Verdict
+from agent_health.model.judge import JudgeRequest
 from agent_health.traces.tools import RunTraceTools
 from agent_health.traces.view import TracesNotEnabled
 
@@ -31,8 +32,10 @@ class EvaluatorTools:
     @property
     def trace_query(self) -> RunTraceTools:
         if self._tools is None:
-            raise TracesNotEnabled(f"evaluator used trace tools but agent {self._agent or '?'} has no trace source; "
-                                   "configure traces for this agent")
+            raise TracesNotEnabled(
+                f"evaluator used trace tools but agent {self._agent or '?'} has no trace source; "
+                "configure traces for this agent"
+            )
         return self._tools
 
     def __getattr__(self, name: str) -> Any:
@@ -45,8 +48,13 @@ def _kwargs(fn: Callable[..., Any], available: dict[str, Any]) -> dict[str, Any]
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return available
-    unknown = [n for n, p in params.items() if n not in available and p.default is inspect.Parameter.empty
-               and p.kind not in (inspect.Parameter.VAR_POSITIONAL,)]
+    unknown = [
+        n
+        for n, p in params.items()
+        if n not in available
+        and p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL,)
+    ]
     if unknown:
         raise TypeError(f"parameters {unknown} are not provided; an evaluator may take {sorted(available)}")
     return {n: available[n] for n in params if n in available}
@@ -58,8 +66,9 @@ def coerce(value: Any, name: str, request: JudgeRequest) -> Verdict:
     if isinstance(value, Verdict):
         return value.model_copy(update={k: v for k, v in base.items() if k != "evaluator" or value.evaluator == "demo"})
     if isinstance(value, bool):
-        return Verdict(passed=value, score=1.0 if value else 0.0, reasoning=f"evaluator {name!r} returned {value}",
-                       **base)
+        return Verdict(
+            passed=value, score=1.0 if value else 0.0, reasoning=f"evaluator {name!r} returned {value}", **base
+        )
     if isinstance(value, dict):
         key = "pass" if "pass" in value else "passed" if "passed" in value else None
         if key is None or not isinstance(value[key], bool):
@@ -70,18 +79,31 @@ def coerce(value: Any, name: str, request: JudgeRequest) -> Verdict:
                 score = number(score, "score", 0, 1)
             except AnswerError as exc:
                 raise TypeError(f"evaluator {name!r}: {exc}") from exc
-        return Verdict(passed=value[key], score=score if score is not None else (1.0 if value[key] else 0.0),
-                       reasoning=str(value.get("reasoning", "")), details=dict(value.get("details") or {}),
-                       model=value.get("model"), **base)
-    raise TypeError(f"evaluator {name!r} returned {type(value).__name__}; return a Verdict, a dict with "
-                    "pass/score/reasoning, or a bool")
+        return Verdict(
+            passed=value[key],
+            score=score if score is not None else (1.0 if value[key] else 0.0),
+            reasoning=str(value.get("reasoning", "")),
+            details=dict(value.get("details") or {}),
+            model=value.get("model"),
+            **base,
+        )
+    raise TypeError(
+        f"evaluator {name!r} returned {type(value).__name__}; return a Verdict, a dict with "
+        "pass/score/reasoning, or a bool"
+    )
 
 
 async def run_custom(name: str, fn: Callable[..., Any], request: JudgeRequest, llm: CachedLLM) -> Verdict:
     """Run one custom evaluator in-process; its LLM tokens become the verdict's judge usage."""
-    available = {"result": request.run if request.run is not None else request.output, "criteria": request.criteria,
-                 "tools": EvaluatorTools(request.trace_tools, request.run.agent if request.run else ""), "llm": llm,
-                 "request": request, "output": request.output, "context": request.context}
+    available = {
+        "result": request.run if request.run is not None else request.output,
+        "criteria": request.criteria,
+        "tools": EvaluatorTools(request.trace_tools, request.run.agent if request.run else ""),
+        "llm": llm,
+        "request": request,
+        "output": request.output,
+        "context": request.context,
+    }
     try:
         kwargs = _kwargs(fn, available)
     except (TypeError, ValueError) as exc:
@@ -90,5 +112,10 @@ async def run_custom(name: str, fn: Callable[..., Any], request: JudgeRequest, l
     if inspect.isawaitable(value):
         value = await value
     verdict = coerce(value, name, request)
-    return verdict.model_copy(update={"usage": verdict.usage + llm.usage, "model": verdict.model or llm.model,
-                                      "cached": verdict.cached or llm.served_from_cache})
+    return verdict.model_copy(
+        update={
+            "usage": verdict.usage + llm.usage,
+            "model": verdict.model or llm.model,
+            "cached": verdict.cached or llm.served_from_cache,
+        }
+    )

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import re
 
-from agent_health.judges.base import JudgeProvider, JudgeRequest
+from agent_health.judges.base import JudgeProvider
 from agent_health.model import Verdict
+from agent_health.model.judge import JudgeRequest
 
-_STOP = frozenset("""a an the and or of to in on at for from by with without into is are was were be been being
-that this these those it its as if then than so such not no do does did has have had which who whom whose
-what when where why how all any each both more most other some only own same too very can will just should
-now identifies identify identified mentions mention explains explain states state says say answer agent
-response output correctly correct clear clearly root cause causes""".split())
+_STOP = frozenset(
+    (
+        "a an the and or of to in on at for from by with without into is are was were be been being that "
+        "this these those it its as if then than so such not no do does did has have had which who whom "
+        "whose what when where why how all any each both more most other some only own same too very can "
+        "will just should now identifies identify identified mentions mention explains explain states state "
+        "says say answer agent response output correctly correct clear clearly root cause causes "
+    ).split()
+)
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.:-]*[a-z0-9]|[a-z0-9]")
 
 
@@ -56,21 +61,38 @@ class DemoJudge(JudgeProvider):
         output = _bag(request.output)
         traj = set()
         if request.run is not None and "trajectory" in request.context:
-            traj = _bag(" ".join(f"{s.tool or ''} {s.args or ''} {s.content}" for s in request.run.trajectory
-                                 if s.kind != "message"))
+            traj = _bag(
+                " ".join(
+                    f"{s.tool or ''} {s.args or ''} {s.content}" for s in request.run.trajectory if s.kind != "message"
+                )
+            )
         if not wanted:
-            return Verdict(passed=True, score=1.0, criteria=request.criteria, role=request.role,
-                           evaluator="demo", reasoning="criteria has no content words to check")
+            return Verdict(
+                passed=True,
+                score=1.0,
+                criteria=request.criteria,
+                role=request.role,
+                evaluator="demo",
+                reasoning="criteria has no content words to check",
+            )
         found_out = [t for t in wanted if t in output]
         found_traj = [t for t in wanted if t not in output and t in traj]
         missing = [t for t in wanted if t not in output and t not in traj]
         score = round((len(found_out) + 0.5 * len(found_traj)) / len(wanted), 3)
         passed = score >= self.threshold
-        reasoning = (f"demo heuristic: {len(found_out)}/{len(wanted)} criteria terms in the output"
-                     + (f", {len(found_traj)} more only in the trajectory" if found_traj else "")
-                     + (f"; missing: {', '.join(wanted[t] for t in missing[:8])}" if missing else "")
-                     + f" (score {score:.2f}, pass at {self.threshold:.2f})")
-        return Verdict(passed=passed, score=score, reasoning=reasoning, criteria=request.criteria,
-                       role=request.role, evaluator="demo", model="demo-heuristic",
-                       details={"found": [wanted[t] for t in found_out + found_traj],
-                                "missing": [wanted[t] for t in missing]})
+        reasoning = (
+            f"demo heuristic: {len(found_out)}/{len(wanted)} criteria terms in the output"
+            + (f", {len(found_traj)} more only in the trajectory" if found_traj else "")
+            + (f"; missing: {', '.join(wanted[t] for t in missing[:8])}" if missing else "")
+            + f" (score {score:.2f}, pass at {self.threshold:.2f})"
+        )
+        return Verdict(
+            passed=passed,
+            score=score,
+            reasoning=reasoning,
+            criteria=request.criteria,
+            role=request.role,
+            evaluator="demo",
+            model="demo-heuristic",
+            details={"found": [wanted[t] for t in found_out + found_traj], "missing": [wanted[t] for t in missing]},
+        )

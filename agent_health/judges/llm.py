@@ -34,16 +34,23 @@ class CachedLLM(LLM):
         """One completion; a cache hit returns the stored text and makes no call."""
         if self.client is None:
             raise ProviderError(f"llm helper: {self.unavailable}")
-        key = cache_key(kind="completion", provider=self.client.provider, endpoint=self.client.identity,
-                        model=self.client.model,
-                        system=system, prompt=prompt, json_mode=json_mode)
+        key = cache_key(
+            kind="completion",
+            provider=self.client.provider,
+            endpoint=self.client.identity,
+            model=self.client.model,
+            system=system,
+            prompt=prompt,
+            json_mode=json_mode,
+        )
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and isinstance(hit.get("text"), str):
                 self.hits += 1
                 return hit["text"]
-        response = await self.client.chat([ChatMessage(role="user", content=prompt)], system=system,
-                                          json_mode=json_mode)
+        response = await self.client.chat(
+            [ChatMessage(role="user", content=prompt)], system=system, json_mode=json_mode
+        )
         self.calls += 1
         self.usage = self.usage + response.usage
         if self.cache is not None:

@@ -8,13 +8,14 @@ import time
 from typing import Any
 
 from agent_health.judges.agentic import TOOL_PACKS, run_agentic
-from agent_health.judges.base import JudgeProvider, JudgeRequest
+from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache, cache_key
 from agent_health.judges.canonical import canonical_run, gather_traces
 from agent_health.judges.chat import ChatClient, ChatMessage
 from agent_health.judges.parse import ask_json, verdict_answer
 from agent_health.judges.prompt import PROMPT_VERSION, SYSTEM, VERDICT_FORMAT, PromptLimits, build_prompt
 from agent_health.model import Usage, Verdict
+from agent_health.model.judge import JudgeRequest
 
 CONTEXT_ITEMS = ("output", "trajectory", "traces", "logs")
 
@@ -32,8 +33,14 @@ def check_request(request: JudgeRequest) -> None:
 class LLMJudge(JudgeProvider):
     """Judges one claim with a model. Raises on failure (the service makes it an errored verdict)."""
 
-    def __init__(self, client: ChatClient, *, limits: PromptLimits | None = None, max_tool_steps: int = 6,
-                 cache: JudgeCache | None = None):
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        limits: PromptLimits | None = None,
+        max_tool_steps: int = 6,
+        cache: JudgeCache | None = None,
+    ):
         self.client = client
         self.name = client.provider  # type: ignore[misc]
         self.limits = limits or PromptLimits()
@@ -43,12 +50,21 @@ class LLMJudge(JudgeProvider):
     def key(self, request: JudgeRequest, content: dict[str, Any], traces: dict[str, Any]) -> str:
         """What makes two judgements the same: evaluator, provider, model, criteria, context
         selection, tools, prompt version and limits, and the canonical run (and trace) content."""
-        return cache_key(kind="verdict", evaluator=f"builtin:{'agentic' if request.tools else 'contextual'}",
-                         provider=self.client.provider, endpoint=self.client.identity, model=self.client.model,
-                         criteria=request.criteria,
-                         context=sorted(request.context), tools=sorted(request.tools), prompt=PROMPT_VERSION,
-                         limits=self.limits.model_dump(), max_tool_steps=self.max_tool_steps if request.tools else None,
-                         content=content, traces=traces)
+        return cache_key(
+            kind="verdict",
+            evaluator=f"builtin:{'agentic' if request.tools else 'contextual'}",
+            provider=self.client.provider,
+            endpoint=self.client.identity,
+            model=self.client.model,
+            criteria=request.criteria,
+            context=sorted(request.context),
+            tools=sorted(request.tools),
+            prompt=PROMPT_VERSION,
+            limits=self.limits.model_dump(),
+            max_tool_steps=self.max_tool_steps if request.tools else None,
+            content=content,
+            traces=traces,
+        )
 
     async def evaluate(self, request: JudgeRequest) -> Verdict:
         check_request(request)
@@ -60,24 +76,44 @@ class LLMJudge(JudgeProvider):
             if hit is not None:
                 # A hit costs nothing now: tokens are not counted again (the original usage stays in details).
                 verdict = Verdict.model_validate(hit)
-                details = {**verdict.details, "cached_usage": verdict.usage.model_dump()}
-                return verdict.model_copy(update={"cached": True, "role": request.role, "criteria": request.criteria,
-                                                  "usage": Usage(model=verdict.usage.model), "details": details})
+                hit_details = {**verdict.details, "cached_usage": verdict.usage.model_dump()}
+                return verdict.model_copy(
+                    update={
+                        "cached": True,
+                        "role": request.role,
+                        "criteria": request.criteria,
+                        "usage": Usage(model=verdict.usage.model),
+                        "details": hit_details,
+                    }
+                )
         started = time.perf_counter()
         prompt = build_prompt(request.criteria, content, traces, request.context, self.limits)
         details: dict[str, Any] = {"mode": "contextual", "prompt_nonce": prompt.nonce}
         if request.tools:
-            answer, usage, calls = await run_agentic(self.client, prompt, request.trace_tools, self.limits,
-                                                     self.max_tool_steps)
+            answer, usage, calls = await run_agentic(
+                self.client, prompt, request.trace_tools, self.limits, self.max_tool_steps
+            )
             details.update(mode="agentic", tool_calls=calls)
         else:
-            answer, usage = await ask_json(self.client, [ChatMessage(role="user", content=prompt.user)], system=SYSTEM,
-                                           answer_format=VERDICT_FORMAT, validate=verdict_answer)
+            answer, usage = await ask_json(
+                self.client,
+                [ChatMessage(role="user", content=prompt.user)],
+                system=SYSTEM,
+                answer_format=VERDICT_FORMAT,
+                validate=verdict_answer,
+            )
         details["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        verdict = Verdict(passed=answer["passed"], score=answer["score"], reasoning=answer["reasoning"],
-                          criteria=request.criteria, role=request.role, evaluator=self.client.provider,
-                          model=self.client.model, usage=usage.model_copy(update={"model": self.client.model}),
-                          details=details)
+        verdict = Verdict(
+            passed=answer["passed"],
+            score=answer["score"],
+            reasoning=answer["reasoning"],
+            criteria=request.criteria,
+            role=request.role,
+            evaluator=self.client.provider,
+            model=self.client.model,
+            usage=usage.model_copy(update={"model": self.client.model}),
+            details=details,
+        )
         if self.cache is not None:
             # off the event loop: a write may wait on another process's write lock (busy timeout)
             await asyncio.to_thread(self.cache.put, key, "verdict", verdict.model_dump(mode="json"))

@@ -16,11 +16,18 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from agent_health.errors import ConfigError
 from agent_health.judges.chat import (
-    Backoff, ChatClient, ChatMessage, ChatResponse, ProviderError, RateLimited, ToolCall, ToolSpec,
+    Backoff,
+    ChatClient,
+    ChatMessage,
+    ChatResponse,
+    ProviderError,
+    RateLimited,
+    ToolCall,
+    ToolSpec,
 )
 from agent_health.model import Usage
-from agent_health.sdk.errors import ConfigError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -57,8 +64,10 @@ class OpenAIChat(ChatClient):
         super().__init__(model, backoff)
         s = dict(settings or {})
         if "api_key" in s:
-            raise ConfigError("judge settings: put the OpenAI key in an environment variable and name it with "
-                              "api_key_env, never api_key in the configuration")
+            raise ConfigError(
+                "judge settings: put the OpenAI key in an environment variable and name it with "
+                "api_key_env, never api_key in the configuration"
+            )
         self.base_url = str(s.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
         key_env = s.get("api_key_env")
         key = os.environ.get(key_env or DEFAULT_KEY_ENV)
@@ -70,8 +79,9 @@ class OpenAIChat(ChatClient):
         headers = {str(k): str(v) for k, v in (s.get("headers") or {}).items()}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.AsyncClient(base_url=self.base_url, headers=headers,
-                                         timeout=float(s.get("timeout_s", 60.0)))
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=float(s.get("timeout_s", 60.0))
+        )
 
     @property
     def label(self) -> str:
@@ -82,30 +92,48 @@ class OpenAIChat(ChatClient):
         # Two OpenAI-compatible servers may serve different weights under the same model name.
         return redact_url(self.base_url)
 
-    def _body(self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...],
-              json_mode: bool) -> dict[str, Any]:
+    def _body(
+        self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+    ) -> dict[str, Any]:
         wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         for m in messages:
             if m.role == "tool":
                 wire.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
             elif m.tool_calls:
-                wire.append({"role": "assistant", "content": m.content or None, "tool_calls": [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.args)}}
-                    for c in m.tool_calls]})
+                wire.append(
+                    {
+                        "role": "assistant",
+                        "content": m.content or None,
+                        "tool_calls": [
+                            {
+                                "id": c.id,
+                                "type": "function",
+                                "function": {"name": c.name, "arguments": json.dumps(c.args)},
+                            }
+                            for c in m.tool_calls
+                        ],
+                    }
+                )
             else:
                 wire.append({"role": m.role, "content": m.content})
         body: dict[str, Any] = {"model": self.model, "messages": wire, "temperature": self.temperature}
         if self.max_tokens:
             body["max_tokens"] = self.max_tokens
         if tools:
-            body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                               "parameters": t.parameters}} for t in tools]
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in tools
+            ]
         elif json_mode and self.json_mode:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    async def _call(self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...],
-                    json_mode: bool) -> ChatResponse:
+    async def _call(
+        self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+    ) -> ChatResponse:
         try:
             response = await self._client.post("/chat/completions", json=self._body(messages, system, tools, json_mode))
         except httpx.HTTPError as exc:
@@ -119,20 +147,30 @@ class OpenAIChat(ChatClient):
             message = data["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ProviderError(f"{self.label}: unexpected response shape: {_excerpt(response.text)}") from exc
-        calls = []
+        calls: list[Any] = []
         for c in message.get("tool_calls") or []:
             fn = c.get("function") or {}
             try:
                 args = json.loads(fn.get("arguments") or "{}")
             except ValueError:
                 args = {"_unparsed": fn.get("arguments")}
-            calls.append(ToolCall(id=str(c.get("id") or f"call_{len(calls)}"), name=str(fn.get("name")),
-                                  args=args if isinstance(args, dict) else {"value": args}))
+            calls.append(
+                ToolCall(
+                    id=str(c.get("id") or f"call_{len(calls)}"),
+                    name=str(fn.get("name")),
+                    args=args if isinstance(args, dict) else {"value": args},
+                )
+            )
         usage = data.get("usage") or {}
         model = data.get("model") or self.model
-        return ChatResponse(text=message.get("content") or "", tool_calls=tuple(calls), model=model,
-                            usage=Usage.of(int(usage.get("prompt_tokens") or 0),
-                                           int(usage.get("completion_tokens") or 0), model=model, llm_calls=1))
+        return ChatResponse(
+            text=message.get("content") or "",
+            tool_calls=tuple(calls),
+            model=model,
+            usage=Usage.of(
+                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), model=model, llm_calls=1
+            ),
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from agent_health.judges.base import LLM
 from agent_health.judges.chat import ChatClient, ChatMessage, ChatResponse, ToolSpec
@@ -38,7 +39,7 @@ def extract_json(text: str) -> Any:
     candidates = [text, *(m.group(1).strip() for m in _FENCED.finditer(text))]
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     for c in candidates:
         try:
             return json.loads(c)
@@ -80,17 +81,26 @@ def verdict_answer(text: str) -> dict[str, Any]:
 
 
 def repair_message(error: str, answer_format: str) -> str:
-    return (f"Your previous answer could not be used: {error}. Answer again with ONLY the JSON object, "
-            f"no prose and no code fences.\n{answer_format}")
+    return (
+        f"Your previous answer could not be used: {error}. Answer again with ONLY the JSON object, "
+        f"no prose and no code fences.\n{answer_format}"
+    )
 
 
 def _give_up(error: Exception, text: str) -> JudgeAnswerError:
     return JudgeAnswerError(f"judge answer unusable after one repair attempt ({error}); got: {excerpt(text)!r}")
 
 
-async def ask_json(client: ChatClient, messages: list[ChatMessage], *, system: str, answer_format: str,
-                   validate: Callable[[str], T], first: ChatResponse | None = None,
-                   tools: tuple[ToolSpec, ...] = ()) -> tuple[T, Usage]:
+async def ask_json(
+    client: ChatClient,
+    messages: list[ChatMessage],
+    *,
+    system: str,
+    answer_format: str,
+    validate: Callable[[str], T],
+    first: ChatResponse | None = None,
+    tools: tuple[ToolSpec, ...] = (),
+) -> tuple[T, Usage]:
     """Ask (or take `first`), validate, and on failure ask once more with the error spelled out.
 
     `tools` is only passed so providers accept a conversation that already holds tool calls
@@ -102,8 +112,11 @@ async def ask_json(client: ChatClient, messages: list[ChatMessage], *, system: s
         return validate(response.text), usage
     except AnswerError as exc:
         error = exc
-    repair = [*messages, ChatMessage(role="assistant", content=response.text),
-              ChatMessage(role="user", content=repair_message(str(error), answer_format))]
+    repair = [
+        *messages,
+        ChatMessage(role="assistant", content=response.text),
+        ChatMessage(role="user", content=repair_message(str(error), answer_format)),
+    ]
     response = await client.chat(repair, system=system, tools=tools, json_mode=True)
     usage = usage + response.usage
     try:
@@ -112,16 +125,19 @@ async def ask_json(client: ChatClient, messages: list[ChatMessage], *, system: s
         raise _give_up(exc, response.text) from exc
 
 
-async def complete_json(llm: LLM, prompt: str, *, system: str | None, answer_format: str,
-                        validate: Callable[[str], T]) -> T:
+async def complete_json(
+    llm: LLM, prompt: str, *, system: str | None, answer_format: str, validate: Callable[[str], T]
+) -> T:
     """`ask_json` over the single-turn `LLM` helper (custom and rubric evaluators)."""
     text = await llm.complete(prompt, system=system, json_mode=True)
     try:
         return validate(text)
     except AnswerError as exc:
         error = exc
-    retry = (f"{prompt}\n\n## Your previous answer\n{excerpt(text, 2000)}\n\n"
-             f"## Correction\n{repair_message(str(error), answer_format)}")
+    retry = (
+        f"{prompt}\n\n## Your previous answer\n{excerpt(text, 2000)}\n\n"
+        f"## Correction\n{repair_message(str(error), answer_format)}"
+    )
     text = await llm.complete(retry, system=system, json_mode=True)
     try:
         return validate(text)

@@ -27,14 +27,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agent_health.judges.base import JudgeRequest
+from agent_health.errors import ConfigError
 from agent_health.judges.canonical import canonical_run, gather_traces
 from agent_health.judges.llm import CachedLLM
 from agent_health.judges.parse import AnswerError, complete_json, extract_json, number
 from agent_health.judges.prompt import FENCE_RULES, PromptLimits, build_prompt
 from agent_health.model import Verdict
-from agent_health.sdk.errors import ConfigError
-
+from agent_health.model.judge import JudgeRequest
 
 _RANGE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|–|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*")
 
@@ -93,7 +92,7 @@ class Rubric(BaseModel):
         return value
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], *, source: str = "rubric") -> "Rubric":
+    def from_json(cls, data: dict[str, Any], *, source: str = "rubric") -> Rubric:
         """Build from agent-health's evaluator JSON (camelCase) or snake_case keys."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: an evaluator must be a JSON object")
@@ -104,11 +103,15 @@ class Rubric(BaseModel):
         if not metrics:
             raise ConfigError(f"{source}: scoringConfig.metrics is missing or empty")
         try:
-            rubric = cls(name=str(data.get("name") or data.get("id") or Path(source).stem),
-                         system_prompt=str(data.get("systemPrompt", data.get("system_prompt")) or ""),
-                         metrics=tuple(metrics),
-                         pass_threshold=data.get("passThreshold", data.get("pass_threshold", scoring.get(
-                             "passThreshold", 0.7) if isinstance(scoring, dict) else 0.7)))
+            rubric = cls(
+                name=str(data.get("name") or data.get("id") or Path(source).stem),
+                system_prompt=str(data.get("systemPrompt", data.get("system_prompt")) or ""),
+                metrics=tuple(metrics),
+                pass_threshold=data.get(
+                    "passThreshold",
+                    data.get("pass_threshold", scoring.get("passThreshold", 0.7) if isinstance(scoring, dict) else 0.7),
+                ),
+            )
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise ConfigError(f"{source}: invalid evaluator: {problems}") from exc
@@ -120,11 +123,16 @@ class Rubric(BaseModel):
 
     # -- scoring ------------------------------------------------------------------
     def answer_format(self) -> str:
-        lines = "\n".join(f'- "{m.name}": a number from {m.scale[0]:g} to {m.scale[1]:g}'
-                          + (f" ({m.description})" if m.description else "") for m in self.metrics)
-        return ("Answer with ONLY a JSON object, no prose and no code fences:\n"
-                '{"metrics": {<metric name>: <score>, ...}, "reasoning": "one short paragraph", '
-                '"suggestions": ["concrete improvement", ...]}\nMetrics and scales:\n' + lines)
+        lines = "\n".join(
+            f'- "{m.name}": a number from {m.scale[0]:g} to {m.scale[1]:g}'
+            + (f" ({m.description})" if m.description else "")
+            for m in self.metrics
+        )
+        return (
+            "Answer with ONLY a JSON object, no prose and no code fences:\n"
+            '{"metrics": {<metric name>: <score>, ...}, "reasoning": "one short paragraph", '
+            '"suggestions": ["concrete improvement", ...]}\nMetrics and scales:\n' + lines
+        )
 
     def parse(self, text: str) -> dict[str, Any]:
         """Validate the model's answer: every metric present and within its scale."""
@@ -143,8 +151,11 @@ class Rubric(BaseModel):
         suggestions = obj.get("suggestions") or []
         if isinstance(suggestions, str):
             suggestions = [suggestions]
-        return {"scores": scores, "reasoning": str(obj.get("reasoning", "")),
-                "suggestions": [str(s) for s in suggestions]}
+        return {
+            "scores": scores,
+            "reasoning": str(obj.get("reasoning", "")),
+            "suggestions": [str(s) for s in suggestions],
+        }
 
     def score(self, scores: dict[str, float]) -> tuple[float, dict[str, dict[str, float]]]:
         """(weighted 0-1 score, per-metric breakdown)."""
@@ -162,19 +173,41 @@ class Rubric(BaseModel):
     async def __call__(self, request: JudgeRequest, llm: CachedLLM) -> Verdict:
         content = canonical_run(request)
         traces = await gather_traces(request)
-        system = (self.system_prompt.strip() + "\n\n" if self.system_prompt.strip() else
-                  "You are a strict, impartial evaluator of an AI agent's run.\n\n") + FENCE_RULES
-        prompt = build_prompt(request.criteria, content, traces, request.context, self.limits, system=system,
-                              answer_format=self.answer_format(), claim_heading="What to evaluate")
-        answer = await complete_json(llm, prompt.user, system=prompt.system, answer_format=self.answer_format(),
-                                     validate=self.parse)
+        system = (
+            self.system_prompt.strip() + "\n\n"
+            if self.system_prompt.strip()
+            else "You are a strict, impartial evaluator of an AI agent's run.\n\n"
+        ) + FENCE_RULES
+        prompt = build_prompt(
+            request.criteria,
+            content,
+            traces,
+            request.context,
+            self.limits,
+            system=system,
+            answer_format=self.answer_format(),
+            claim_heading="What to evaluate",
+        )
+        answer = await complete_json(
+            llm, prompt.user, system=prompt.system, answer_format=self.answer_format(), validate=self.parse
+        )
         weighted, per = self.score(answer["scores"])
         passed = weighted >= self.pass_threshold
-        return Verdict(passed=passed, score=weighted, criteria=request.criteria, role=request.role,
-                       reasoning=f"{answer['reasoning']} (weighted {weighted:.2f}, pass at {self.pass_threshold:.2f})",
-                       evaluator=self.name, model=llm.model,
-                       details={"rubric": self.name, "metrics": per, "suggestions": answer["suggestions"],
-                                "pass_threshold": self.pass_threshold})
+        return Verdict(
+            passed=passed,
+            score=weighted,
+            criteria=request.criteria,
+            role=request.role,
+            reasoning=f"{answer['reasoning']} (weighted {weighted:.2f}, pass at {self.pass_threshold:.2f})",
+            evaluator=self.name,
+            model=llm.model,
+            details={
+                "rubric": self.name,
+                "metrics": per,
+                "suggestions": answer["suggestions"],
+                "pass_threshold": self.pass_threshold,
+            },
+        )
 
 
 def load_rubric(source: str | Path | dict[str, Any]) -> Rubric:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from agent_health.judges.base import JudgeProvider, JudgeRequest
+from agent_health.errors import ConfigError
+from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache
 from agent_health.judges.chat import Backoff, ChatClient
 from agent_health.judges.llm import CachedLLM
 from agent_health.model import Verdict
-from agent_health.sdk.errors import ConfigError
+from agent_health.model.judge import JudgeRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.config.model import JudgeSettings
@@ -33,9 +35,17 @@ BUILTIN_PROVIDERS = ("demo", "openai", "bedrock")
 class JudgeService:
     """Shared by the tests of one engine run."""
 
-    def __init__(self, provider: JudgeProvider | None = None, *, skip: bool = False, concurrency: int = 8,
-                 select: ProviderFactory | None = None, settings: "JudgeSettings | None" = None,
-                 evaluators: Mapping[str, Callable[..., Any]] | None = None, cache: JudgeCache | Path | None = None):
+    def __init__(
+        self,
+        provider: JudgeProvider | None = None,
+        *,
+        skip: bool = False,
+        concurrency: int = 8,
+        select: ProviderFactory | None = None,
+        settings: JudgeSettings | None = None,
+        evaluators: Mapping[str, Callable[..., Any]] | None = None,
+        cache: JudgeCache | Path | None = None,
+    ):
         from agent_health.judges.demo import DemoJudge
 
         self.provider = provider or DemoJudge()
@@ -54,9 +64,15 @@ class JudgeService:
             self.resolve(settings.model)
 
     @classmethod
-    def from_settings(cls, settings: "JudgeSettings", *, state_path: Path | None = None, skip: bool = False,
-                      no_cache: bool = False,
-                      evaluators: Mapping[str, Callable[..., Any]] | None = None) -> "JudgeService":
+    def from_settings(
+        cls,
+        settings: JudgeSettings,
+        *,
+        state_path: Path | None = None,
+        skip: bool = False,
+        no_cache: bool = False,
+        evaluators: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> JudgeService:
         """Build from `JudgeSettings`; the cache lives in `state_path/settings.cache_file`."""
         cache = None
         if settings.cache and not no_cache and not skip and state_path is not None:
@@ -105,8 +121,10 @@ class JudgeService:
         elif name in BUILTIN_PROVIDERS:
             kind, conf = name, {}
         else:
-            raise ConfigError(f"judge provider {name!r} unknown; use one of {list(BUILTIN_PROVIDERS)} "
-                              f"or a name from judge.providers {sorted(s.providers)}")
+            raise ConfigError(
+                f"judge provider {name!r} unknown; use one of {list(BUILTIN_PROVIDERS)} "
+                f"or a name from judge.providers {sorted(s.providers)}"
+            )
         if kind not in BUILTIN_PROVIDERS:
             raise ConfigError(f"judge provider {name!r} has type {kind!r}; use one of {list(BUILTIN_PROVIDERS)}")
         if kind != "demo" and not model:
@@ -146,8 +164,12 @@ class JudgeService:
             from agent_health.judges.prompt import PromptLimits
 
             s = self.settings
-            limits = PromptLimits(max_output_chars=s.max_output_chars, max_step_chars=s.max_step_chars,
-                                  max_steps=s.max_steps, max_trace_chars=s.max_trace_chars)
+            limits = PromptLimits(
+                max_output_chars=s.max_output_chars,
+                max_step_chars=s.max_step_chars,
+                max_steps=s.max_steps,
+                max_trace_chars=s.max_trace_chars,
+            )
             self._judges[key] = LLMJudge(client, limits=limits, max_tool_steps=s.max_tool_steps, cache=self.cache)
         return self._judges[key]
 
@@ -155,31 +177,50 @@ class JudgeService:
         """The cached `llm` helper for a model spec (custom evaluators, the insight synthesizer)."""
         spec = model or (self.settings.model if self.settings else None)
         client = self.client(spec) if self.settings is not None else None
-        return CachedLLM(client, self.cache if client is not None else None,
-                         unavailable="the judge provider is the offline demo heuristic; "
-                                     "configure judge=... with an openai or bedrock model")
+        return CachedLLM(
+            client,
+            self.cache if client is not None else None,
+            unavailable="the judge provider is the offline demo heuristic; "
+            "configure judge=... with an openai or bedrock model",
+        )
 
     # -- judging ------------------------------------------------------------------
     async def judge(self, request: JudgeRequest, *, skip: bool = False) -> Verdict:
         """One verdict; never raises."""
         if self.skip or skip:
-            return Verdict(passed=True, score=None, skipped=True, criteria=request.criteria, role=request.role,
-                           reasoning="judge skipped (skip mode)", evaluator="skipped")
+            return Verdict(
+                passed=True,
+                score=None,
+                skipped=True,
+                criteria=request.criteria,
+                role=request.role,
+                reasoning="judge skipped (skip mode)",
+                evaluator="skipped",
+            )
         who = request.evaluator or request.model or "judge"
         try:
             async with self._limit:
                 if request.evaluator is not None and request.evaluator not in BUILTIN_PROVIDERS:
                     verdict = await self._custom(request)
                 else:
-                    spec = request.evaluator if request.evaluator in BUILTIN_PROVIDERS and not request.model \
+                    spec = (
+                        request.evaluator
+                        if request.evaluator in BUILTIN_PROVIDERS and not request.model
                         else self.model_for(request)
+                    )
                     provider = self._select(request) if self._select else self.resolve(spec)
                     who = provider.name or type(provider).__name__
                     verdict = await provider.evaluate(request)
         except Exception as exc:  # provider failure: errored, never a silent pass or zero
             where = f" in test {request.test_id}" if request.test_id else ""
-            return Verdict(passed=False, errored=True, criteria=request.criteria, role=request.role,
-                           error=f"{who} judge failed{where}: {type(exc).__name__}: {exc}", evaluator=str(who))
+            return Verdict(
+                passed=False,
+                errored=True,
+                criteria=request.criteria,
+                role=request.role,
+                error=f"{who} judge failed{where}: {type(exc).__name__}: {exc}",
+                evaluator=str(who),
+            )
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
         return verdict

@@ -10,12 +10,11 @@ import sys
 import traceback
 from pathlib import Path
 
+from agent_health.errors import EvalFileError
 from agent_health.loader.ids import content_hash, suite_name, test_id
+from agent_health.loader.registry import BUILTIN_FIXTURES, FileRegistry, TestSpec, activate, deactivate, parameters
 from agent_health.loader.types import LoadedTest
 from agent_health.model import TestCase
-from agent_health.sdk.api import BUILTIN_FIXTURES, parameters
-from agent_health.sdk.errors import EvalFileError
-from agent_health.sdk.registry import FileRegistry, TestSpec, activate, deactivate
 
 _counter = itertools.count()
 
@@ -46,9 +45,12 @@ def import_eval_file(path: Path, rel: str) -> FileRegistry:
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
-        sys.modules.pop(name, None)
         raise EvalFileError(rel, f"failed to import: {type(exc).__name__}: {exc}", _error_line(exc, path)) from exc
     finally:
+        # The module is needed while it executes (dataclasses, pydantic and pickling look it up);
+        # afterwards its functions keep their globals, and a long-lived process (the Dagster
+        # sensor reloads files) must not collect one module per load.
+        sys.modules.pop(name, None)
         deactivate(token)
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)
@@ -70,18 +72,35 @@ def _body_source(spec: TestSpec, cache: dict[object, str]) -> str:
 
 def code_case(spec: TestSpec, suite: str, rel: str, sources: dict[object, str] | None = None) -> TestCase:
     options = {
-        "name": spec.name, "prompt": spec.prompt, "labels": spec.labels, "description": spec.description,
-        "context": [c.model_dump() for c in spec.context], "timeout": spec.timeout_s,
+        "name": spec.name,
+        "prompt": spec.prompt,
+        "labels": spec.labels,
+        "description": spec.description,
+        "context": [c.model_dump() for c in spec.context],
+        "timeout": spec.timeout_s,
         "expected_outcomes": spec.expected_outcomes,
         "expected_trajectory": [s.model_dump() for s in spec.expected_trajectory],
-        "skip_judge": spec.skip_judge, "epochs": spec.epochs, "body": _body_source(spec, {} if sources is None else sources),
+        "skip_judge": spec.skip_judge,
+        "epochs": spec.epochs,
+        "body": _body_source(spec, {} if sources is None else sources),
         "fixtures": sorted(spec.fixtures),
     }
     return TestCase(
-        id=test_id(suite, spec.name), name=spec.name, suite=suite, source_file=rel, line=spec.line, kind="code",
-        description=spec.description, labels=spec.labels, prompt=spec.prompt, context=spec.context,
-        expected_outcomes=spec.expected_outcomes, expected_trajectory=spec.expected_trajectory,
-        timeout_s=spec.timeout_s, skip_judge=spec.skip_judge, epochs=spec.epochs,
+        id=test_id(suite, spec.name),
+        name=spec.name,
+        suite=suite,
+        source_file=rel,
+        line=spec.line,
+        kind="code",
+        description=spec.description,
+        labels=spec.labels,
+        prompt=spec.prompt,
+        context=spec.context,
+        expected_outcomes=spec.expected_outcomes,
+        expected_trajectory=spec.expected_trajectory,
+        timeout_s=spec.timeout_s,
+        skip_judge=spec.skip_judge,
+        epochs=spec.epochs,
         content_hash=content_hash(options),
     )
 
@@ -106,19 +125,32 @@ def missing_fixtures(spec: TestSpec, registry: FileRegistry) -> list[str]:
 def load_code_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFileError]]:
     registry = import_eval_file(path, rel)
     suite = suite_name(rel)
-    tests, errors, ids, sources = [], list(registry.errors), {}, {}
+    tests: list[LoadedTest] = []
+    errors = list(registry.errors)
+    ids: dict[str, str] = {}
+    sources: dict[object, str] = {}
     for spec in registry.tests:
         missing = missing_fixtures(spec, registry)
         if missing:
             known = sorted(set(BUILTIN_FIXTURES) | set(registry.fixtures) | set(spec.fixtures))
-            errors.append(EvalFileError(rel, f"test {spec.name!r} asks for unknown fixture(s) "
-                                             f"{', '.join(map(repr, missing))}; known: {', '.join(known)}",
-                                        spec.line))
+            errors.append(
+                EvalFileError(
+                    rel,
+                    f"test {spec.name!r} asks for unknown fixture(s) "
+                    f"{', '.join(map(repr, missing))}; known: {', '.join(known)}",
+                    spec.line,
+                )
+            )
             continue
         case = code_case(spec, suite, rel, sources)
         if case.id in ids:
-            errors.append(EvalFileError(rel, f"test {spec.name!r} has the same id {case.id!r} as test "
-                                             f"{ids[case.id]!r}; rename one", spec.line))
+            errors.append(
+                EvalFileError(
+                    rel,
+                    f"test {spec.name!r} has the same id {case.id!r} as test {ids[case.id]!r}; rename one",
+                    spec.line,
+                )
+            )
             continue
         ids[case.id] = spec.name
         tests.append(LoadedTest(case, spec, registry))

@@ -28,12 +28,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_health.errors import EvalFileError
 from agent_health.loader.ids import content_hash, suite_name, test_id
+from agent_health.loader.registry import FileRegistry, TestSpec
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ExpectedStep, TestCase
-from agent_health.sdk.api import to_context, to_expected_steps
-from agent_health.sdk.errors import EvalFileError
-from agent_health.sdk.registry import FileRegistry, TestSpec
+from agent_health.model.case import to_context, to_expected_steps
 
 
 def _parse(path: Path, rel: str) -> Any:
@@ -60,8 +60,9 @@ def _parse(path: Path, rel: str) -> Any:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            raise EvalFileError(rel, f"invalid YAML: {getattr(exc, 'problem', exc)}",
-                                mark.line + 1 if mark else None) from exc
+            raise EvalFileError(
+                rel, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
+            ) from exc
     except UnicodeDecodeError as exc:
         raise EvalFileError(rel, f"not UTF-8 text: {exc.reason}") from exc
 
@@ -75,8 +76,10 @@ def _cases(doc: Any, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 return doc[key], dict(doc.get("defaults") or {})
         if "initialPrompt" in doc or "prompt" in doc:
             return [doc], {}
-    raise EvalFileError(rel, "no test cases found: expected a list, an object with 'tests' or 'testCases', "
-                             "or one agent-health test case")
+    raise EvalFileError(
+        rel,
+        "no test cases found: expected a list, an object with 'tests' or 'testCases', or one agent-health test case",
+    )
 
 
 def normalize(raw: dict[str, Any], defaults: dict[str, Any], rel: str, index: int) -> dict[str, Any]:
@@ -102,18 +105,24 @@ def normalize(raw: dict[str, Any], defaults: dict[str, Any], rel: str, index: in
     if isinstance(outcomes, str):
         outcomes = [outcomes]
     return {
-        "name": str(name), "prompt": prompt.strip(), "labels": tuple(dict.fromkeys(map(str, labels))),
-        "description": item.get("description"), "context": to_context(item.get("context")),
-        "expected_outcomes": tuple(map(str, outcomes)), "expected_trajectory": tuple(steps),
-        "timeout_s": item.get("timeout"), "epochs": item.get("epochs"),
-        "skip_judge": item.get("skip_judge", item.get("skipJudge")), "source_id": item.get("id"),
+        "name": str(name),
+        "prompt": prompt.strip(),
+        "labels": tuple(dict.fromkeys(map(str, labels))),
+        "description": item.get("description"),
+        "context": to_context(item.get("context")),
+        "expected_outcomes": tuple(map(str, outcomes)),
+        "expected_trajectory": tuple(steps),
+        "timeout_s": item.get("timeout"),
+        "epochs": item.get("epochs"),
+        "skip_judge": item.get("skip_judge", item.get("skipJudge")),
+        "source_id": item.get("id"),
     }
 
 
 def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]):
     """The body every data test runs: agent once, required tools checked, outcomes judged."""
 
-    async def body(agent, expect, judge):  # noqa: ANN001 - fixtures by name
+    async def body(agent, expect, judge):
         result = await agent.run()
         for tool in required_tools:
             expect.soft(result).to_have_called_tool(tool)
@@ -144,13 +153,20 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             continue
         seen[tid] = fields["name"]
         tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
-        spec = TestSpec(body=data_body(tools, fields["expected_outcomes"]), scope=registry.root, line=None,
-                        **fields)
+        spec = TestSpec(body=data_body(tools, fields["expected_outcomes"]), scope=registry.root, line=None, **fields)
         case = TestCase(
-            id=tid, suite=suite, source_file=rel, kind="data", content_hash=content_hash(
-                {**{k: v for k, v in fields.items()}, "context": [c.model_dump() for c in fields["context"]],
-                 "expected_trajectory": [s.model_dump() for s in fields["expected_trajectory"]],
-                 "source_id": source_id}),
+            id=tid,
+            suite=suite,
+            source_file=rel,
+            kind="data",
+            content_hash=content_hash(
+                {
+                    **{k: v for k, v in fields.items()},
+                    "context": [c.model_dump() for c in fields["context"]],
+                    "expected_trajectory": [s.model_dump() for s in fields["expected_trajectory"]],
+                    "source_id": source_id,
+                }
+            ),
             **fields,
         )
         tests.append(LoadedTest(case, spec, registry))

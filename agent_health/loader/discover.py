@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
+from agent_health.errors import EvalFileError
 from agent_health.loader.code import load_code_file
 from agent_health.loader.data import load_data_file
 from agent_health.loader.ids import CODE_SUFFIX, DATA_SUFFIXES
 from agent_health.loader.types import LoadResult
-from agent_health.sdk.errors import EvalFileError
 
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".venv", "venv"}
 
@@ -52,9 +52,9 @@ def _root_for(paths: list[Path], explicit: Path | None) -> Path:
 def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[str] | None = None) -> LoadResult:
     """Load every eval file under `paths`. Suites are named relative to `root` (default: the
     common folder of the paths). A file that fails to load is an error; the others still load."""
-    paths = [Path(p) for p in paths]
-    files, errors = discover(paths)
-    base = _root_for(paths, Path(root) if root else None)
+    given = [Path(p) for p in paths]
+    files, errors = discover(given)
+    base = _root_for(given, Path(root) if root else None)
     result = LoadResult(errors=errors, root=str(base))
     for file in files:
         try:

@@ -3,15 +3,18 @@ files, or one file twice, never mixes or duplicates tests."""
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from agent_health.errors import EvalFileError, UsageError
 from agent_health.model import ContextItem, ExpectedStep
-from agent_health.sdk.errors import EvalFileError, UsageError
 
 HOOK_KINDS = ("before_all", "after_all", "before_each", "after_each")
+BUILTIN_FIXTURES = ("agent", "expect", "judge", "test_info")
 
 
 @dataclass(eq=False)
@@ -19,12 +22,13 @@ class Scope:
     """A file or describe() block: a name and the hooks declared in it."""
 
     name: str | None
-    parent: "Scope | None" = None
+    parent: Scope | None = None
     hooks: dict[str, list[Callable[..., Any]]] = field(default_factory=lambda: {k: [] for k in HOOK_KINDS})
 
-    def chain(self) -> list["Scope"]:
+    def chain(self) -> list[Scope]:
         """Outermost first."""
-        out, s = [], self
+        out: list[Scope] = []
+        s: Scope | None = self
         while s is not None:
             out.append(s)
             s = s.parent
@@ -80,9 +84,11 @@ class FileRegistry:
     def add_test(self, spec: TestSpec) -> None:
         for other in self.tests:
             if other.name == spec.name:
-                self.errors.append(EvalFileError(
-                    self.path, f"duplicate test name {spec.name!r} (first defined on line {other.line})",
-                    spec.line))
+                self.errors.append(
+                    EvalFileError(
+                        self.path, f"duplicate test name {spec.name!r} (first defined on line {other.line})", spec.line
+                    )
+                )
                 return
         self.tests.append(spec)
 
@@ -93,8 +99,10 @@ _active: ContextVar[FileRegistry | None] = ContextVar("agent_health_file_registr
 def active_registry(what: str) -> FileRegistry:
     reg = _active.get()
     if reg is None:
-        raise UsageError(f"{what} must be declared in an eval file loaded by agent-health "
-                         "(agent-health run FILE, or agent_health.load_tests)")
+        raise UsageError(
+            f"{what} must be declared in an eval file loaded by agent-health "
+            "(agent-health run FILE, or agent_health.load_tests)"
+        )
     return reg
 
 
@@ -110,3 +118,11 @@ def definition_line(fn: Callable[..., Any]) -> int | None:
     """First line of the definition (the decorator line); cheap, no source parsing."""
     code = getattr(inspect.unwrap(fn), "__code__", None)
     return code.co_firstlineno if code else None
+
+
+@functools.lru_cache(maxsize=8192)
+def parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """Names a fixture, hook or body asks for (cached: the engine asks once per test)."""
+    return tuple(
+        p.name for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent_health.errors import EvalFileError
+from agent_health.loader.registry import FileRegistry, TestSpec
 from agent_health.model import TestCase
-from agent_health.sdk.errors import EvalFileError
-from agent_health.sdk.registry import FileRegistry, TestSpec
 
 
 @dataclass

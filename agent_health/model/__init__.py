@@ -7,6 +7,20 @@ from agent_health.model.run import STEP_KINDS, RunResult, Step, Usage
 from agent_health.model.signal import Signal, Verdict
 
 __all__ = [
-    "SCHEMA_VERSION", "STEP_KINDS", "ContextItem", "ExpectedStep", "Insight", "RunResult",
-    "RunReport", "RunSummary", "Signal", "Step", "TestCase", "TestResult", "TestStatus", "TrialResult", "Usage", "Verdict",
+    "SCHEMA_VERSION",
+    "STEP_KINDS",
+    "ContextItem",
+    "ExpectedStep",
+    "Insight",
+    "RunReport",
+    "RunResult",
+    "RunSummary",
+    "Signal",
+    "Step",
+    "TestCase",
+    "TestResult",
+    "TestStatus",
+    "TrialResult",
+    "Usage",
+    "Verdict",
 ]

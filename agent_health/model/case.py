@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,3 +54,39 @@ class TestCase(BaseModel):
     skip_judge: bool | None = Field(None, description="True skips every judge() call in this test.")
     epochs: int | None = Field(None, description="Independent trials for this test; None uses the run default.")
     content_hash: str = Field("", description="sha256 of the test's definition; changes when the test changes.")
+
+
+def to_context(items: Iterable[Any] | None) -> tuple[ContextItem, ...]:
+    """Accept ContextItems, `{description, value}` dicts, or plain strings."""
+    out = []
+    for item in items or ():
+        if isinstance(item, ContextItem):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            out.append(ContextItem(description=str(item.get("description", "")), value=_as_text(item.get("value", ""))))
+        else:
+            out.append(ContextItem(description="", value=_as_text(item)))
+    return tuple(out)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def to_expected_steps(items: Iterable[Any] | None) -> tuple[ExpectedStep, ...]:
+    out = []
+    for i, item in enumerate(items or (), start=1):
+        if isinstance(item, ExpectedStep):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            tools = item.get("required_tools", item.get("requiredTools", ())) or ()
+            out.append(
+                ExpectedStep(
+                    step=item.get("step", i), description=str(item.get("description", "")), required_tools=tuple(tools)
+                )
+            )
+        else:
+            out.append(ExpectedStep(step=i, description=str(item)))
+    return tuple(out)

@@ -25,12 +25,15 @@ class RunSummary(BaseModel):
     duration_ms: float = Field(0.0, description="Wall-clock time of this agent's run.")
 
     @classmethod
-    def of(cls, agent: str, results: list[TestResult], duration_ms: float = 0.0) -> "RunSummary":
+    def of(cls, agent: str, results: list[TestResult], duration_ms: float = 0.0) -> RunSummary:
         passed = sum(r.status == "passed" for r in results)
         failed = sum(r.status == "failed" for r in results)
         scores = [r.score for r in results if r.score is not None]
         return cls(
-            agent=agent, total=len(results), passed=passed, failed=failed,
+            agent=agent,
+            total=len(results),
+            passed=passed,
+            failed=failed,
             errored=sum(r.status == "errored" for r in results),
             pass_rate=round(passed / (passed + failed), 4) if passed + failed else None,
             mean_score=round(sum(scores) / len(scores), 4) if scores else None,
@@ -38,7 +41,8 @@ class RunSummary(BaseModel):
             output_tokens=sum(r.usage.output_tokens for r in results),
             total_tokens=sum(r.usage.total_tokens for r in results),
             judge_tokens=sum(r.judge_usage.total_tokens for r in results),
-            cost_usd=round(sum(r.cost_usd or 0.0 for r in results), 6), duration_ms=round(duration_ms, 1),
+            cost_usd=round(sum(r.cost_usd or 0.0 for r in results), 6),
+            duration_ms=round(duration_ms, 1),
         )
 
 

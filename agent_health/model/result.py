@@ -81,6 +81,14 @@ class TestResult(BaseModel):
     flaky: bool = Field(False, description="Trials disagreed.")
 
     @classmethod
-    def for_case(cls, case: TestCase, agent: str, **kw: Any) -> "TestResult":
-        return cls(test_id=case.id, name=case.name, suite=case.suite, source_file=case.source_file,
-                   labels=case.labels, content_hash=case.content_hash, agent=agent, **kw)
+    def for_case(cls, case: TestCase, agent: str, **kw: Any) -> TestResult:
+        return cls(
+            test_id=case.id,
+            name=case.name,
+            suite=case.suite,
+            source_file=case.source_file,
+            labels=case.labels,
+            content_hash=case.content_hash,
+            agent=agent,
+            **kw,
+        )

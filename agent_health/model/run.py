@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json as _json
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agent_health.traces.view import TracesView
+from agent_health.errors import TracesNotEnabled
+
+# The running test hands the trace views of its runs (run id -> view) over through this variable
+# (set with the test's context), so `result.traces` works in a body while RunResult stays data.
+TRACE_VIEWS: ContextVar[Mapping[str, Any] | None] = ContextVar("agent_health_trace_views", default=None)
 
 StepKind = Literal["message", "thinking", "tool_call", "tool_result"]
 STEP_KINDS: tuple[str, ...] = ("message", "thinking", "tool_call", "tool_result")
@@ -44,11 +49,12 @@ class Usage(BaseModel):
     retries: int = Field(0, description="Transport retries the connector made for this run.")
 
     @classmethod
-    def of(cls, input_tokens: int = 0, output_tokens: int = 0, **kw: Any) -> "Usage":
-        return cls(input_tokens=input_tokens, output_tokens=output_tokens,
-                   total_tokens=input_tokens + output_tokens, **kw)
+    def of(cls, input_tokens: int = 0, output_tokens: int = 0, **kw: Any) -> Usage:
+        return cls(
+            input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens, **kw
+        )
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -62,7 +68,7 @@ class Usage(BaseModel):
 class RunResult(BaseModel):
     """An immutable record of one agent invocation, with helpers for assertions.
 
-    `traces` is resolved lazily from this run's id on first access (see `agent_health.traces`).
+    Inside a running test, `traces` is the lazy view of this run's traces (see `agent_health.traces`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -79,8 +85,6 @@ class RunResult(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="Token usage of the agent.")
     raw_events: tuple[Any, ...] = Field((), description="Raw protocol events/responses, secrets removed.")
     replayed: bool = Field(False, description="True when this result came from a recording.")
-
-    _traces: Any = PrivateAttr(default=None)
 
     def tool_calls(self, name: str | None = None) -> list[Step]:
         """All tool_call steps, optionally only those of tool `name`."""
@@ -99,27 +103,16 @@ class RunResult(BaseModel):
         return parse_json_output(self.output)
 
     @property
-    def traces(self) -> "TracesView":
-        """Lazy, honest view of this run's traces; raises when traces are off or unavailable."""
-        from agent_health.traces.view import TracesView, TracesNotEnabled
-
-        if self._traces is None:
-            raise TracesNotEnabled(f"traces not enabled for agent {self.agent or '?'}; "
-                                   "configure a trace source for this agent")
-        view = self._traces
-        assert isinstance(view, TracesView)
+    def traces(self) -> Any:
+        """Lazy, honest view of this run's traces (a `TracesView`), handed over by the running test;
+        raises TracesNotEnabled when the agent has no traces or no test is running."""
+        views = TRACE_VIEWS.get()
+        view = views.get(self.run_id) if views else None
+        if view is None:
+            raise TracesNotEnabled(
+                f"traces not enabled for agent {self.agent or '?'}; configure a trace source for this agent"
+            )
         return view
-
-    def __eq__(self, other: object) -> bool:
-        # The bound traces view is live state, not data: a result equals its JSON round trip.
-        if not isinstance(other, RunResult):
-            return NotImplemented
-        return type(self) is type(other) and self.__dict__ == other.__dict__
-
-    def bind_traces(self, view: Any) -> "RunResult":
-        """Attach a lazy traces view (used by the engine); returns self."""
-        self.__pydantic_private__["_traces"] = view
-        return self
 
 
 def parse_json_output(text: str) -> Any:

@@ -54,9 +54,9 @@ class Verdict(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="Judge tokens (counted apart from the agent's).")
     details: dict[str, Any] = Field(default_factory=dict, description="Per-metric scores, tool calls, suggestions.")
 
-    def or_throw(self) -> "Verdict":
+    def or_throw(self) -> Verdict:
         """Stop the test body when this verdict failed (or errored); return self otherwise."""
-        from agent_health.sdk.errors import InfrastructureError, VerdictFailed
+        from agent_health.errors import InfrastructureError, VerdictFailed
 
         if self.errored:
             raise InfrastructureError(f"judge errored: {self.error or self.reasoning}")
@@ -70,12 +70,19 @@ class Verdict(BaseModel):
 
     def to_signal(self) -> Signal:
         return Signal(
-            kind="judge", role=self.role, name=f"judge({self.criteria!r})",
+            kind="judge",
+            role=self.role,
+            name=f"judge({self.criteria!r})",
             passed=None if self.skipped else (None if self.errored else self.passed),
             score=None if (self.skipped or self.errored) else self.score,
             reasoning=self.error if self.errored else self.reasoning,
-            evidence={"evaluator": self.evaluator, "model": self.model,
-                      **({"details": self.details} if self.details else {}),
-                      **({"usage": self.usage.model_dump()} if self.usage.total_tokens else {})},
-            skipped=self.skipped, errored=self.errored, cached=self.cached,
+            evidence={
+                "evaluator": self.evaluator,
+                "model": self.model,
+                **({"details": self.details} if self.details else {}),
+                **({"usage": self.usage.model_dump()} if self.usage.total_tokens else {}),
+            },
+            skipped=self.skipped,
+            errored=self.errored,
+            cached=self.cached,
         )

@@ -7,5 +7,13 @@ from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.project import Project
 from agent_health.pipeline.sync import SuiteSync, plan_suite_sync
 
-__all__ = ["Gate", "Project", "SuiteSync", "Thresholds", "partition_metadata", "plan_suite_sync", "rollup_gates",
-           "run_partitions"]
+__all__ = [
+    "Gate",
+    "Project",
+    "SuiteSync",
+    "Thresholds",
+    "partition_metadata",
+    "plan_suite_sync",
+    "rollup_gates",
+    "run_partitions",
+]

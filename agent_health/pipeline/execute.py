@@ -4,7 +4,8 @@ result stored the moment it finishes (a crashed run keeps everything already wri
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from agent_health.loader import LoadedTest
 from agent_health.model import TestResult
@@ -16,12 +17,25 @@ OnResult = Callable[[TestResult], None]
 
 def missing_test_result(suite: str, test_id: str, agent: str, source_file: str, why: str) -> TestResult:
     """An errored result for a partition whose test no longer exists, so the partition is honest."""
-    return TestResult(test_id=test_id, name=test_id.split("::", 1)[-1], suite=suite, source_file=source_file,
-                      agent=agent, status="errored", error=why)
+    return TestResult(
+        test_id=test_id,
+        name=test_id.split("::", 1)[-1],
+        suite=suite,
+        source_file=source_file,
+        agent=agent,
+        status="errored",
+        error=why,
+    )
 
 
-async def _run_agent(project: Project, agent: str, tests: Sequence[LoadedTest], concurrency: int | None,
-                     on_result: OnResult | None, out: list[TestResult]) -> None:
+async def _run_agent(
+    project: Project,
+    agent: str,
+    tests: Sequence[LoadedTest],
+    concurrency: int | None,
+    on_result: OnResult | None,
+    out: list[TestResult],
+) -> None:
     options = engine_options(project.config, concurrency=concurrency)
     async for result in iter_results(tests, project.config, agent, options):
         project.store.put(result)
@@ -30,8 +44,13 @@ async def _run_agent(project: Project, agent: str, tests: Sequence[LoadedTest], 
             on_result(result)
 
 
-def run_partitions(project: Project, suite: str, test_ids_by_agent: Mapping[str, Sequence[str]],
-                   concurrency: int | None = None, on_result: OnResult | None = None) -> list[TestResult]:
+def run_partitions(
+    project: Project,
+    suite: str,
+    test_ids_by_agent: Mapping[str, Sequence[str]],
+    concurrency: int | None = None,
+    on_result: OnResult | None = None,
+) -> list[TestResult]:
     """Run the given tests of `suite` for each agent version and store every result.
 
     Test ids not in the eval file any more get an errored result naming the file. A file that
@@ -46,17 +65,26 @@ def run_partitions(project: Project, suite: str, test_ids_by_agent: Mapping[str,
         for tid in ids:
             if tid not in by_id:
                 why = next((str(e) for e in loaded.errors if tid.split("::", 1)[-1] in str(e)), None)
-                r = missing_test_result(suite, tid, agent, source, why or f"test {tid!r} is not in {source} any "
-                                        "more (removed or renamed); its partition is stale")
+                r = missing_test_result(
+                    suite,
+                    tid,
+                    agent,
+                    source,
+                    why or f"test {tid!r} is not in {source} any more (removed or renamed); its partition is stale",
+                )
                 project.store.put(r)
                 out.append(r)
                 if on_result:
                     on_result(r)
 
     async def main() -> None:
-        await asyncio.gather(*(
-            _run_agent(project, agent, [by_id[t] for t in ids if t in by_id], concurrency, on_result, out)
-            for agent, ids in test_ids_by_agent.items() if any(t in by_id for t in ids)))
+        await asyncio.gather(
+            *(
+                _run_agent(project, agent, [by_id[t] for t in ids if t in by_id], concurrency, on_result, out)
+                for agent, ids in test_ids_by_agent.items()
+                if any(t in by_id for t in ids)
+            )
+        )
 
     asyncio.run(main())
     return out

@@ -16,8 +16,9 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     min_pass_rate: float = Field(0.5, ge=0, le=1, description="Pass rate every suite must reach.")
-    suite_min_pass_rate: dict[str, float] = Field(default_factory=dict,
-                                                  description="Per-suite pass-rate thresholds (suite -> 0..1).")
+    suite_min_pass_rate: dict[str, float] = Field(
+        default_factory=dict, description="Per-suite pass-rate thresholds (suite -> 0..1)."
+    )
     max_errored_share: float = Field(0.1, ge=0, le=1, description="Largest share of errored tests allowed.")
 
     def pass_rate_for(self, suite: str) -> float:
@@ -39,28 +40,47 @@ def rollup_gates(rollup: SuiteRollup, thresholds: Thresholds, comparison: Compar
     """pass_rate_threshold, errored_share_threshold and no_regression, in that order."""
     need = thresholds.pass_rate_for(rollup.suite)
     rate = rollup.pass_rate
-    gates = [Gate(
-        name="pass_rate_threshold", passed=rate is not None and rate >= need,
-        description=(f"pass rate {rate:.1%} " if rate is not None else "no gradable tests ")
-        + f"(threshold {need:.1%}) for {rollup.suite} @ {rollup.agent}",
-        metadata={"pass_rate": rate, "threshold": need, "failing": rollup.failing[:50]},
-    ), Gate(
-        name="errored_share_threshold", passed=rollup.errored_share <= thresholds.max_errored_share,
-        description=f"{rollup.errored} of {rollup.total} tests errored ({rollup.errored_share:.1%}; "
-                    f"at most {thresholds.max_errored_share:.1%})",
-        metadata={"errored_share": rollup.errored_share, "threshold": thresholds.max_errored_share,
-                  "errored": [e.test_id for e in rollup.errored_tests][:50]},
-    )]
+    gates = [
+        Gate(
+            name="pass_rate_threshold",
+            passed=rate is not None and rate >= need,
+            description=(f"pass rate {rate:.1%} " if rate is not None else "no gradable tests ")
+            + f"(threshold {need:.1%}) for {rollup.suite} @ {rollup.agent}",
+            metadata={"pass_rate": rate, "threshold": need, "failing": rollup.failing[:50]},
+        ),
+        Gate(
+            name="errored_share_threshold",
+            passed=rollup.errored_share <= thresholds.max_errored_share,
+            description=f"{rollup.errored} of {rollup.total} tests errored ({rollup.errored_share:.1%}; "
+            f"at most {thresholds.max_errored_share:.1%})",
+            metadata={
+                "errored_share": rollup.errored_share,
+                "threshold": thresholds.max_errored_share,
+                "errored": [e.test_id for e in rollup.errored_tests][:50],
+            },
+        ),
+    ]
     if comparison is None:
-        gates.append(Gate(name="no_regression", passed=True,
-                          description=f"no baseline to compare {rollup.agent} against"))
+        gates.append(
+            Gate(name="no_regression", passed=True, description=f"no baseline to compare {rollup.agent} against")
+        )
     else:
         flipped = [t.test_id for t in comparison.regressions]
-        gates.append(Gate(
-            name="no_regression", passed=not flipped,
-            description=(f"{len(flipped)} test(s) regressed against {comparison.baseline}: " + ", ".join(flipped[:10])
-                         if flipped else f"no test regressed against {comparison.baseline}"),
-            metadata={"baseline": comparison.baseline, "regressed": flipped[:100], "fixed":
-                      [t.test_id for t in comparison.fixes][:100], "pass_rate_delta": comparison.pass_rate_delta},
-        ))
+        gates.append(
+            Gate(
+                name="no_regression",
+                passed=not flipped,
+                description=(
+                    f"{len(flipped)} test(s) regressed against {comparison.baseline}: " + ", ".join(flipped[:10])
+                    if flipped
+                    else f"no test regressed against {comparison.baseline}"
+                ),
+                metadata={
+                    "baseline": comparison.baseline,
+                    "regressed": flipped[:100],
+                    "fixed": [t.test_id for t in comparison.fixes][:100],
+                    "pass_rate_delta": comparison.pass_rate_delta,
+                },
+            )
+        )
     return gates

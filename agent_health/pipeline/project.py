@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_health.config import Config, load_config
+from agent_health.errors import ConfigError
 from agent_health.loader import LoadResult, load_tests
 from agent_health.loader.discover import discover
 from agent_health.loader.ids import suite_name
-from agent_health.sdk.errors import ConfigError
 from agent_health.stores import LocalResultStore, ResultStore
 
 EVAL_ROOT_ENV = "AGENT_HEALTH_EVAL_ROOT"
@@ -27,8 +27,13 @@ class Project:
     _files: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, config_path: str | None = None, eval_root: str | None = None, state_dir: str | None = None,
-             cwd: Path | None = None) -> "Project":
+    def load(
+        cls,
+        config_path: str | None = None,
+        eval_root: str | None = None,
+        state_dir: str | None = None,
+        cwd: Path | None = None,
+    ) -> Project:
         """Explicit arguments win over $AGENT_HEALTH_EVAL_ROOT / $AGENT_HEALTH_STATE_DIR, which win
         over the configuration file, which wins over the embedded defaults."""
         config = load_config(config_path, cwd)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from agent_health.loader import LoadResult
 
@@ -25,8 +25,13 @@ class SuiteSync:
         return [t for t in self.hashes if t in set(self.add) | set(self.changed)]
 
 
-def plan_suite_sync(suite: str, loaded: LoadResult | None, current: Sequence[str],
-                    known_hashes: Mapping[str, str], load_error: str | None = None) -> SuiteSync:
+def plan_suite_sync(
+    suite: str,
+    loaded: LoadResult | None,
+    current: Sequence[str],
+    known_hashes: Mapping[str, str],
+    load_error: str | None = None,
+) -> SuiteSync:
     """Compare the loaded tests with the current partitions and the hashes seen last time.
 
     A file that failed to load (`load_error`, or errors and no tests) keeps its partitions: the

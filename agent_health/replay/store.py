@@ -15,30 +15,29 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from agent_health.connectors.base import AgentRequest, Connector
+from agent_health.connectors.base import Connector
+from agent_health.errors import AgentError
 from agent_health.model import RunResult
-from agent_health.sdk.errors import AgentError, ConfigError
+from agent_health.model.agent import AgentRequest
+from agent_health.model.settings import check_replay_mode
 
-ReplayMode = Literal["off", "record", "auto", "strict"]
-REPLAY_MODES: tuple[str, ...] = ("off", "record", "auto", "strict")
 REPLAY_ENV = "AGENT_HEALTH_REPLAY"
 FORMAT = 1
 
 
-def check_mode(mode: str, setting: str = "replay") -> str:
-    mode = (mode or "off").strip().lower()
-    if mode not in REPLAY_MODES:
-        raise ConfigError(f"{setting}: unknown replay mode {mode!r}; use one of {', '.join(REPLAY_MODES)}")
-    return mode
-
-
 def recording_key(agent_key: str, version: str, request: AgentRequest) -> str:
     """Stable hash of what determines an agent run (never the run id, trace ids or timeout)."""
-    material = {"agent": agent_key, "version": version, "prompt": request.prompt,
-                "context": list(request.context), "provisioned": request.provisioned,
-                "files": request.files, "env": request.env}
+    material = {
+        "agent": agent_key,
+        "version": version,
+        "prompt": request.prompt,
+        "context": list(request.context),
+        "provisioned": request.provisioned,
+        "files": request.files,
+        "env": request.env,
+    }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -68,8 +67,13 @@ class RecordingStore:
     def save(self, agent_key: str, version: str, key: str, result: RunResult, request: AgentRequest) -> Path:
         path = self.path(agent_key, version, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        doc: dict[str, Any] = {"format": FORMAT, "key": key, "agent": f"{agent_key}@{version}",
-                               "test_id": request.test_id, "result": result.model_dump(mode="json")}
+        doc: dict[str, Any] = {
+            "format": FORMAT,
+            "key": key,
+            "agent": f"{agent_key}@{version}",
+            "test_id": request.test_id,
+            "result": result.model_dump(mode="json"),
+        }
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rec-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(doc, fh, ensure_ascii=False, indent=1)
@@ -88,8 +92,7 @@ class ReplayConnector(Connector):
         super().__init__(inner.agent)
         self.inner = inner
         self.store = store
-        self.mode = check_mode(mode)
-        self.name = inner.name
+        self.mode = check_replay_mode(mode)
 
     @property
     def endpoint(self) -> str:
@@ -105,9 +108,11 @@ class ReplayConnector(Connector):
             if recorded is not None:
                 return recorded.model_copy(update={"replayed": True})
             if self.mode == "strict":
-                raise AgentError(f"agent {agent.ref} ({self.endpoint}): no recording for this prompt and context "
-                                 f"(replay mode strict; expected {self.store.path(agent.key, agent.version, key)}); "
-                                 "record it with --replay record or auto")
+                raise AgentError(
+                    f"agent {agent.ref} ({self.endpoint}): no recording for this prompt and context "
+                    f"(replay mode strict; expected {self.store.path(agent.key, agent.version, key)}); "
+                    "record it with --replay record or auto"
+                )
         result = await self.inner.run(request)
         self.store.save(agent.key, agent.version, key, _scrubbed(self.inner, result), request)
         return result

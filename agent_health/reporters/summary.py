@@ -4,7 +4,7 @@ with counts, duration, tokens and estimated cost (see agent_health.pricing)."""
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from agent_health.model import RunReport, TestResult
 from agent_health.reporters.base import Reporter
@@ -24,13 +24,14 @@ class SummaryReporter(Reporter):
         from rich.console import Console
 
         self.stream = stream or sys.stdout
-        self.console = Console(file=self.stream, highlight=False, soft_wrap=True,
-                               force_terminal=color, no_color=color is False)
+        self.console = Console(
+            file=self.stream, highlight=False, soft_wrap=True, force_terminal=color, no_color=color is False
+        )
         if not self.console.is_terminal:  # logs and CI: wide enough that the table never truncates
             self.console.width = 160
         self.verbose = verbose
         self.live = self.console.is_terminal
-        self._progress = None
+        self._progress: Any = None
         self._task = None
         self._counts = {"passed": 0, "failed": 0, "errored": 0}
 
@@ -40,9 +41,15 @@ class SummaryReporter(Reporter):
         if self.live:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
-                                      console=self.console, transient=True)
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[counts]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._task = self._progress.add_task(agent, total=total, counts=self._count_text())
             self._progress.start()
 
@@ -52,9 +59,11 @@ class SummaryReporter(Reporter):
 
     def result(self, r: TestResult) -> None:
         self._counts[r.status] += 1
-        line = (f"[{_STYLE[r.status]}]{_MARK[r.status]} {r.status:<7}[/] {r.test_id}"
-                + (f"  score={r.score:.2f}" if r.score is not None else "")
-                + (f"  [dim]{r.error}[/dim]" if r.error and r.status != "passed" else ""))
+        line = (
+            f"[{_STYLE[r.status]}]{_MARK[r.status]} {r.status:<7}[/] {r.test_id}"
+            + (f"  score={r.score:.2f}" if r.score is not None else "")
+            + (f"  [dim]{r.error}[/dim]" if r.error and r.status != "passed" else "")
+        )
         if self._progress is not None:
             self._progress.update(self._task, advance=1, counts=self._count_text())
             if r.status != "passed" or self.verbose:
@@ -64,8 +73,10 @@ class SummaryReporter(Reporter):
         if self.verbose:
             for s in r.signals:
                 mark = "·" if s.skipped else "✓" if s.passed else "✗" if s.passed is False else "!"
-                self.console.print(f"    {mark} [{s.kind}/{s.role}] {s.name}"
-                                   + (f" — {s.reasoning}" if s.reasoning and not s.passed else ""))
+                self.console.print(
+                    f"    {mark} [{s.kind}/{s.role}] {s.name}"
+                    + (f" — {s.reasoning}" if s.reasoning and not s.passed else "")
+                )
 
     def agent_done(self, agent: str) -> None:
         if self._progress is not None:
@@ -80,18 +91,38 @@ class SummaryReporter(Reporter):
         for err in report.hook_errors:
             self.console.print(f"[yellow]hook error[/yellow] {err}")
         table = Table(title="agent-health results", title_justify="left")
-        for col in ("agent", "tests", "passed", "failed", "errored", "pass rate", "score", "tokens", "cost",
-                    "duration"):
+        for col in (
+            "agent",
+            "tests",
+            "passed",
+            "failed",
+            "errored",
+            "pass rate",
+            "score",
+            "tokens",
+            "cost",
+            "duration",
+        ):
             table.add_column(col, justify="left" if col == "agent" else "right")
         for s in report.summaries:
-            table.add_row(s.agent, str(s.total), f"[green]{s.passed}[/]", f"[red]{s.failed}[/]",
-                          f"[yellow]{s.errored}[/]", "-" if s.pass_rate is None else f"{s.pass_rate:.0%}",
-                          "-" if s.mean_score is None else f"{s.mean_score:.2f}",
-                          f"{s.total_tokens:,}" + (f" (+{s.judge_tokens:,} judge)" if s.judge_tokens else ""),
-                          _fmt_cost(s.cost_usd), f"{s.duration_ms / 1000:.2f}s")
+            table.add_row(
+                s.agent,
+                str(s.total),
+                f"[green]{s.passed}[/]",
+                f"[red]{s.failed}[/]",
+                f"[yellow]{s.errored}[/]",
+                "-" if s.pass_rate is None else f"{s.pass_rate:.0%}",
+                "-" if s.mean_score is None else f"{s.mean_score:.2f}",
+                f"{s.total_tokens:,}" + (f" (+{s.judge_tokens:,} judge)" if s.judge_tokens else ""),
+                _fmt_cost(s.cost_usd),
+                f"{s.duration_ms / 1000:.2f}s",
+            )
         self.console.print(table)
         if report.not_run:
-            self.console.print(f"[yellow]--fail-fast: stopped after the first failure; {report.not_run} "
-                               "test(s) not run[/yellow]")
-        self.console.print(f"Total {report.finished_at - report.started_at:.2f}s. Errored tests are excluded "
-                           "from the pass rate. Cost is an estimate from the per-model price table.")
+            self.console.print(
+                f"[yellow]--fail-fast: stopped after the first failure; {report.not_run} test(s) not run[/yellow]"
+            )
+        self.console.print(
+            f"Total {report.finished_at - report.started_at:.2f}s. Errored tests are excluded "
+            "from the pass rate. Cost is an estimate from the per-model price table."
+        )

@@ -3,50 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-from agent_health.model import ContextItem, ExpectedStep
-from agent_health.sdk.registry import FixtureDef, Scope, TestSpec, active_registry, definition_line
-
-BUILTIN_FIXTURES = ("agent", "expect", "judge", "test_info")
-
-
-def to_context(items: Iterable[Any] | None) -> tuple[ContextItem, ...]:
-    """Accept ContextItems, `{description, value}` dicts, or plain strings."""
-    out = []
-    for item in items or ():
-        if isinstance(item, ContextItem):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            out.append(ContextItem(description=str(item.get("description", "")),
-                                   value=_as_text(item.get("value", ""))))
-        else:
-            out.append(ContextItem(description="", value=_as_text(item)))
-    return tuple(out)
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    import json
-
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def to_expected_steps(items: Iterable[Any] | None) -> tuple[ExpectedStep, ...]:
-    out = []
-    for i, item in enumerate(items or (), start=1):
-        if isinstance(item, ExpectedStep):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            tools = item.get("required_tools", item.get("requiredTools", ())) or ()
-            out.append(ExpectedStep(step=item.get("step", i), description=str(item.get("description", "")),
-                                    required_tools=tuple(tools)))
-        else:
-            out.append(ExpectedStep(step=i, description=str(item)))
-    return tuple(out)
+from agent_health.loader.registry import BUILTIN_FIXTURES, FixtureDef, Scope, TestSpec, active_registry, definition_line
+from agent_health.model.case import to_context, to_expected_steps
 
 
 class TestAPI:
@@ -83,18 +44,29 @@ class TestAPI:
             reg = active_registry("test()")
             scope = reg.scope
             full = " > ".join([*scope.title_parts(), name.strip()])
-            reg.add_test(TestSpec(
-                name=full, body=body, scope=scope, line=definition_line(body), prompt=prompt,
-                labels=tuple(labels), description=description, context=to_context(context),
-                timeout_s=timeout, expected_outcomes=tuple(expected_outcomes),
-                expected_trajectory=to_expected_steps(expected_trajectory), skip_judge=skip_judge,
-                epochs=epochs, fixtures=dict(self._fixtures),
-            ))
+            reg.add_test(
+                TestSpec(
+                    name=full,
+                    body=body,
+                    scope=scope,
+                    line=definition_line(body),
+                    prompt=prompt,
+                    labels=tuple(labels),
+                    description=description,
+                    context=to_context(context),
+                    timeout_s=timeout,
+                    expected_outcomes=tuple(expected_outcomes),
+                    expected_trajectory=to_expected_steps(expected_trajectory),
+                    skip_judge=skip_judge,
+                    epochs=epochs,
+                    fixtures=dict(self._fixtures),
+                )
+            )
             return body
 
         return register
 
-    def extend(self, **fixtures: Callable[..., Any]) -> "TestAPI":
+    def extend(self, **fixtures: Callable[..., Any]) -> TestAPI:
         """A new `test` whose bodies can also ask for these fixtures (Playwright's test.extend)."""
         merged = dict(self._fixtures)
         for fname, fn in fixtures.items():
@@ -113,7 +85,7 @@ class describe(contextlib.ContextDecorator):
     def __init__(self, name: str):
         self.name = name
 
-    def __enter__(self) -> "describe":
+    def __enter__(self) -> describe:
         reg = active_registry("describe()")
         reg.stack.append(Scope(self.name, parent=reg.scope))
         return self
@@ -121,7 +93,7 @@ class describe(contextlib.ContextDecorator):
     def __exit__(self, *exc: Any) -> None:
         active_registry("describe()").stack.pop()
 
-    def __call__(self, fn: Callable[..., Any]) -> Any:  # type: ignore[override]
+    def __call__(self, fn: Callable[..., Any]) -> Any:
         """As a decorator, runs the function at once inside the group."""
         with self:
             fn()
@@ -155,11 +127,3 @@ def fixture(fn: Callable[..., Any] | None = None, *, name: str | None = None) ->
         return f
 
     return register(fn) if fn is not None else register
-
-
-@functools.lru_cache(maxsize=8192)
-def parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """Names a fixture, hook or body asks for (cached: the engine asks once per test)."""
-    return tuple(p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-

@@ -4,11 +4,12 @@ the same five methods (a key maps naturally onto an object key or a document id)
 from __future__ import annotations
 
 import abc
+import builtins
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
+from agent_health.errors import AgentHealthError
 from agent_health.model import TestResult
-from agent_health.sdk.errors import AgentHealthError
 from agent_health.stores.summary import ResultSummary
 
 
@@ -25,7 +26,7 @@ class ResultKey:
     test_id: str
 
     @classmethod
-    def of(cls, result: TestResult) -> "ResultKey":
+    def of(cls, result: TestResult) -> ResultKey:
         return cls(result.agent, result.suite, result.test_id)
 
 
@@ -66,6 +67,6 @@ class ResultStore(abc.ABC):
         for result in self.get_many(keys):
             yield ResultSummary.of(result)
 
-    def load(self, agent: str | None = None, suite: str | None = None) -> list[TestResult]:
+    def load(self, agent: str | None = None, suite: str | None = None) -> builtins.list[TestResult]:
         """Every stored result of one agent version and/or suite."""
         return list(self.get_many(self.list(agent, suite)))

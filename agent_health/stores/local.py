@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator, TypeVar
+from typing import TypeVar
 from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, ValidationError
@@ -51,7 +52,7 @@ class LocalResultStore(ResultStore):
     def path_for(self, key: ResultKey) -> Path:
         return Path(self._folder(key.agent, key.suite), _enc(key.test_id) + _SUFFIX)
 
-    @functools.lru_cache(maxsize=1024)
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - a store lives as long as its process
     def _folder(self, agent: str, suite: str) -> str:
         return os.path.join(self.root, _enc(agent), _enc(suite))
 
@@ -62,8 +63,9 @@ class LocalResultStore(ResultStore):
         try:
             write_atomic(path, data)
         except OSError as exc:
-            raise StoreError(f"result store {self.root}: cannot write {key.agent} {key.test_id}: "
-                             f"{exc.strerror or exc}") from exc
+            raise StoreError(
+                f"result store {self.root}: cannot write {key.agent} {key.test_id}: {exc.strerror or exc}"
+            ) from exc
         return key
 
     def _read(self, key: ResultKey, model: type[M]) -> M | None:
@@ -77,8 +79,9 @@ class LocalResultStore(ResultStore):
         try:
             return model.model_validate_json(data)
         except ValidationError as exc:
-            raise StoreError(f"result store {self.root}: {path} is not a valid TestResult: "
-                             f"{exc.errors()[0].get('msg', exc)}") from exc
+            raise StoreError(
+                f"result store {self.root}: {path} is not a valid TestResult: {exc.errors()[0].get('msg', exc)}"
+            ) from exc
 
     def get(self, key: ResultKey) -> TestResult | None:
         return self._read(key, TestResult)

@@ -32,5 +32,5 @@ class ResultSummary(BaseModel):
     insights: tuple[Insight, ...] = ()
 
     @classmethod
-    def of(cls, result: TestResult) -> "ResultSummary":
+    def of(cls, result: TestResult) -> ResultSummary:
         return cls.model_validate(result, from_attributes=True)

@@ -1,27 +1,37 @@
 """Trace sources (local span store, OpenSearch), lazy run-bound views, and run-scoped query tools.
 
-`make_binder(config)` is what the session hands to `AgentRuntime(bind_traces=...)`.
+`trace_view_factory(config)` is what the session hands to `AgentRuntime(trace_views=...)`: the
+runtime makes one lazy view per run, which the running test hands to the body (`result.traces`),
+the judges and the analyzers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from agent_health.traces.view import TracesNotEnabled, TracesUnavailable, TracesView, view_of
+from agent_health.errors import TracesNotEnabled, TracesUnavailable
+from agent_health.traces.view import TracesView
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.config import Config
-    from agent_health.connectors.base import ResolvedAgent
     from agent_health.model import RunResult
+    from agent_health.model.agent import ResolvedAgent
     from agent_health.traces.source import TraceSource
 
-__all__ = ["TracesNotEnabled", "TracesUnavailable", "TracesView", "build_source", "make_binder",
-           "traces_enabled", "view_of"]
+__all__ = [
+    "TracesNotEnabled",
+    "TracesUnavailable",
+    "TracesView",
+    "build_source",
+    "trace_view_factory",
+    "traces_enabled",
+]
 
 
-def build_source(config: "Config") -> "TraceSource | None":
+def build_source(config: Config) -> TraceSource | None:
     """The configured trace source, or None when `traces.source` is 'none'."""
-    from agent_health.sdk.errors import ConfigError
+    from agent_health.errors import ConfigError
 
     settings = dict(config.traces.settings)
     kind = config.traces.source
@@ -31,9 +41,10 @@ def build_source(config: "Config") -> "TraceSource | None":
         from agent_health.traces.local import LocalTraceSource
 
         root = settings.pop("path", None) or str(config.state_path / "spans")
-        return LocalTraceSource(config.path(root), **{k: v for k, v in settings.items()
-                                                       if k in ("exclude_services", "run_id_attributes",
-                                                                "window_slack_s")})
+        return LocalTraceSource(
+            config.path(root),
+            **{k: v for k, v in settings.items() if k in ("exclude_services", "run_id_attributes", "window_slack_s")},
+        )
     if kind == "opensearch":
         from agent_health.traces.opensearch import OpenSearchTraceSource
 
@@ -41,23 +52,24 @@ def build_source(config: "Config") -> "TraceSource | None":
     raise ConfigError(f"traces.source: unknown {kind!r}; use local, opensearch or none")
 
 
-def traces_enabled(config: "Config", agent: "ResolvedAgent") -> bool:
+def traces_enabled(config: Config, agent: ResolvedAgent) -> bool:
     """An agent has traces when it says so, or it is the demo agent and spans are kept locally."""
     if config.traces.source == "none":
         return False
     return agent.traces or (agent.connector == "demo" and config.traces.source == "local")
 
 
-def make_binder(config: "Config", source: "TraceSource | None" = None
-                ) -> Callable[["RunResult", "ResolvedAgent"], "RunResult"] | None:
-    """A `TraceBinder` attaching a lazy `TracesView` to each run of agents with traces."""
+def trace_view_factory(
+    config: Config, source: TraceSource | None = None
+) -> Callable[[RunResult, ResolvedAgent], TracesView | None] | None:
+    """Makes the lazy `TracesView` of each run of an agent with traces (None for other agents)."""
     if config.traces.source == "none":
         return None
     state: dict[str, Any] = {"source": source}
 
-    def bind(result: "RunResult", agent: "ResolvedAgent") -> "RunResult":
+    def view(result: RunResult, agent: ResolvedAgent) -> TracesView | None:
         if not traces_enabled(config, agent):
-            return result
+            return None
         if state["source"] is None:  # built on first use: the CLI pays for opensearch-py only then
             state["source"] = build_source(config)
         from agent_health.traces.source import RunRef
@@ -65,7 +77,6 @@ def make_binder(config: "Config", source: "TraceSource | None" = None
         service = agent.settings.get("service_name") or config.traces.settings.get("service_name")
         # A replayed run keeps the recorded ids: its spans are there from the original run or never.
         wait_s = 0.0 if result.replayed else config.traces.wait_s
-        view = TracesView(state["source"], RunRef.of(result, service), wait_s=wait_s, prices=dict(config.prices))
-        return result.bind_traces(view)
+        return TracesView(state["source"], RunRef.of(result, service), wait_s=wait_s, prices=dict(config.prices))
 
-    return bind
+    return view

@@ -10,12 +10,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 Form = Literal["flat", "nested"]
-STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET", "STATUS_CODE_OK": "OK",
-          "STATUS_CODE_ERROR": "ERROR", "UNSET": "UNSET", "OK": "OK", "ERROR": "ERROR"}
+STATUS = {
+    0: "UNSET",
+    1: "OK",
+    2: "ERROR",
+    "STATUS_CODE_UNSET": "UNSET",
+    "STATUS_CODE_OK": "OK",
+    "STATUS_CODE_ERROR": "ERROR",
+    "UNSET": "UNSET",
+    "OK": "OK",
+    "ERROR": "ERROR",
+}
 _CODE = {"UNSET": 0, "OK": 1, "ERROR": 2}
 
 
@@ -23,7 +33,7 @@ def iso(ms: float | None) -> str | None:
     """Epoch milliseconds as the ISO-8601 UTC string Data Prepper stores."""
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def epoch_ms(value: Any) -> float | None:
@@ -37,10 +47,10 @@ def epoch_ms(value: Any) -> float | None:
     if "." in text:  # Python < 3.12 accepts at most 6 fractional digits
         head, _, rest = text.partition(".")
         digits = "".join(c for c in rest if c.isdigit())
-        text = f"{head}.{digits[:6]}{rest[len(digits):]}"
+        text = f"{head}.{digits[:6]}{rest[len(digits) :]}"
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp() * 1000
 
 
@@ -59,7 +69,7 @@ def _attributes(doc: Mapping[str, Any], scope: str) -> dict[str, Any]:
     flat_prefix = f"{scope}.attributes."
     for key, value in doc.items():
         if key.startswith(flat_prefix):
-            out[key[len(flat_prefix):].replace("@", ".")] = value
+            out[key[len(flat_prefix) :].replace("@", ".")] = value
     nested: Any = doc.get("attributes") if scope != "resource" else None
     if scope == "resource":
         res = doc.get("resource")
@@ -99,11 +109,16 @@ def to_span_document(span: Mapping[str, Any], form: Form = "flat") -> dict[str, 
     """A span dict as a Data Prepper span document in the given form."""
     attrs = dict(span.get("attributes") or {})
     doc: dict[str, Any] = {
-        "traceId": span["trace_id"], "spanId": span["span_id"], "parentSpanId": span.get("parent_span_id") or "",
-        "name": span.get("name"), "kind": span.get("kind") or "SPAN_KIND_INTERNAL",
-        "startTime": iso(span.get("start_ms")), "endTime": iso(span.get("end_ms")),
+        "traceId": span["trace_id"],
+        "spanId": span["span_id"],
+        "parentSpanId": span.get("parent_span_id") or "",
+        "name": span.get("name"),
+        "kind": span.get("kind") or "SPAN_KIND_INTERNAL",
+        "startTime": iso(span.get("start_ms")),
+        "endTime": iso(span.get("end_ms")),
         "durationInNanos": int((span.get("duration_ms") or 0) * 1e6),
-        "serviceName": span.get("service"), "traceGroup": None,
+        "serviceName": span.get("service"),
+        "traceGroup": None,
         "status.code": _CODE.get(span.get("status") or "UNSET", 0),
     }
     if form == "flat":
@@ -131,9 +146,14 @@ def from_log_document(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def to_log_document(log: Mapping[str, Any], form: Form = "flat") -> dict[str, Any]:
     """A log record dict as a Data Prepper log document."""
-    doc: dict[str, Any] = {"traceId": log.get("trace_id"), "spanId": log.get("span_id"),
-                           "time": iso(log.get("time_ms")), "severityText": log.get("severity"),
-                           "body": log.get("body"), "serviceName": log.get("service")}
+    doc: dict[str, Any] = {
+        "traceId": log.get("trace_id"),
+        "spanId": log.get("span_id"),
+        "time": iso(log.get("time_ms")),
+        "severityText": log.get("severity"),
+        "body": log.get("body"),
+        "serviceName": log.get("service"),
+    }
     attrs = dict(log.get("attributes") or {})
     if form == "flat":
         doc.update({f"log.attributes.{k.replace('.', '@')}": v for k, v in attrs.items()})

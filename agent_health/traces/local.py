@@ -15,8 +15,9 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, TextIO
+from typing import Any, TextIO
 
 from agent_health.traces import dsl
 from agent_health.traces.source import Fetched, RunRef, TraceSource, best_trace_in_window
@@ -24,8 +25,8 @@ from agent_health.traces.spans import HARNESS_SERVICES, RUN_ID_ATTRIBUTES, is_ha
 
 _dumps = json.JSONEncoder(default=str, separators=(",", ":")).encode
 _LOCK = threading.Lock()
-_WRITERS: dict[str, "_Writer"] = {}
-_INDEXES: dict[str, "_Index"] = {}
+_WRITERS: dict[str, _Writer] = {}
+_INDEXES: dict[str, _Index] = {}
 
 
 class _Index:
@@ -106,7 +107,8 @@ class _Writer:
         if fh is None or fh.closed:
             self.root.mkdir(parents=True, exist_ok=True)
             suffix = ".logs.jsonl" if kind == "logs" else ".jsonl"
-            fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "a", encoding="utf-8")
+            # kept open across writes (closed in close()): one append stream per process
+            fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "a", encoding="utf-8")  # noqa: SIM115
             self.index.offsets.setdefault(fh.name, 0)
         before = fh.tell()
         fh.write(line)
@@ -176,8 +178,14 @@ class LocalTraceSource(TraceSource):
 
     name = "local"
 
-    def __init__(self, root: str | os.PathLike[str], *, exclude_services: Iterable[str] = HARNESS_SERVICES,
-                 run_id_attributes: Iterable[str] = RUN_ID_ATTRIBUTES, window_slack_s: float = 2.0):
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        exclude_services: Iterable[str] = HARNESS_SERVICES,
+        run_id_attributes: Iterable[str] = RUN_ID_ATTRIBUTES,
+        window_slack_s: float = 2.0,
+    ):
         self.store = LocalSpanStore(root)
         self.exclude = tuple(exclude_services)
         self.run_id_attributes = tuple(run_id_attributes)
@@ -193,8 +201,9 @@ class LocalTraceSource(TraceSource):
         if self.run_id_attributes == RUN_ID_ATTRIBUTES:
             return self.store.by_run_id(run_id, logs)
         records = self.store.all_spans() if not logs else []
-        return [r for r in records if any(str((r.get("attributes") or {}).get(a)) == run_id
-                                          for a in self.run_id_attributes)]
+        return [
+            r for r in records if any(str((r.get("attributes") or {}).get(a)) == run_id for a in self.run_id_attributes)
+        ]
 
     def fetch(self, run: RunRef) -> Fetched:
         if run.trace_id:
@@ -206,8 +215,11 @@ class LocalTraceSource(TraceSource):
             return Fetched(spans, "run_id", run.run_id)
         if run.service and run.started_at:
             lo, hi = run.window_ms(self.slack_s)
-            candidates = [s for s in self._clean(self.store.all_spans())
-                          if s.get("service") == run.service and lo <= (s.get("start_ms") or 0) <= hi]
+            candidates = [
+                s
+                for s in self._clean(self.store.all_spans())
+                if s.get("service") == run.service and lo <= (s.get("start_ms") or 0) <= hi
+            ]
             chosen = best_trace_in_window(candidates, run)
             if chosen:
                 trace_id = str(chosen[0].get("trace_id"))
@@ -221,8 +233,7 @@ class LocalTraceSource(TraceSource):
             records = self._by_run_id(run.run_id, logs=True)
         else:
             records = []
-        return sorted((r for r in records if r.get("service") not in self.exclude),
-                      key=lambda r: r.get("time_ms") or 0)
+        return sorted((r for r in records if r.get("service") not in self.exclude), key=lambda r: r.get("time_ms") or 0)
 
     def search(self, run: RunRef, found: Fetched, body: dict[str, Any]) -> list[dict[str, Any]]:
         checked = dsl.validate(body)
@@ -230,4 +241,4 @@ class LocalTraceSource(TraceSource):
         # Only this run's (already harness-free) spans are ever searched.
         hits = [s for s in found.spans if dsl.matches(s, query)]
         start = int(checked.get("from", 0) or 0)
-        return hits[start:start + checked["size"]]
+        return hits[start : start + checked["size"]]

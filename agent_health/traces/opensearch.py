@@ -18,9 +18,10 @@ opensearch-py (and boto3, for SigV4) are imported only when this source is used.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from agent_health.sdk.errors import ConfigError, InfrastructureError
+from agent_health.errors import ConfigError, InfrastructureError
 from agent_health.traces import dsl
 from agent_health.traces.dataprepper import from_log_document, from_span_document, iso
 from agent_health.traces.source import Fetched, RunRef, TraceSource, best_trace_in_window
@@ -52,20 +53,26 @@ def build_client(settings: Mapping[str, Any]) -> Any:
     from opensearchpy import OpenSearch
 
     url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
-    kw: dict[str, Any] = {"hosts": [url], "timeout": float(settings.get("timeout_s", 10)),
-                          "http_compress": bool(settings.get("http_compress", False))}
+    kw: dict[str, Any] = {
+        "hosts": [url],
+        "timeout": float(settings.get("timeout_s", 10)),
+        "http_compress": bool(settings.get("http_compress", False)),
+    }
     for key in ("verify_certs", "ca_certs", "client_cert", "client_key", "ssl_assert_hostname", "ssl_show_warn"):
         if key in settings:
             kw[key] = settings[key]
     auth = dict(settings.get("auth") or {})
-    kind = auth.get("type") or ("basic" if (auth.get("username") or os.environ.get("AGENT_HEALTH_OPENSEARCH_USERNAME"))
-                                else None)
+    kind = auth.get("type") or (
+        "basic" if (auth.get("username") or os.environ.get("AGENT_HEALTH_OPENSEARCH_USERNAME")) else None
+    )
     if kind == "basic":
         user = _secret(auth, "username", "AGENT_HEALTH_OPENSEARCH_USERNAME")
         password = _secret(auth, "password", "AGENT_HEALTH_OPENSEARCH_PASSWORD")
         if not user or password is None:
-            raise ConfigError("traces.settings.auth: basic auth needs a username and a password "
-                              "(password_env names the environment variable that holds it)")
+            raise ConfigError(
+                "traces.settings.auth: basic auth needs a username and a password "
+                "(password_env names the environment variable that holds it)"
+            )
         kw["http_auth"] = (user, password)
     elif kind == "sigv4":
         region = auth.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
@@ -156,8 +163,13 @@ class OpenSearchTraceSource(TraceSource):
     def _search_all(self, index: str, query: dict[str, Any]) -> list[dict[str, Any]]:
         """Every matching document's _source, paged with a scroll (no per-run round trips)."""
         try:
-            resp = self.client.search(index=index, body={"query": query, "size": self.page_size},
-                                      scroll="30s", ignore_unavailable=True, allow_no_indices=True)
+            resp = self.client.search(
+                index=index,
+                body={"query": query, "size": self.page_size},
+                scroll="30s",
+                ignore_unavailable=True,
+                allow_no_indices=True,
+            )
             docs: list[dict[str, Any]] = []
             scroll_id = resp.get("_scroll_id")
             try:
@@ -178,8 +190,7 @@ class OpenSearchTraceSource(TraceSource):
         except (ConfigError, TraceSourceError):
             raise
         except Exception as exc:
-            raise TraceSourceError(f"{self.describe()}: {type(exc).__name__}: "
-                                   f"{_redact_url(str(exc))[:500]}") from exc
+            raise TraceSourceError(f"{self.describe()}: {type(exc).__name__}: {_redact_url(str(exc))[:500]}") from exc
 
     def _spans(self, query: dict[str, Any]) -> list[dict[str, Any]]:
         docs = self._search_all(self.index, {"bool": {"filter": [query], "must_not": self._harness()}})
@@ -201,10 +212,14 @@ class OpenSearchTraceSource(TraceSource):
         if not (run.service and run.started_at):
             return Fetched()
         lo, hi = run.window_ms(self.slack_s)
-        window = {"bool": {"filter": [
-            _any([c for f in SERVICE_FIELDS for c in _term(f, run.service)]),
-            {"range": {"startTime": {"gte": iso(lo), "lte": iso(hi)}}},
-        ]}}
+        window = {
+            "bool": {
+                "filter": [
+                    _any([c for f in SERVICE_FIELDS for c in _term(f, run.service)]),
+                    {"range": {"startTime": {"gte": iso(lo), "lte": iso(hi)}}},
+                ]
+            }
+        }
         chosen = best_trace_in_window(self._spans(window), run)
         if not chosen:
             return Fetched()
@@ -217,7 +232,7 @@ class OpenSearchTraceSource(TraceSource):
         runs = list(runs)
         out: dict[str, Fetched] = {}
         for i in range(0, len(runs), self.batch_size):
-            batch = runs[i:i + self.batch_size]
+            batch = runs[i : i + self.batch_size]
             by_trace = {r.trace_id: r for r in batch if r.trace_id}
             by_run = {r.run_id: r for r in batch}
             clauses = _terms("traceId", list(by_trace)) if by_trace else []
@@ -253,9 +268,9 @@ class OpenSearchTraceSource(TraceSource):
     def search(self, run: RunRef, found: Fetched, body: dict[str, Any]) -> list[dict[str, Any]]:
         scoped = dsl.scoped(body, self._run_filter(run, found), self._harness())
         try:
-            resp = self.client.search(index=self.index, body=scoped, ignore_unavailable=True,
-                                      allow_no_indices=True)
+            resp = self.client.search(index=self.index, body=scoped, ignore_unavailable=True, allow_no_indices=True)
         except Exception as exc:
-            raise TraceSourceError(f"{self.describe()}: query failed: {type(exc).__name__}: "
-                                   f"{_redact_url(str(exc))[:500]}") from exc
+            raise TraceSourceError(
+                f"{self.describe()}: query failed: {type(exc).__name__}: {_redact_url(str(exc))[:500]}"
+            ) from exc
         return [h["_source"] for h in resp["hits"]["hits"]]

@@ -3,10 +3,16 @@ dicts. Duck-typed, so this module does not import the OpenTelemetry SDK."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-_KINDS = {0: "SPAN_KIND_INTERNAL", 1: "SPAN_KIND_SERVER", 2: "SPAN_KIND_CLIENT", 3: "SPAN_KIND_PRODUCER",
-          4: "SPAN_KIND_CONSUMER"}
+_KINDS = {
+    0: "SPAN_KIND_INTERNAL",
+    1: "SPAN_KIND_SERVER",
+    2: "SPAN_KIND_CLIENT",
+    3: "SPAN_KIND_PRODUCER",
+    4: "SPAN_KIND_CONSUMER",
+}
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
 

@@ -11,8 +11,9 @@ The harness's own spans are always excluded.
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from agent_health.model import RunResult
 
@@ -31,7 +32,7 @@ class RunRef:
     duration_ms: float = 0.0
 
     @classmethod
-    def of(cls, run: RunResult, service: str | None = None) -> "RunRef":
+    def of(cls, run: RunResult, service: str | None = None) -> RunRef:
         return cls(run.run_id, run.trace_id, run.agent, service, run.started_at, run.duration_ms)
 
     def window_ms(self, slack_s: float) -> tuple[float, float]:

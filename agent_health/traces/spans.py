@@ -11,7 +11,8 @@ Attribute names follow the OpenTelemetry GenAI conventions (`gen_ai.usage.input_
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from agent_health.model import Usage
 from agent_health.pricing import price_for
@@ -85,8 +86,9 @@ def is_llm_span(span: Mapping[str, Any], counted: set[Any]) -> bool:
     return op is None and span.get("span_id") in counted and not is_tool_span(span)
 
 
-def span_metrics(spans: list[dict[str, Any]],
-                 prices: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+def span_metrics(
+    spans: list[dict[str, Any]], prices: Mapping[str, tuple[float, float]] | None = None
+) -> dict[str, Any]:
     """Tokens, cost, LLM and tool calls, errors and timings of one run's (harness-free) spans.
 
     Cost is priced per model call; it is None (never guessed) when a call's model has no price.
@@ -127,8 +129,11 @@ def span_metrics(spans: list[dict[str, Any]],
     starts = [s["start_ms"] for s in spans if s.get("start_ms") is not None]
     ends = [s["end_ms"] for s in spans if s.get("end_ms") is not None]
     root_ids = {s.get("span_id") for s in roots(spans)}
-    slowest = max((s for s in spans if s.get("duration_ms") is not None and s.get("span_id") not in root_ids),
-                  key=lambda s: s["duration_ms"], default=None)
+    slowest = max(
+        (s for s in spans if s.get("duration_ms") is not None and s.get("span_id") not in root_ids),
+        key=lambda s: s["duration_ms"],
+        default=None,
+    )
     return {
         "spans": len(spans),
         "input_tokens": input_tokens,
@@ -163,5 +168,6 @@ def usage_from_spans(spans: list[dict[str, Any]]) -> Usage:
     """The run's token usage as a `Usage`, counted once per model call."""
     m = span_metrics(spans)
     model = next(iter(m["by_model"]), None)
-    return Usage.of(m["input_tokens"], m["output_tokens"], model=None if model == "?" else model,
-                    llm_calls=m["llm_calls"])
+    return Usage.of(
+        m["input_tokens"], m["output_tokens"], model=None if model == "?" else model, llm_calls=m["llm_calls"]
+    )

@@ -9,21 +9,16 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from agent_health.sdk.errors import InfrastructureError
+from agent_health.errors import InfrastructureError, TracesNotEnabled, TracesUnavailable
+
+__all__ = ["TracesNotEnabled", "TracesUnavailable", "TracesView"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.traces.source import Fetched, RunRef, TraceSource
     from agent_health.traces.tools import RunTraceTools
-
-
-class TracesNotEnabled(InfrastructureError):
-    """Traces were read for an agent that has no trace source."""
-
-
-class TracesUnavailable(InfrastructureError):
-    """Traces are enabled but did not arrive within the bounded wait."""
 
 
 class TracesView:
@@ -32,8 +27,15 @@ class TracesView:
     run-scoped trace-query tools). Resolved on first access; `await view.aload()` resolves it
     without blocking an event loop."""
 
-    def __init__(self, source: "TraceSource", run: "RunRef", *, wait_s: float = 10.0, poll_s: float = 0.25,
-                 prices: Mapping[str, tuple[float, float]] | None = None):
+    def __init__(
+        self,
+        source: TraceSource,
+        run: RunRef,
+        *,
+        wait_s: float = 10.0,
+        poll_s: float = 0.25,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+    ):
         self.source = source
         self.run = run
         self.wait_s = wait_s
@@ -47,7 +49,7 @@ class TracesView:
     def run_id(self) -> str:
         return self.run.run_id
 
-    def load(self, wait_s: float | None = None) -> "Fetched":
+    def load(self, wait_s: float | None = None) -> Fetched:
         """Resolve the spans now, waiting at most `wait_s` (default: the configured wait)."""
         with self._lock:
             if self._found is not None:
@@ -73,11 +75,13 @@ class TracesView:
             if self.run.service:
                 tried += f", service {self.run.service} in the run's time window"
             why = f"; last error: {last_error}" if last_error else ""
-            raise TracesUnavailable(f"traces unavailable for run {self.run.run_id} (agent {self.run.agent or '?'}): "
-                                    f"no spans in {self.source.describe()} after waiting {budget:g}s "
-                                    f"(tried {tried}){why}")
+            raise TracesUnavailable(
+                f"traces unavailable for run {self.run.run_id} (agent {self.run.agent or '?'}): "
+                f"no spans in {self.source.describe()} after waiting {budget:g}s "
+                f"(tried {tried}){why}"
+            )
 
-    async def aload(self, wait_s: float | None = None) -> "Fetched":
+    async def aload(self, wait_s: float | None = None) -> Fetched:
         """`load()` off the event loop."""
         if self._found is not None:
             return self._found
@@ -146,7 +150,7 @@ class TracesView:
         return self.source.logs(self.run, self.load())
 
     @property
-    def tools(self) -> "RunTraceTools":
+    def tools(self) -> RunTraceTools:
         """Read-only trace-query tools scoped to this run (for judges and insights)."""
         from agent_health.traces.tools import SourceTraceTools
 
@@ -155,10 +159,3 @@ class TracesView:
     def __repr__(self) -> str:
         state = f"{len(self._found.spans)} spans via {self._found.correlation}" if self._found else "not loaded"
         return f"<TracesView run={self.run.run_id} {state}>"
-
-
-def view_of(run: Any) -> TracesView | None:
-    """The traces view bound to a RunResult, or None when its agent has no traces (never raises)."""
-    private = getattr(run, "__pydantic_private__", None) or {}
-    view = private.get("_traces")
-    return view if isinstance(view, TracesView) else None

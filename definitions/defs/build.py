@@ -15,7 +15,6 @@ from definitions.defs.names import suite_names
 from definitions.defs.resources import AgentHealthResource, resource_from_env
 from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
 
-
 MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
 
 
@@ -39,16 +38,25 @@ def build_suites(project: Project) -> list[SuiteAssets]:
 def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
     """Per suite an evaluate job (results, metrics, insights) keyed by suite; 'rollups' and
     'benchmark' jobs keyed by their names."""
-    jobs: dict[str, Any] = {s.suite: define_asset_job(s.names.job, selection=AssetSelection.assets(*s.evaluate_keys),
-                         description=f"Evaluate {s.source_file}: results, metrics and insights for a range of "
-                                     "(agent version x test) partitions in one run.")
-        for s in suites}
+    jobs: dict[str, Any] = {
+        s.suite: define_asset_job(
+            s.names.job,
+            selection=AssetSelection.assets(*s.evaluate_keys),
+            description=f"Evaluate {s.source_file}: results, metrics and insights for a range of "
+            "(agent version x test) partitions in one run.",
+        )
+        for s in suites
+    }
     if suites:
         rollups = AssetSelection.assets(*[s.key("rollup") for s in suites])
-        jobs["rollups"] = define_asset_job("rollups", selection=rollups,
-                                           description="Every suite rollup (and its checks) for one agent version.")
-    jobs["benchmark"] = (define_asset_job("benchmark", selection=AssetSelection.groups("benchmark"),
-                                 description="Leaderboard and comparison across suites."))
+        jobs["rollups"] = define_asset_job(
+            "rollups", selection=rollups, description="Every suite rollup (and its checks) for one agent version."
+        )
+    jobs["benchmark"] = define_asset_job(
+        "benchmark",
+        selection=AssetSelection.groups("benchmark"),
+        description="Leaderboard and comparison across suites.",
+    )
     return jobs
 
 
@@ -71,8 +79,13 @@ def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
     assets = [a for s in suites for a in s.definitions] + build_benchmark_assets(suites)
     jobs = build_jobs(suites)
     sensors, schedules = build_automation(suites, jobs)
-    defs = Definitions(assets=assets, jobs=list(jobs.values()), sensors=sensors, schedules=schedules,
-                       resources={"agent_health": resource})
+    defs = Definitions(
+        assets=assets,
+        jobs=list(jobs.values()),
+        sensors=sensors,
+        schedules=schedules,
+        resources={"agent_health": resource},
+    )
     return Pipeline(defs=defs, suites=suites, resource=resource, project=project)
 
 

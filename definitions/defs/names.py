@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 

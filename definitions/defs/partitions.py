@@ -3,7 +3,7 @@ into the (agent x test) partitions of results, metrics and insights."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from dagster import DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
@@ -11,7 +11,8 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 AGENT_DIM = "agent"
 TEST_DIM = "test"
 
-agent_versions = DynamicPartitionsDefinition(name="agent_versions")
+AGENT_VERSIONS = "agent_versions"
+agent_versions = DynamicPartitionsDefinition(name=AGENT_VERSIONS)
 
 
 def tests_partitions(name: str) -> DynamicPartitionsDefinition:
@@ -41,8 +42,10 @@ def split_keys(keys: Iterable[str]) -> dict[str, list[str]]:
 def range_tags(agents: Sequence[str], tests: Sequence[str]) -> dict[str, str]:
     """Run tags selecting the rectangle agents[0]..agents[-1] x tests[0]..tests[-1] (both in the
     order the dynamic partitions were added): one run, the single-run backfill shape."""
-    return {ASSET_PARTITION_RANGE_START_TAG: str(multi_key(agents[0], tests[0])),
-            ASSET_PARTITION_RANGE_END_TAG: str(multi_key(agents[-1], tests[-1]))}
+    return {
+        ASSET_PARTITION_RANGE_START_TAG: str(multi_key(agents[0], tests[0])),
+        ASSET_PARTITION_RANGE_END_TAG: str(multi_key(agents[-1], tests[-1])),
+    }
 
 
 def contiguous_blocks(ordered: Sequence[str], wanted: Iterable[str]) -> list[list[str]]:
@@ -67,4 +70,3 @@ def ordered_after(current: Sequence[str], add: Sequence[str], remove: Iterable[s
     insertion order)."""
     gone = set(remove)
     return [k for k in current if k not in gone] + [k for k in add if k not in set(current)]
-

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Optional
 
 from dagster import ConfigurableResource
 from pydantic import Field
@@ -16,28 +15,37 @@ from agent_health.pipeline import Project, Thresholds
 class AgentHealthResource(ConfigurableResource):
     """agent-health project settings for the code location."""
 
-    config_path: Optional[str] = Field(None, description="agent_health_config.py (else $AGENT_HEALTH_CONFIG, "
-                                                         "else found from the working directory).")
-    eval_root: Optional[str] = Field(None, description="Eval root override (else $AGENT_HEALTH_EVAL_ROOT, "
-                                                       "else the configuration's eval_root).")
-    state_dir: Optional[str] = Field(None, description="State folder override (results live in <state>/results).")
-    concurrency: Optional[int] = Field(None, description="Tests in flight per agent version within one run "
-                                                         "(else the configuration's concurrency).")
+    config_path: str | None = Field(
+        None, description="agent_health_config.py (else $AGENT_HEALTH_CONFIG, else found from the working directory)."
+    )
+    eval_root: str | None = Field(
+        None, description="Eval root override (else $AGENT_HEALTH_EVAL_ROOT, else the configuration's eval_root)."
+    )
+    state_dir: str | None = Field(None, description="State folder override (results live in <state>/results).")
+    concurrency: int | None = Field(
+        None, description="Tests in flight per agent version within one run (else the configuration's concurrency)."
+    )
     min_pass_rate: float = Field(0.5, description="Rollup check: pass rate at least this (0..1).")
-    suite_min_pass_rate: dict[str, float] = Field(default_factory=dict,
-                                                  description="Per-suite pass-rate thresholds (suite -> 0..1).")
+    suite_min_pass_rate: dict[str, float] = Field(
+        default_factory=dict, description="Per-suite pass-rate thresholds (suite -> 0..1)."
+    )
     max_errored_share: float = Field(0.1, description="Rollup check: errored share at most this (0..1).")
-    baseline: Optional[str] = Field(None, description="Baseline agent version for comparisons and regression "
-                                                      "checks (default: the previous / second-newest version).")
-    candidate: Optional[str] = Field(None, description="Candidate agent version for the comparison "
-                                                       "(default: the newest).")
+    baseline: str | None = Field(
+        None,
+        description="Baseline agent version for comparisons and regression "
+        "checks (default: the previous / second-newest version).",
+    )
+    candidate: str | None = Field(None, description="Candidate agent version for the comparison (default: the newest).")
 
     def project(self) -> Project:
         return Project.load(self.config_path, self.eval_root, self.state_dir)
 
     def thresholds(self) -> Thresholds:
-        return Thresholds(min_pass_rate=self.min_pass_rate, suite_min_pass_rate=dict(self.suite_min_pass_rate),
-                          max_errored_share=self.max_errored_share)
+        return Thresholds(
+            min_pass_rate=self.min_pass_rate,
+            suite_min_pass_rate=dict(self.suite_min_pass_rate),
+            max_errored_share=self.max_errored_share,
+        )
 
 
 def _float(name: str, default: float) -> float:
@@ -56,8 +64,9 @@ def resource_from_env() -> AgentHealthResource:
     try:
         per_suite = {str(k): float(v) for k, v in json.loads(suites).items()} if suites else {}
     except (ValueError, AttributeError):
-        raise ValueError("$AGENT_HEALTH_SUITE_MIN_PASS_RATE must be a JSON object like "
-                         f'{{"rca/payments": 0.8}}, got {suites!r}') from None
+        raise ValueError(
+            f'$AGENT_HEALTH_SUITE_MIN_PASS_RATE must be a JSON object like {{"rca/payments": 0.8}}, got {suites!r}'
+        ) from None
     concurrency = os.environ.get("AGENT_HEALTH_CONCURRENCY")
     return AgentHealthResource(
         config_path=os.environ.get("AGENT_HEALTH_CONFIG") or None,

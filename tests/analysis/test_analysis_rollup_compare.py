@@ -7,7 +7,7 @@ import pytest
 from agent_health import TestResult, Usage, load_config, load_tests
 from agent_health.analysis.compare import compare, default_pair
 from agent_health.analysis.rollup import leaderboard, percentile, rollup
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
 from agent_health.session import run_tests
 from tests.evalkit import write_config, write_evals
 
@@ -17,11 +17,12 @@ def r(tid: str, status: str = "passed", agent: str = "demo@v1", **kw) -> TestRes
 
 
 def test_pass_rate_excludes_errored_and_lists_them():
-    results = [r("s::a", score=1.0, labels=("category:RCA",), duration_ms=10, cost_usd=0.01,
-                 usage=Usage.of(100, 50)),
-               r("s::b", "failed", score=0.2, labels=("category:RCA",), duration_ms=20, cost_usd=0.02),
-               r("s::c", "errored", error="agent endpoint http://x refused", duration_ms=30),
-               r("s::d", "passed", score=0.8, duration_ms=40)]
+    results = [
+        r("s::a", score=1.0, labels=("category:RCA",), duration_ms=10, cost_usd=0.01, usage=Usage.of(100, 50)),
+        r("s::b", "failed", score=0.2, labels=("category:RCA",), duration_ms=20, cost_usd=0.02),
+        r("s::c", "errored", error="agent endpoint http://x refused", duration_ms=30),
+        r("s::d", "passed", score=0.8, duration_ms=40),
+    ]
     ru = rollup(results, "s", "demo@v1")
     assert (ru.total, ru.passed, ru.failed, ru.errored) == (4, 2, 1, 1)
     assert ru.pass_rate == pytest.approx(2 / 3)
@@ -39,8 +40,11 @@ def test_pass_rate_excludes_errored_and_lists_them():
 
 
 def test_pass_at_k_only_from_tests_with_epochs():
-    results = [r("s::a", epochs=3, pass_at_k=1.0, pass_hat_k=0.0, flaky=True),
-               r("s::b", "failed", epochs=3, pass_at_k=0.0, pass_hat_k=0.0), r("s::c")]
+    results = [
+        r("s::a", epochs=3, pass_at_k=1.0, pass_hat_k=0.0, flaky=True),
+        r("s::b", "failed", epochs=3, pass_at_k=0.0, pass_hat_k=0.0),
+        r("s::c"),
+    ]
     ru = rollup(results, "s", "demo@v1")
     assert ru.pass_at_k == 0.5 and ru.pass_hat_k == 0.0 and ru.epoch_tests == 2 and ru.flaky == 1
 
@@ -63,11 +67,18 @@ def test_leaderboard_ranks_and_totals():
 
 
 def test_comparison_flips_and_deltas():
-    base = [r("s::a", score=1.0, cost_usd=0.01, duration_ms=10), r("s::b", "failed", score=0.0),
-            r("s::c", "passed"), r("s::gone")]
-    cand = [r("s::a", "failed", agent="demo@v2", score=0.25, cost_usd=0.04, duration_ms=25),
-            r("s::b", agent="demo@v2", score=1.0), r("s::c", "errored", agent="demo@v2", error="boom"),
-            r("s::new", agent="demo@v2")]
+    base = [
+        r("s::a", score=1.0, cost_usd=0.01, duration_ms=10),
+        r("s::b", "failed", score=0.0),
+        r("s::c", "passed"),
+        r("s::gone"),
+    ]
+    cand = [
+        r("s::a", "failed", agent="demo@v2", score=0.25, cost_usd=0.04, duration_ms=25),
+        r("s::b", agent="demo@v2", score=1.0),
+        r("s::c", "errored", agent="demo@v2", error="boom"),
+        r("s::new", agent="demo@v2"),
+    ]
     cmp = compare(base, cand, "demo@v1", "demo@v2")
     by = {t.test_id: t for t in cmp.tests}
     assert by["s::a"].flip == "regressed" and by["s::a"].score_delta == pytest.approx(-0.75)

@@ -13,8 +13,9 @@ from agent_health.stores import LocalResultStore, ResultKey, StoreError, default
 
 def result(test_id: str, agent: str = "demo@v1", status: str = "passed", **kw) -> TestResult:
     suite = test_id.split("::")[0]
-    return TestResult(test_id=test_id, name=test_id, suite=suite, source_file=f"{suite}.eval.py", agent=agent,
-                      status=status, **kw)
+    return TestResult(
+        test_id=test_id, name=test_id, suite=suite, source_file=f"{suite}.eval.py", agent=agent, status=status, **kw
+    )
 
 
 def test_put_get_replace_and_delete(tmp_path):

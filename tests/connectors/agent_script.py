@@ -11,30 +11,46 @@ mode = sys.argv[1]
 prompt = sys.argv[2] if len(sys.argv) > 2 else sys.stdin.read()
 
 if mode == "json":
-    print(json.dumps({"answer": f"json answer to {prompt}", "tool_calls": [
-        {"name": "search_logs", "arguments": json.dumps({"q": prompt}), "result": "3 errors"}],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 3}}))
+    print(
+        json.dumps(
+            {
+                "answer": f"json answer to {prompt}",
+                "tool_calls": [{"name": "search_logs", "arguments": json.dumps({"q": prompt}), "result": "3 errors"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+            }
+        )
+    )
 elif mode == "text":
     print(f"text answer to {prompt}")
 elif mode == "jsonl":
-    for ev in ({"type": "thinking", "content": "checking"},
-               {"type": "tool_call", "tool": "query_metrics", "args": {"m": "cpu"}, "call_id": "a"},
-               {"type": "tool_result", "tool": "query_metrics", "call_id": "a", "content": "cpu 99%"},
-               {"type": "usage", "input_tokens": 40, "output_tokens": 10},
-               {"type": "final", "output": f"jsonl answer to {prompt}"}):
+    for ev in (
+        {"type": "thinking", "content": "checking"},
+        {"type": "tool_call", "tool": "query_metrics", "args": {"m": "cpu"}, "call_id": "a"},
+        {"type": "tool_result", "tool": "query_metrics", "call_id": "a", "content": "cpu 99%"},
+        {"type": "usage", "input_tokens": 40, "output_tokens": 10},
+        {"type": "final", "output": f"jsonl answer to {prompt}"},
+    ):
         print(json.dumps(ev), flush=True)
 elif mode == "env":
     req = json.loads(prompt) if prompt.startswith("{") else {"prompt": prompt}
-    print(json.dumps({"answer": "env", "env": {k: os.environ.get(k) for k in
-                                               ("TRACEPARENT", "AGENT_HEALTH_RUN_ID", "AGENT_MODE", "EXTRA")},
-                      "cwd": os.getcwd(), "request": req}))
+    print(
+        json.dumps(
+            {
+                "answer": "env",
+                "env": {k: os.environ.get(k) for k in ("TRACEPARENT", "AGENT_HEALTH_RUN_ID", "AGENT_MODE", "EXTRA")},
+                "cwd": os.getcwd(),
+                "request": req,
+            }
+        )
+    )
 elif mode == "files":
     folder = os.environ["AGENT_HEALTH_FILES_DIR"]
     found = {}
     for dirpath, _, names in os.walk(folder):
         for n in names:
             path = os.path.join(dirpath, n)
-            found[os.path.relpath(path, folder)] = open(path, encoding="utf-8").read()
+            with open(path, encoding="utf-8") as fh:
+                found[os.path.relpath(path, folder)] = fh.read()
     print(json.dumps({"answer": "files", "files": found}))
 elif mode == "fail":
     print("partial output")

@@ -14,15 +14,24 @@ def sync_agent(prompt, context, run_id):
 
 async def async_agent(prompt, provisioned):
     await asyncio.sleep(0)
-    return {"response": f"async answer to {prompt}", "toolCalls": [{"name": "lookup", "args": provisioned}],
-            "usage": {"input_tokens": 3, "output_tokens": 2}}
+    return {
+        "response": f"async answer to {prompt}",
+        "toolCalls": [{"name": "lookup", "args": provisioned}],
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
 
 
 def full_agent(prompt, run_id):
-    return RunResult(output="full", run_id=run_id, trajectory=(
-        Step(kind="tool_call", tool="t", args={}, call_id="1"), Step(kind="tool_result", tool="t", call_id="1",
-                                                                     content="r"),
-        Step(kind="message", content="full")), usage=Usage.of(1, 1, model="py-model"))
+    return RunResult(
+        output="full",
+        run_id=run_id,
+        trajectory=(
+            Step(kind="tool_call", tool="t", args={}, call_id="1"),
+            Step(kind="tool_result", tool="t", call_id="1", content="r"),
+            Step(kind="message", content="full"),
+        ),
+        usage=Usage.of(1, 1, model="py-model"),
+    )
 
 
 def broken_agent(prompt):

@@ -7,10 +7,17 @@ from tests.connectors.servers import invoke, invoke_error, runtime
 
 def test_event_stream_becomes_trajectory(server):
     before = len(server.requests)
-    r = invoke(runtime("agui", endpoint=server.url + "/agui", tools=[{"name": "search_logs", "description": "d",
-                                                                      "parameters": {}}],
-                       state={"phase": "start"}, forwarded_props={"tenant": "acme"}),
-               "why?", context=({"description": "log", "value": "refused"},))
+    r = invoke(
+        runtime(
+            "agui",
+            endpoint=server.url + "/agui",
+            tools=[{"name": "search_logs", "description": "d", "parameters": {}}],
+            state={"phase": "start"},
+            forwarded_props={"tenant": "acme"},
+        ),
+        "why?",
+        context=({"description": "log", "value": "refused"},),
+    )
     assert r.output == "The payment service cannot reach its DB (why?)."
     assert [s.kind for s in r.trajectory] == ["thinking", "tool_call", "tool_result", "message"]
     think, call, res, _ = r.trajectory
@@ -30,8 +37,10 @@ def test_event_stream_becomes_trajectory(server):
     assert body["context"] == [{"description": "log", "value": "refused"}]
     assert body["tools"][0]["name"] == "search_logs" and body["state"] == {"phase": "start"}
     assert body["forwardedProps"] == {"tenant": "acme"}
-    assert sent["headers"]["x-agent-health-run-id"] == r.run_id and sent["headers"]["traceparent"] == \
-        f"00-{r.trace_id}-" + sent["headers"]["traceparent"].split("-")[2] + "-01"
+    assert (
+        sent["headers"]["x-agent-health-run-id"] == r.run_id
+        and sent["headers"]["traceparent"] == f"00-{r.trace_id}-" + sent["headers"]["traceparent"].split("-")[2] + "-01"
+    )
     from ag_ui.core import RunAgentInput
 
     RunAgentInput.model_validate(body)  # the body is a valid RunAgentInput

@@ -10,11 +10,11 @@ from click.testing import CliRunner
 
 from agent_health.cli.agents import agents
 from agent_health.config import define_config, load_config
-from agent_health.sdk.errors import ConfigError
+from agent_health.errors import ConfigError
 from agent_health.session import build_runtime
 from tests.connectors.servers import invoke
 
-CONFIG = '''
+CONFIG = """
 from agent_health import define_config
 
 config = define_config(
@@ -26,7 +26,7 @@ config = define_config(
         "versions": {"v1": {}, "v2": {"model": "large", "headers": {"x-build": "2"}}},
     }],
 )
-'''
+"""
 
 
 def write_config(tmp_path, server):
@@ -41,8 +41,9 @@ def test_versions_really_run_different_builds(tmp_path, server, monkeypatch):
     before = len(server.requests)
     invoke(build_runtime(cfg, "rest@v1"))
     invoke(build_runtime(cfg, "rest@v2"))
-    (h1, b1), (h2, b2) = [({k.lower(): v for k, v in r["headers"].items()}, r["body"])
-                          for r in server.requests[before:before + 2]]
+    (h1, b1), (h2, b2) = [
+        ({k.lower(): v for k, v in r["headers"].items()}, r["body"]) for r in server.requests[before : before + 2]
+    ]
     assert (b1["model"], b2["model"]) == ("small", "large")
     assert h1["x-team"] == h2["x-team"] == "sre" and "x-build" not in h1 and h2["x-build"] == "2"
     # The resolved agent (what Dagster partitions and the UI see) keeps the reference, not the value.
@@ -97,14 +98,18 @@ def test_secret_helpers():
     from agent_health.connectors.retry import RetryPolicy, parse_retry_after
 
     secrets = SecretSet()
-    value = resolve_env_refs({"a": {"env": "H_X"}, "b": ["Bearer ${H_X}", 3]}, "agents.k.settings", secrets,
-                             environ={"H_X": "abcd1234"})
+    value = resolve_env_refs(
+        {"a": {"env": "H_X"}, "b": ["Bearer ${H_X}", 3]}, "agents.k.settings", secrets, environ={"H_X": "abcd1234"}
+    )
     assert value == {"a": "abcd1234", "b": ["Bearer abcd1234", 3]}
     plain = resolve_env_refs({"model": {"env": "H_M", "secret": False}}, "s", secrets, environ={"H_M": "gpt-big"})
     assert plain == {"model": "gpt-big"} and secrets.scrub("gpt-big") == "gpt-big"
     assert secrets.scrub({"k": ("x abcd1234 y",)}) == {"k": ("x [REDACTED] y",)}
-    assert display_value({"token": {"env": "H_X"}, "password": "literal", "url": "${U}"}) == \
-        {"token": "${H_X}", "password": "[REDACTED]", "url": "${U}"}
+    assert display_value({"token": {"env": "H_X"}, "password": "literal", "url": "${U}"}) == {
+        "token": "${H_X}",
+        "password": "[REDACTED]",
+        "url": "${U}",
+    }
     assert parse_retry_after("2") == 2.0 and parse_retry_after("soon") is None
     future = email.utils.formatdate(time.time() + 30, usegmt=True)
     assert 25 < parse_retry_after(future) <= 30

@@ -7,8 +7,11 @@ from tests.connectors.servers import invoke, invoke_error, runtime
 
 
 def test_sync_function_returning_text():
-    r = invoke(runtime("python", function="tests.connectors.py_agent:sync_agent"), "hi",
-               context=({"description": "a", "value": "b"},))
+    r = invoke(
+        runtime("python", function="tests.connectors.py_agent:sync_agent"),
+        "hi",
+        context=({"description": "a", "value": "b"},),
+    )
     assert r.output == "sync answer to hi with 1 context items"
     assert py_agent.CALLS[-1] == {"prompt": "hi", "run_id": r.run_id}
 
@@ -27,8 +30,7 @@ def test_function_returning_run_result_and_callable_setting():
 
 def test_raising_and_slow_functions():
     msg = invoke_error(runtime("python", function="tests.connectors.py_agent:broken_agent"))
-    assert msg == ("agent agent@v1 (tests.connectors.py_agent:broken_agent): raised RuntimeError: "
-                   "vector store offline")
+    assert msg == ("agent agent@v1 (tests.connectors.py_agent:broken_agent): raised RuntimeError: vector store offline")
     msg = invoke_error(runtime("python", function="tests.connectors.py_agent:slow_agent", timeout_s=0.2))
     assert "did not return within timeout_s=0.2s" in msg
 
@@ -36,10 +38,13 @@ def test_raising_and_slow_functions():
 def test_bad_function_reference_names_setting():
     import pytest
 
-    from agent_health.sdk.errors import ConfigError
+    from agent_health.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"agents\.agent\.settings\.function: 'tests\.connectors\.py_agent' has "
-                                          r"no attribute 'nope'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"agents\.agent\.settings\.function: 'tests\.connectors\.py_agent' has "
+        r"no attribute 'nope'",
+    ):
         runtime("python", function="tests.connectors.py_agent:nope")
     with pytest.raises(ConfigError, match=r"agents\.agent\.settings\.function: cannot import 'no_such_mod'"):
         runtime("python", function="no_such_mod:f")

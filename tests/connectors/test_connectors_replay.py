@@ -7,15 +7,24 @@ import json
 import pytest
 
 from agent_health.config import define_config
-from agent_health.sdk.errors import AgentError, ConfigError
+from agent_health.errors import AgentError, ConfigError
 from agent_health.session import build_runtime, replay_mode
 from tests.connectors.servers import invoke
 
 
 def project(tmp_path, server, **kw):
-    return define_config(root=str(tmp_path), agents=[{
-        "key": "rest", "connector": "http", "settings": {"endpoint": server.url + "/count"},
-        "versions": {"v1": {}, "v2": {"body": {"variant": 2}}}}], **kw)
+    return define_config(
+        root=str(tmp_path),
+        agents=[
+            {
+                "key": "rest",
+                "connector": "http",
+                "settings": {"endpoint": server.url + "/count"},
+                "versions": {"v1": {}, "v2": {"body": {"variant": 2}}},
+            }
+        ],
+        **kw,
+    )
 
 
 def recordings(tmp_path):
@@ -47,10 +56,12 @@ def test_record_always_runs_and_overwrites(tmp_path, server):
 
 def test_auto_records_then_replays(tmp_path, server):
     cfg = project(tmp_path, server)
-    first = invoke(build_runtime(cfg, "rest@v1", replay="auto"), "auto-prompt",
-                   context=({"description": "d", "value": "v"},))
-    second = invoke(build_runtime(cfg, "rest@v1", replay="auto"), "auto-prompt",
-                    context=({"description": "d", "value": "v"},))
+    first = invoke(
+        build_runtime(cfg, "rest@v1", replay="auto"), "auto-prompt", context=({"description": "d", "value": "v"},)
+    )
+    second = invoke(
+        build_runtime(cfg, "rest@v1", replay="auto"), "auto-prompt", context=({"description": "d", "value": "v"},)
+    )
     assert calls(server, "auto-prompt") == 1
     assert not first.replayed and second.replayed
     assert second.output == first.output and second.trajectory == first.trajectory
@@ -64,8 +75,11 @@ def test_auto_records_then_replays(tmp_path, server):
 
 def test_strict_replays_or_fails(tmp_path, server):
     cfg = project(tmp_path, server)
-    with pytest.raises(AgentError, match=r"agent rest@v1 \(.*/count\): no recording for this prompt and context "
-                                         r"\(replay mode strict"):
+    with pytest.raises(
+        AgentError,
+        match=r"agent rest@v1 \(.*/count\): no recording for this prompt and context "
+        r"\(replay mode strict",
+    ):
         invoke(build_runtime(cfg, "rest@v1", replay="strict"), "strict-prompt")
     assert calls(server, "strict-prompt") == 0
     invoke(build_runtime(cfg, "rest@v1", replay="record"), "strict-prompt")

@@ -16,7 +16,7 @@ from agent_health.session import run_tests
 
 SECRETS = {"S_TOKEN": "tok-7f3a9c2e-never-store", "S_QUERY_KEY": "qk-55aa11bb", "S_SUB": "sub-91c0ffee-secret"}
 
-EVAL = '''
+EVAL = """
 from agent_health import test, expect
 
 @test("echo agent", prompt="hello agent")
@@ -27,23 +27,34 @@ async def echo(agent):
 @test("second", prompt="second prompt")
 async def second(agent):
     await agent.run()
-'''
+"""
 
 
 def test_no_secret_in_results_recordings_or_logs(tmp_path, server, monkeypatch, caplog):
     for k, v in SECRETS.items():
         monkeypatch.setenv(k, v)
     script = str(Path(__file__).with_name("agent_script.py"))
-    cfg = define_config(root=str(tmp_path), agents=[
-        {"key": "rest", "connector": "http",
-         "settings": {"endpoint": server.url + "/echo?key=${S_QUERY_KEY}", "auth": {"type": "bearer",
-                                                                                   "token": {"env": "S_TOKEN"}},
-                      "headers": {"x-api-key": "${S_TOKEN}"}},
-         "versions": {"ok": {}, "denied": {"endpoint": server.url + "/deny?key=${S_QUERY_KEY}"}}},
-        {"key": "sub", "connector": "subprocess",
-         "settings": {"command": [sys.executable, script, "env"], "env": {"AGENT_MODE": {"env": "S_SUB"}}},
-         "versions": {"v1": {}}},
-    ])
+    cfg = define_config(
+        root=str(tmp_path),
+        agents=[
+            {
+                "key": "rest",
+                "connector": "http",
+                "settings": {
+                    "endpoint": server.url + "/echo?key=${S_QUERY_KEY}",
+                    "auth": {"type": "bearer", "token": {"env": "S_TOKEN"}},
+                    "headers": {"x-api-key": "${S_TOKEN}"},
+                },
+                "versions": {"ok": {}, "denied": {"endpoint": server.url + "/deny?key=${S_QUERY_KEY}"}},
+            },
+            {
+                "key": "sub",
+                "connector": "subprocess",
+                "settings": {"command": [sys.executable, script, "env"], "env": {"AGENT_MODE": {"env": "S_SUB"}}},
+                "versions": {"v1": {}},
+            },
+        ],
+    )
     (tmp_path / "secrets.eval.py").write_text(textwrap.dedent(EVAL))
     loaded = load_tests([tmp_path / "secrets.eval.py"])
     assert not loaded.errors and len(loaded.tests) == 2
@@ -72,7 +83,7 @@ def test_no_secret_in_results_recordings_or_logs(tmp_path, server, monkeypatch, 
     assert "[REDACTED]" in blob
 
 
-DATA = '''
+DATA = """
 tests:
   - name: first
     prompt: first question
@@ -80,20 +91,30 @@ tests:
     prompt: please fail
   - name: third
     prompt: third question
-'''
+"""
 
 
 def test_one_failing_run_errors_one_test_and_the_others_go_on(tmp_path, server):
-    cfg = define_config(root=str(tmp_path), agents=[{
-        "key": "rest", "connector": "http",
-        "settings": {"endpoint": server.url + "/chat", "retry": {"max_retries": 1, "backoff_s": 0.01}},
-        "versions": {"v1": {}}}])
+    cfg = define_config(
+        root=str(tmp_path),
+        agents=[
+            {
+                "key": "rest",
+                "connector": "http",
+                "settings": {"endpoint": server.url + "/chat", "retry": {"max_retries": 1, "backoff_s": 0.01}},
+                "versions": {"v1": {}},
+            }
+        ],
+    )
     (tmp_path / "cases.yaml").write_text(DATA)
     loaded = load_tests([tmp_path / "cases.yaml"])
-    results = {r.name: r for r in run_tests(loaded.tests, cfg, "rest@v1",
-                                            EngineOptions(concurrency=3, timeout_s=30, skip_judge=True))}
+    results = {
+        r.name: r
+        for r in run_tests(loaded.tests, cfg, "rest@v1", EngineOptions(concurrency=3, timeout_s=30, skip_judge=True))
+    }
     assert results["failing"].status == "errored"
-    assert results["failing"].error == (f"agent rest@v1 ({server.url}/chat): HTTP 500: {{\"error\": \"internal\"}} "
-                                        "(gave up after 2 attempts)")
+    assert results["failing"].error == (
+        f'agent rest@v1 ({server.url}/chat): HTTP 500: {{"error": "internal"}} (gave up after 2 attempts)'
+    )
     assert results["first"].status == results["third"].status == "passed"
     assert results["first"].run.output == "answer to: first question"

@@ -26,8 +26,10 @@ def test_json_output_via_stdin():
 
 
 def test_text_output_prompt_as_argument():
-    r = invoke(runtime("subprocess", command=f"{sys.executable} {SCRIPT}", args=["text", "{prompt}"],
-                       prompt_via="arg"), "hi there")
+    r = invoke(
+        runtime("subprocess", command=f"{sys.executable} {SCRIPT}", args=["text", "{prompt}"], prompt_via="arg"),
+        "hi there",
+    )
     assert r.output == "text answer to hi there"
 
 
@@ -39,11 +41,19 @@ def test_jsonl_event_stream():
 
 
 def test_env_cwd_trace_context_and_json_stdin(tmp_path):
-    r = invoke(agent("env", cwd=str(tmp_path), env={"AGENT_MODE": "fast"}, stdin_format="json", model="m1"),
-               "p", env={"EXTRA": "from-test"}, provisioned={"k": 1})
+    r = invoke(
+        agent("env", cwd=str(tmp_path), env={"AGENT_MODE": "fast"}, stdin_format="json", model="m1"),
+        "p",
+        env={"EXTRA": "from-test"},
+        provisioned={"k": 1},
+    )
     doc = r.raw_events[0]
-    assert doc["env"] == {"TRACEPARENT": f"00-{r.trace_id}-" + doc["env"]["TRACEPARENT"].split("-")[2] + "-01",
-                          "AGENT_HEALTH_RUN_ID": r.run_id, "AGENT_MODE": "fast", "EXTRA": "from-test"}
+    assert doc["env"] == {
+        "TRACEPARENT": f"00-{r.trace_id}-" + doc["env"]["TRACEPARENT"].split("-")[2] + "-01",
+        "AGENT_HEALTH_RUN_ID": r.run_id,
+        "AGENT_MODE": "fast",
+        "EXTRA": "from-test",
+    }
     assert Path(doc["cwd"]) == tmp_path
     assert doc["request"] == {"prompt": "p", "context": [], "run_id": r.run_id, "provisioned": {"k": 1}, "model": "m1"}
 

@@ -6,8 +6,8 @@ import asyncio
 
 import httpx
 
-from agent_health.connectors.base import AgentRequest
 from agent_health.connectors.transport import LeanTransport
+from agent_health.model.agent import AgentRequest
 from tests.connectors.servers import invoke, runtime
 
 
@@ -43,6 +43,7 @@ def test_limit_caps_connections_in_use(server):
     async def go():
         transport = LeanTransport(max_connections=2)
         async with httpx.AsyncClient(transport=transport) as client:
+
             async def one(i):
                 r = await client.post(server.url + "/chat", json={"prompt": f"c{i}"})
                 return r.json()["response"]

@@ -10,8 +10,9 @@ from agent_health.judges.service import JudgeService
 from agent_health.session import build_runtime
 
 
-def run_engine(tests, agent: str = "demo@v2", judges: JudgeService | None = None,
-               **options) -> tuple[dict[str, TestResult], Engine]:
+def run_engine(
+    tests, agent: str = "demo@v2", judges: JudgeService | None = None, **options
+) -> tuple[dict[str, TestResult], Engine]:
     async def main():
         engine = Engine(build_runtime(load_config(), agent), judges, EngineOptions(**options))
         out = {}

@@ -48,8 +48,21 @@ def test_all_passed_exits_0_and_prints_a_summary(write_eval, tmp_path):
 def test_failures_exit_1_and_reports_are_machine_readable(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
     write_eval("bad.eval.py", FAILING)
-    p = run_cli("run", "evals", "--agent", "demo@v1", "--agent", "demo@v2", "--reporter", "summary",
-                "--reporter", "json=out/report.json", "--reporter", "junit=out/junit.xml", cwd=tmp_path)
+    p = run_cli(
+        "run",
+        "evals",
+        "--agent",
+        "demo@v1",
+        "--agent",
+        "demo@v2",
+        "--reporter",
+        "summary",
+        "--reporter",
+        "json=out/report.json",
+        "--reporter",
+        "junit=out/junit.xml",
+        cwd=tmp_path,
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     assert "bad::wrong-tool" in p.stdout and "seed database unreachable" in p.stdout
 
@@ -64,15 +77,20 @@ def test_failures_exit_1_and_reports_are_machine_readable(write_eval, tmp_path):
     root = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     assert root.tag == "testsuites" and root.get("tests") == "8"
     suites = {s.get("name"): s for s in root.findall("testsuite")}
-    assert set(suites) == {"bad.eval.py [demo@v1]", "bad.eval.py [demo@v2]", "good.eval.py [demo@v1]",
-                           "good.eval.py [demo@v2]"}
+    assert set(suites) == {
+        "bad.eval.py [demo@v1]",
+        "bad.eval.py [demo@v2]",
+        "good.eval.py [demo@v1]",
+        "good.eval.py [demo@v2]",
+    }
     bad = suites["bad.eval.py [demo@v2]"]
     cases = {c.get("name"): c for c in bad.findall("testcase")}
     assert cases["wrong tool"].find("failure") is not None
     assert "restart_service" in cases["wrong tool"].find("failure").get("message")
     assert cases["infra"].find("error") is not None
-    props = {p.get("name"): p.get("value") for p in
-             suites["good.eval.py [demo@v2]"].find("testcase").find("properties")}
+    props = {
+        p.get("name"): p.get("value") for p in suites["good.eval.py [demo@v2]"].find("testcase").find("properties")
+    }
     assert float(props["score"]) > 0.5 and int(props["total_tokens"]) > 0
 
 
@@ -161,10 +179,17 @@ def test_cli_startup_does_not_import_heavy_modules(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from agent_health.cli.main import cli; "
-            "print(sorted(m for m in ('dagster', 'boto3', 'opensearchpy', 'httpx') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout.strip()
+    code = (
+        "import sys; from agent_health.cli.main import cli; "
+        "print(sorted(m for m in ('dagster', 'boto3', 'opensearchpy', 'httpx') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    ).stdout.strip()
     assert out == "[]"
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from agent_health import load_tests
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.service import JudgeService
@@ -14,7 +12,9 @@ from .helpers import run_dir, run_engine
 
 
 def test_statuses_follow_gate_signals(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test, expect
 
         @test("passes", prompt="Diagnose why the payment service is failing.")
@@ -31,7 +31,8 @@ def test_statuses_follow_gate_signals(write_eval, tmp_path):
         @test("errors", prompt="x")
         async def errors(agent):
             {}["missing"]
-    """)
+    """,
+    )
     res = run_dir(tmp_path / "evals")
     assert res["passes"].status == "passed" and res["passes"].score == 1.0
     assert res["fails"].status == "failed"
@@ -41,7 +42,9 @@ def test_statuses_follow_gate_signals(write_eval, tmp_path):
 
 
 def test_soft_expect_continues_and_plain_assert_fails(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test, expect
 
         @test("soft")
@@ -49,7 +52,8 @@ def test_soft_expect_continues_and_plain_assert_fails(write_eval, tmp_path):
             expect.soft(1).to_equal(2)
             expect.soft("abc").to_contain("b")
             assert 1 + 1 == 3, "arithmetic is broken"
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals")["soft"]
     assert r.status == "failed"
     assert [s.passed for s in r.signals] == [False, True, False]
@@ -58,14 +62,17 @@ def test_soft_expect_continues_and_plain_assert_fails(write_eval, tmp_path):
 
 
 def test_second_agent_run_is_a_clear_error(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test
 
         @test("twice", prompt="payment service failing")
         async def twice(agent):
             await agent.run()
             await agent.run("again")
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals")["twice"]
     assert r.status == "errored"
     assert "agent.run() was already called" in r.error and "'twice'" in r.error
@@ -73,20 +80,25 @@ def test_second_agent_run_is_a_clear_error(write_eval, tmp_path):
 
 
 def test_no_prompt_anywhere_is_a_clear_error(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test
 
         @test("no prompt")
         async def no_prompt(agent):
             await agent.run()
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals")["no prompt"]
     assert r.status == "errored" and "has no prompt" in r.error
 
 
 def test_teardown_and_hooks_run_in_order_even_when_body_fails(write_eval, tmp_path):
     log = tmp_path / "log.jsonl"
-    write_eval("s.eval.py", f"""
+    write_eval(
+        "s.eval.py",
+        f"""
         import json
         from agent_health import test, expect, describe, fixture, before_all, after_all, before_each, after_each
 
@@ -125,20 +137,31 @@ def test_teardown_and_hooks_run_in_order_even_when_body_fails(write_eval, tmp_pa
             async def body_fails(ares):
                 note("body " + ares)
                 expect(1).to_equal(2)
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals")["group > body fails"]
     assert r.status == "failed"
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert lines == [
-        "file before_all", "file before_each", "group before_each group > body fails", "setup res",
-        "setup ares", "body ra", "group after_each", "file after_each", "teardown ares", "teardown res",
+        "file before_all",
+        "file before_each",
+        "group before_each group > body fails",
+        "setup res",
+        "setup ares",
+        "body ra",
+        "group after_each",
+        "file after_each",
+        "teardown ares",
+        "teardown res",
         "file after_all",
     ]
 
 
 def test_failing_hook_or_fixture_errors_the_test_and_still_tears_down(write_eval, tmp_path):
     log = tmp_path / "log.txt"
-    write_eval("s.eval.py", f"""
+    write_eval(
+        "s.eval.py",
+        f"""
         from agent_health import test, fixture, before_each, describe, before_all
 
         @fixture
@@ -158,7 +181,8 @@ def test_failing_hook_or_fixture_errors_the_test_and_still_tears_down(write_eval
             def explode(): raise ValueError("no seed data")
             @test("in broken scope")
             def t2(): pass
-    """)
+    """,
+    )
     res = run_dir(tmp_path / "evals")
     assert res["uses broken fixture"].status == "errored"
     assert "fixture 'broken' failed during setup: OSError: disk gone" in res["uses broken fixture"].error
@@ -168,14 +192,17 @@ def test_failing_hook_or_fixture_errors_the_test_and_still_tears_down(write_eval
 
 
 def test_timeout_is_a_failure_with_a_signal(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         import asyncio
         from agent_health import test
 
         @test("slow", timeout=0.2)
         async def slow():
             await asyncio.sleep(5)
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals")["slow"]
     assert r.status == "failed"
     assert r.signals[-1].name == "timeout" and "0.2s" in r.signals[-1].reasoning
@@ -194,7 +221,7 @@ def test_hundred_concurrent_tests_keep_their_own_signals(write_eval, tmp_path):
             "        await asyncio.sleep(rnd.random() / 200)",
             f"        expect.soft('test-{i}-signal-' + str(k)).to_contain('test-{i}-')",
             "    r = await agent.run()",
-            f"    await judge(r, 'payment service')",
+            "    await judge(r, 'payment service')",
             f"    expect(r.prompt).to_contain('case {i}')",
         ]
     (tmp_path / "evals").mkdir()
@@ -211,7 +238,9 @@ def test_hundred_concurrent_tests_keep_their_own_signals(write_eval, tmp_path):
 
 
 def test_sync_bodies_run_in_worker_threads(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         import threading
         from agent_health import test, expect
 
@@ -221,14 +250,17 @@ def test_sync_bodies_run_in_worker_threads(write_eval, tmp_path):
             r = agent.run()
             v = judge(r, "redis cache hit ratio")
             expect(v.passed).to_equal(True)
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals")["sync"]
     assert r.status == "passed", r.error
     assert [s.kind for s in r.signals] == ["judge", "deterministic"]
 
 
 def test_judge_roles_skip_mode_and_or_throw(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test, expect
 
         @test("observe never gates", prompt="payment service failing")
@@ -247,7 +279,8 @@ def test_judge_roles_skip_mode_and_or_throw(write_eval, tmp_path):
             r = await agent.run()
             v = await judge(r, "talks about quantum chromodynamics")
             v.or_throw()
-    """)
+    """,
+    )
     res = run_dir(tmp_path / "evals")
     obs = res["observe never gates"]
     assert obs.status == "passed" and obs.signals[0].role == "observe" and obs.signals[0].passed is False
@@ -266,7 +299,9 @@ class ExplodingJudge(JudgeProvider):
 
 
 def test_judge_failure_errors_the_test_with_the_real_message(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test
 
         @test("judged", prompt="payment service failing")
@@ -274,27 +309,33 @@ def test_judge_failure_errors_the_test_with_the_real_message(write_eval, tmp_pat
             r = await agent.run()
             v = await judge(r, "anything")
             assert v.errored
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals", judges=JudgeService(ExplodingJudge()))["judged"]
     assert r.status == "errored"
     assert "judge endpoint unreachable" in r.error and r.score is None
 
 
 def test_skip_mode_from_options_makes_verdicts_neutral(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test
 
         @test("j", prompt="payment service failing")
         async def j(agent, judge):
             r = await agent.run()
             await judge(r, "talks about quantum chromodynamics")
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals", judges=JudgeService(ExplodingJudge(), skip=True))["j"]
     assert r.status == "passed" and r.signals[0].skipped and r.evaluation_type == "deterministic"
 
 
 def test_epochs_report_pass_at_k_and_flakiness(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test, expect
 
         state = {"n": 0}
@@ -308,7 +349,8 @@ def test_epochs_report_pass_at_k_and_flakiness(write_eval, tmp_path):
         async def stable(agent):
             r = await agent.run()
             expect(r).to_have_called_tool("search_logs")
-    """)
+    """,
+    )
     res = run_dir(tmp_path / "evals", epochs=3, concurrency=1)
     flaky = res["flaky"]
     assert flaky.epochs == 4 and len(flaky.trials) == 4
@@ -321,7 +363,9 @@ def test_epochs_report_pass_at_k_and_flakiness(write_eval, tmp_path):
 
 
 def test_evaluation_type_is_inferred_from_signals(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test, expect
 
         @test("det")
@@ -336,7 +380,8 @@ def test_evaluation_type_is_inferred_from_signals(write_eval, tmp_path):
             r = await agent.run()
             expect(r).to_have_called_tool("search_logs")
             await judge(r, "payment service")
-    """)
+    """,
+    )
     res = run_dir(tmp_path / "evals")
     assert [res[n].evaluation_type for n in ("det", "agentic", "hybrid")] == ["deterministic", "agentic", "hybrid"]
 
@@ -354,7 +399,9 @@ def test_fail_fast_stops_starting_tests(write_eval, tmp_path):
 
 
 def test_after_all_failure_is_reported(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test, after_all
 
         @after_all
@@ -362,7 +409,8 @@ def test_after_all_failure_is_reported(write_eval, tmp_path):
 
         @test("t")
         def t(): pass
-    """)
+    """,
+    )
     loaded = load_tests([tmp_path / "evals"])
     res, engine = run_engine(loaded.tests)
     assert res["t"].status == "passed"
@@ -370,7 +418,9 @@ def test_after_all_failure_is_reported(write_eval, tmp_path):
 
 
 def test_a_judge_the_body_forgot_to_await_is_still_recorded(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test
 
         @test("forgot await", prompt="payment service failing")
@@ -382,7 +432,8 @@ def test_a_judge_the_body_forgot_to_await_is_still_recorded(write_eval, tmp_path
         async def no_await(agent, judge):
             r = await agent.run()
             judge(r, "payment service").or_throw()
-    """)
+    """,
+    )
     res = run_dir(tmp_path / "evals")
     assert res["forgot await"].status == "failed" and res["forgot await"].signals[0].kind == "judge"
     assert res["or_throw without await"].status == "errored"
@@ -390,15 +441,21 @@ def test_a_judge_the_body_forgot_to_await_is_still_recorded(write_eval, tmp_path
 
 
 def test_sync_bodies_run_up_to_the_concurrency_at_once(write_eval, tmp_path):
-    src = ["import threading, time", "from agent_health import test", "lock = threading.Lock()",
-           "state = {'now': 0, 'peak': 0}", "",
-           "def body():",
-           "    with lock:",
-           "        state['now'] += 1; state['peak'] = max(state['peak'], state['now'])",
-           "    time.sleep(0.05)",
-           "    with lock:",
-           "        state['now'] -= 1",
-           "    assert state['peak'] <= 16", ""]
+    src = [
+        "import threading, time",
+        "from agent_health import test",
+        "lock = threading.Lock()",
+        "state = {'now': 0, 'peak': 0}",
+        "",
+        "def body():",
+        "    with lock:",
+        "        state['now'] += 1; state['peak'] = max(state['peak'], state['now'])",
+        "    time.sleep(0.05)",
+        "    with lock:",
+        "        state['now'] -= 1",
+        "    assert state['peak'] <= 16",
+        "",
+    ]
     for i in range(32):
         src.append(f"test('t{i:02d}')(lambda: body())")
     src += ["", "@test('peak')", "def peak():", "    time.sleep(0.3)", "    assert state['peak'] == 16, state"]

@@ -65,7 +65,9 @@ def test_broken_files_are_reported_with_line_and_others_load(write_eval, tmp_pat
     write_eval("syntax.eval.py", "from agent_health import test\n\n@test('x')\ndef x(:\n    pass\n")
     write_eval("raises.eval.py", "import os\n\nraise RuntimeError('cannot connect to seed db')\n")
     write_eval("bad.json", '{"tests": [\n  {"name": "a", "prompt": "p"},\n  oops\n]}')
-    write_eval("dupe.eval.py", """
+    write_eval(
+        "dupe.eval.py",
+        """
         from agent_health import test
 
         @test("same")
@@ -73,13 +75,17 @@ def test_broken_files_are_reported_with_line_and_others_load(write_eval, tmp_pat
 
         @test("same")
         def b(): pass
-    """)
-    write_eval("fixture.eval.py", """
+    """,
+    )
+    write_eval(
+        "fixture.eval.py",
+        """
         from agent_health import test
 
         @test("needs db")
         def a(database): pass
-    """)
+    """,
+    )
     loaded = load_tests([tmp_path / "evals"])
     errors = sorted(str(e) for e in loaded.errors)
     assert len(loaded.tests) == 3  # good.eval.py (2) + the first "same"
@@ -91,14 +97,23 @@ def test_broken_files_are_reported_with_line_and_others_load(write_eval, tmp_pat
 
 
 def test_agent_health_export_format_loads_and_runs(write_eval, tmp_path):
-    cases = [{
-        "id": "tc-1", "name": "Payments outage", "description": "d", "category": "RCA", "difficulty": "Hard",
-        "tags": ["payments"], "initialPrompt": "Why are card payments failing?",
-        "context": [{"description": "Error log", "value": "Connection refused to db-primary:5432"}],
-        "expectedOutcomes": ["identifies that payment-service cannot reach its database"],
-        "expectedTrajectory": [{"step": 1, "description": "logs", "requiredTools": ["search_logs"]},
-                               {"step": 2, "description": "traces", "requiredTools": ["query_traces"]}],
-    }]
+    cases = [
+        {
+            "id": "tc-1",
+            "name": "Payments outage",
+            "description": "d",
+            "category": "RCA",
+            "difficulty": "Hard",
+            "tags": ["payments"],
+            "initialPrompt": "Why are card payments failing?",
+            "context": [{"description": "Error log", "value": "Connection refused to db-primary:5432"}],
+            "expectedOutcomes": ["identifies that payment-service cannot reach its database"],
+            "expectedTrajectory": [
+                {"step": 1, "description": "logs", "requiredTools": ["search_logs"]},
+                {"step": 2, "description": "traces", "requiredTools": ["query_traces"]},
+            ],
+        }
+    ]
     write_eval("exported.json", json.dumps({"testCases": cases}))
     loaded = load_tests([tmp_path / "evals"])
     case = loaded.tests[0].case
@@ -116,7 +131,9 @@ def test_agent_health_export_format_loads_and_runs(write_eval, tmp_path):
 
 
 def test_native_yaml_and_jsonl(write_eval, tmp_path):
-    write_eval("native.yaml", """
+    write_eval(
+        "native.yaml",
+        """
         defaults:
           labels: [smoke]
         tests:
@@ -124,15 +141,19 @@ def test_native_yaml_and_jsonl(write_eval, tmp_path):
             prompt: image-resizer OOMKilled
             expected_tools: [search_logs]
             expected_outcomes: [memory leak]
-    """)
-    write_eval("rows.jsonl", '{"name": "r1", "prompt": "disk full on logs-ingest"}\n\n'
-                             '{"id": "r2", "initialPrompt": "kafka consumer lag"}\n')
+    """,
+    )
+    write_eval(
+        "rows.jsonl",
+        '{"name": "r1", "prompt": "disk full on logs-ingest"}\n\n{"id": "r2", "initialPrompt": "kafka consumer lag"}\n',
+    )
     write_eval("empty.yaml", "tests:\n  - name: no prompt here\n")
     loaded = load_tests([tmp_path / "evals"])
     ids = sorted(t.case.id for t in loaded.tests)
     assert ids == ["native::oom", "rows::r1", "rows::r2"]
-    assert [str(e) for e in loaded.errors] == ["empty.yaml: case 'no prompt here' has no prompt "
-                                               "('initialPrompt' or 'prompt')"]
+    assert [str(e) for e in loaded.errors] == [
+        "empty.yaml: case 'no prompt here' has no prompt ('initialPrompt' or 'prompt')"
+    ]
     assert loaded.tests[0].case.labels == ("smoke",)
 
 

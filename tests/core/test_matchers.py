@@ -5,14 +5,16 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
+from agent_health.capabilities.context import TestContext, TestInfo, reset_context, set_context
+from agent_health.capabilities.expect import expect
+from agent_health.errors import ExpectationFailed, UsageError
 from agent_health.judges.service import JudgeService
 from agent_health.model import RunResult, Step, TestCase
-from agent_health.sdk.context import TestContext, TestInfo, reset_context, set_context
-from agent_health.sdk.errors import ExpectationFailed, UsageError
-from agent_health.sdk.expect import expect
 
 RUN = RunResult(
-    run_id="r1", output='{"service": "payments", "confidence": 0.9}', duration_ms=1500,
+    run_id="r1",
+    output='{"service": "payments", "confidence": 0.9}',
+    duration_ms=1500,
     trajectory=(
         Step(kind="thinking", content="hmm"),
         Step(kind="tool_call", tool="search_logs", args={"service": "payments", "q": {"level": "error"}}, call_id="1"),
@@ -26,8 +28,9 @@ RUN = RunResult(
 @pytest.fixture
 def ctx():
     case = TestCase(id="s::t", name="t", suite="s", source_file="s.eval.py")
-    c = TestContext(case=case, info=TestInfo("s::t", "t", "s", (), None, "demo@v2"), runtime=None,
-                    judges=JudgeService())
+    c = TestContext(
+        case=case, info=TestInfo("s::t", "t", "s", (), None, "demo@v2"), runtime=None, judges=JudgeService()
+    )
     token = set_context(c)
     yield c
     reset_context(token)
@@ -46,33 +49,39 @@ class Diagnosis(BaseModel):
     confidence: float
 
 
-@pytest.mark.parametrize("call, passed", [
-    (lambda: expect(RUN).to_have_called_tool("search_logs"), True),
-    (lambda: expect(RUN).to_have_called_tool("search_logs", args={"q": {"level": "error"}}), True),
-    (lambda: expect(RUN).to_have_called_tool("search_logs", args={"service": "checkout"}), False),
-    (lambda: expect(RUN).to_have_called_tool("restart"), False),
-    (lambda: expect(RUN).not_to_have_called_tool("restart"), True),
-    (lambda: expect(RUN).not_to_have_called_tool("get_metrics"), False),
-    (lambda: expect(RUN).to_have_called_tools_in_order(["search_logs", "get_metrics"]), True),
-    (lambda: expect(RUN).to_have_called_tools_in_order(["get_metrics", "search_logs"]), False),
-    (lambda: expect(RUN).to_complete_within(seconds=2), True),
-    (lambda: expect(RUN).to_complete_within(seconds=1), False),
-    (lambda: expect(RUN).to_have_steps_of_type("tool_call", count=2), True),
-    (lambda: expect(RUN).to_have_steps_of_type("tool_result", count=2), False),
-    (lambda: expect(RUN).to_have_steps_of_type("thinking"), True),
-    (lambda: expect(RUN).to_match_schema(Diagnosis), True),
-    (lambda: expect(RUN).to_match_schema({"type": "object", "required": ["service", "remediation"]}), False),
-    (lambda: expect(RUN).to_match_schema({"type": "object", "properties": {"confidence": {"maximum": 0.5}}}), False),
-    (lambda: expect("Payment-Service down").to_match(r"payment[- ]service"), True),
-    (lambda: expect("checkout").to_match("payment"), False),
-    (lambda: expect([1, 2]).to_contain(2), True),
-    (lambda: expect("abc").to_contain("z"), False),
-    (lambda: expect({"a": 1}).to_equal({"a": 1}), True),
-    (lambda: expect(3).to_be_less_than(2), False),
-    (lambda: expect(3).to_be_greater_than(2), True),
-    (lambda: expect("3").to_be_greater_than(2), False),
-    (lambda: expect("abc").not_.to_contain("z"), True),
-])
+@pytest.mark.parametrize(
+    "call, passed",
+    [
+        (lambda: expect(RUN).to_have_called_tool("search_logs"), True),
+        (lambda: expect(RUN).to_have_called_tool("search_logs", args={"q": {"level": "error"}}), True),
+        (lambda: expect(RUN).to_have_called_tool("search_logs", args={"service": "checkout"}), False),
+        (lambda: expect(RUN).to_have_called_tool("restart"), False),
+        (lambda: expect(RUN).not_to_have_called_tool("restart"), True),
+        (lambda: expect(RUN).not_to_have_called_tool("get_metrics"), False),
+        (lambda: expect(RUN).to_have_called_tools_in_order(["search_logs", "get_metrics"]), True),
+        (lambda: expect(RUN).to_have_called_tools_in_order(["get_metrics", "search_logs"]), False),
+        (lambda: expect(RUN).to_complete_within(seconds=2), True),
+        (lambda: expect(RUN).to_complete_within(seconds=1), False),
+        (lambda: expect(RUN).to_have_steps_of_type("tool_call", count=2), True),
+        (lambda: expect(RUN).to_have_steps_of_type("tool_result", count=2), False),
+        (lambda: expect(RUN).to_have_steps_of_type("thinking"), True),
+        (lambda: expect(RUN).to_match_schema(Diagnosis), True),
+        (lambda: expect(RUN).to_match_schema({"type": "object", "required": ["service", "remediation"]}), False),
+        (
+            lambda: expect(RUN).to_match_schema({"type": "object", "properties": {"confidence": {"maximum": 0.5}}}),
+            False,
+        ),
+        (lambda: expect("Payment-Service down").to_match(r"payment[- ]service"), True),
+        (lambda: expect("checkout").to_match("payment"), False),
+        (lambda: expect([1, 2]).to_contain(2), True),
+        (lambda: expect("abc").to_contain("z"), False),
+        (lambda: expect({"a": 1}).to_equal({"a": 1}), True),
+        (lambda: expect(3).to_be_less_than(2), False),
+        (lambda: expect(3).to_be_greater_than(2), True),
+        (lambda: expect("3").to_be_greater_than(2), False),
+        (lambda: expect("abc").not_.to_contain("z"), True),
+    ],
+)
 def test_matchers(ctx, call, passed):
     signal = outcome(ctx, call)
     assert signal.passed is passed

@@ -8,7 +8,9 @@ from .helpers import run_dir
 
 
 def test_results_round_trip_through_json(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test, expect
 
         @test("rt", prompt="kafka consumer lag on orders", labels=["x"], epochs=2)
@@ -16,7 +18,8 @@ def test_results_round_trip_through_json(write_eval, tmp_path):
             r = await agent.run()
             expect.soft(r).to_have_called_tool("get_metrics")
             await judge.observe(r, "consumer rebalance")
-    """)
+    """,
+    )
     result = run_dir(tmp_path / "evals")["rt"]
     again = TestResult.model_validate_json(result.model_dump_json())
     assert again == result
@@ -27,7 +30,9 @@ def test_results_round_trip_through_json(write_eval, tmp_path):
 
 
 def test_run_result_helpers(write_eval, tmp_path):
-    write_eval("s.eval.py", """
+    write_eval(
+        "s.eval.py",
+        """
         from agent_health import test
 
         @test("j", prompt="payment service failing, answer in json")
@@ -43,6 +48,7 @@ def test_run_result_helpers(write_eval, tmp_path):
                 pass
             else:
                 raise AssertionError("RunResult must be immutable")
-    """)
+    """,
+    )
     r = run_dir(tmp_path / "evals")["j"]
     assert r.status == "passed", r.error

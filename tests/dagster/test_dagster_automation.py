@@ -7,8 +7,15 @@ import datetime as dt
 import json
 
 import pytest
-from dagster import AddDynamicPartitionsRequest, AssetKey, DeleteDynamicPartitionsRequest, SensorResult, \
-    SkipReason, build_schedule_context, build_sensor_context
+from dagster import (
+    AddDynamicPartitionsRequest,
+    AssetKey,
+    DeleteDynamicPartitionsRequest,
+    SensorResult,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+)
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
@@ -27,18 +34,28 @@ def run_sensor(pipeline, instance, name, cursor=None):
 
 
 def adds(result, name):
-    return [k for r in result.dynamic_partitions_requests if isinstance(r, AddDynamicPartitionsRequest)
-            and r.partitions_def_name == name for k in r.partition_keys]
+    return [
+        k
+        for r in result.dynamic_partitions_requests
+        if isinstance(r, AddDynamicPartitionsRequest) and r.partitions_def_name == name
+        for k in r.partition_keys
+    ]
 
 
 def deletes(result, name):
-    return [k for r in result.dynamic_partitions_requests if isinstance(r, DeleteDynamicPartitionsRequest)
-            and r.partitions_def_name == name for k in r.partition_keys]
+    return [
+        k
+        for r in result.dynamic_partitions_requests
+        if isinstance(r, DeleteDynamicPartitionsRequest) and r.partitions_def_name == name
+        for k in r.partition_keys
+    ]
 
 
 def ranges(result):
-    return {(r.job_name, r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG])
-            for r in result.run_requests}
+    return {
+        (r.job_name, r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG])
+        for r in result.run_requests
+    }
 
 
 def case_versions(instance, key):
@@ -54,34 +71,48 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
     assert adds(agents, "agent_versions") == ["demo@v1", "demo@v2"] and not agents.run_requests  # no tests yet
 
     first, ctx = run_sensor(pipeline, instance, "eval_files_sensor")
-    assert adds(first, "tests__rca__payments") == ["rca/payments::payment-rca-finds-the-database",
-                                                   "rca/payments::checkout-latency"]
-    assert ("evaluate__rca__payments", "demo@v1|rca/payments::payment-rca-finds-the-database",
-            "demo@v2|rca/payments::checkout-latency") in ranges(first)  # new tests run without a click
+    assert adds(first, "tests__rca__payments") == [
+        "rca/payments::payment-rca-finds-the-database",
+        "rca/payments::checkout-latency",
+    ]
+    assert (
+        "evaluate__rca__payments",
+        "demo@v1|rca/payments::payment-rca-finds-the-database",
+        "demo@v2|rca/payments::checkout-latency",
+    ) in ranges(first)  # new tests run without a click
     assert len(first.run_requests) == 3  # one run per suite
     versions = case_versions(instance, AssetKey(["rca", "payments", "cases"]))
     assert set(versions) == {"rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"}
 
     # change one test, add one, remove one
     rca = project_dir / "evals" / "rca" / "payments.eval.py"
-    rca.write_text(rca.read_text().replace('expect(result).to_have_called_tool("query_metrics")',
-                                           'expect(result).to_have_called_tool("get_metrics")'))
+    rca.write_text(
+        rca.read_text().replace(
+            'expect(result).to_have_called_tool("query_metrics")', 'expect(result).to_have_called_tool("get_metrics")'
+        )
+    )
     smoke = project_dir / "evals" / "smoke-checks.eval.py"
     text = smoke.read_text()
-    smoke.write_text(text[:text.index('@test("always fails"')] +
-                     '@test("new check")\ndef new_check():\n    expect(2).to_equal(2)\n')
+    smoke.write_text(
+        text[: text.index('@test("always fails"')] + '@test("new check")\ndef new_check():\n    expect(2).to_equal(2)\n'
+    )
     second, _ = run_sensor(pipeline, instance, "eval_files_sensor", first.cursor)
     assert ranges(second) == {
         ("evaluate__rca__payments", "demo@v1|rca/payments::checkout-latency", "demo@v2|rca/payments::checkout-latency"),
-        ("evaluate__smoke_checks", "demo@v1|smoke-checks::new-check", "demo@v2|smoke-checks::new-check")}
+        ("evaluate__smoke_checks", "demo@v1|smoke-checks::new-check", "demo@v2|smoke-checks::new-check"),
+    }
     assert adds(second, "tests__smoke_checks") == ["smoke-checks::new-check"]
     assert deletes(second, "tests__smoke_checks") == ["smoke-checks::always-fails"]
-    assert list(instance.get_dynamic_partitions("tests__smoke_checks")) == ["smoke-checks::pure-data-check",
-                                                                           "smoke-checks::new-check"]
+    assert list(instance.get_dynamic_partitions("tests__smoke_checks")) == [
+        "smoke-checks::pure-data-check",
+        "smoke-checks::new-check",
+    ]
     changed = case_versions(instance, AssetKey(["rca", "payments", "cases"]))
     assert changed["rca/payments::checkout-latency"] != versions["rca/payments::checkout-latency"]
-    assert changed["rca/payments::payment-rca-finds-the-database"] == \
-        versions["rca/payments::payment-rca-finds-the-database"]
+    assert (
+        changed["rca/payments::payment-rca-finds-the-database"]
+        == versions["rca/payments::payment-rca-finds-the-database"]
+    )
 
     # a file that fails to load is reported and keeps its partitions
     rca.write_text("def broken(:\n")
@@ -94,13 +125,16 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
     # agent versions follow the configuration: a new version gets every suite, a removed one goes
     (project_dir / "agent_health_config.py").write_text(
         "from agent_health import AgentSpec, define_config\n"
-        "config = define_config(agents=[AgentSpec(key='bot', connector='demo', versions={'a': {}})])\n")
+        "config = define_config(agents=[AgentSpec(key='bot', connector='demo', versions={'a': {}})])\n"
+    )
     grown, _ = run_sensor(make_pipeline(), instance, "agent_versions_sensor")
     assert adds(grown, "agent_versions") == ["bot@a"]
-    assert ("evaluate__smoke_checks", "bot@a|smoke-checks::pure-data-check", "bot@a|smoke-checks::new-check") \
-        in ranges(grown) and len(grown.run_requests) == 3
+    assert ("evaluate__smoke_checks", "bot@a|smoke-checks::pure-data-check", "bot@a|smoke-checks::new-check") in ranges(
+        grown
+    ) and len(grown.run_requests) == 3
     (project_dir / "agent_health_config.py").write_text(
-        "from agent_health import define_config\nconfig = define_config()\n")
+        "from agent_health import define_config\nconfig = define_config()\n"
+    )
     shrunk, _ = run_sensor(make_pipeline(), instance, "agent_versions_sensor")
     assert deletes(shrunk, "agent_versions") == ["bot@a"] and not shrunk.run_requests
 
@@ -110,7 +144,7 @@ def test_nightly_schedule_requests_every_suite_for_current_versions(make_pipelin
     repo = pipeline.defs.get_repository_def()
     schedule = repo.get_schedule_def("nightly__rca__payments")
     assert schedule.cron_schedule == "0 2 * * *"
-    when = dt.datetime(2026, 1, 2, 2, 0, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2026, 1, 2, 2, 0, tzinfo=dt.UTC)
     empty = schedule(build_schedule_context(instance=instance, scheduled_execution_time=when))
     assert isinstance(empty, SkipReason)
     run_sensor(pipeline, instance, "agent_versions_sensor")
@@ -121,7 +155,8 @@ def test_nightly_schedule_requests_every_suite_for_current_versions(make_pipelin
     assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2|rca/payments::checkout-latency"
     # the requested range is exactly every (agent x test) partition, run as one run
     result = pipeline.defs.resolve_job_def(request.job_name).execute_in_process(
-        instance=instance, tags=request.tags, run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}})
+        instance=instance, tags=request.tags, run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+    )
     assert result.success
     assert len(pipeline.project.store.list(suite="rca/payments")) == 4
 

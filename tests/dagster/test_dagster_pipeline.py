@@ -24,7 +24,8 @@ def evaluate(pipeline, instance, suite, agents, tests=None):
     s = suite_of(pipeline, suite)
     tests = tests or list(instance.get_dynamic_partitions(s.names.tests_partitions))
     result = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-        instance=instance, tags=range_tags(agents, tests), run_config=QUIET)
+        instance=instance, tags=range_tags(agents, tests), run_config=QUIET
+    )
     assert result.success
     return result
 
@@ -59,8 +60,7 @@ def test_definitions_load_validate_and_name_suites(make_pipeline):
     assert {"evaluate__rca__payments", "evaluate__smoke_checks", "evaluate__cases", "rollups", "benchmark"} <= jobs
     repo = pipeline.defs.get_repository_def()
     assert {s.name for s in repo.sensor_defs} >= {"eval_files_sensor", "agent_versions_sensor"}
-    assert {s.name for s in repo.schedule_defs} == {"nightly__rca__payments", "nightly__smoke_checks",
-                                                    "nightly__cases"}
+    assert {s.name for s in repo.schedule_defs} == {"nightly__rca__payments", "nightly__smoke_checks", "nightly__cases"}
 
 
 def test_many_partitions_in_one_run_then_one_alone(make_pipeline, instance, project_dir):
@@ -74,7 +74,7 @@ def test_many_partitions_in_one_run_then_one_alone(make_pipeline, instance, proj
     key = AssetKey(["rca", "payments", "results"])
     events = partition_events(instance, key, run.run_id)
     assert len(events) == 4  # every partition of the run has its own materialization ...
-    for pk, meta in events.items():  # ... with its own status, score, duration, tokens and cost
+    for meta in events.values():  # ... with its own status, score, duration, tokens and cost
         assert {"status", "score", "duration_ms", "total_tokens", "cost_usd"} <= set(meta)
     v2_db = events[str(multi_key("demo@v2", tests[0]))]
     assert v2_db["status"].value == "passed" and v2_db["total_tokens"].value > 0 and v2_db["cost_usd"].value > 0
@@ -94,7 +94,8 @@ def test_many_partitions_in_one_run_then_one_alone(make_pipeline, instance, proj
     assert before is None
     s = suite_of(pipeline, "smoke-checks")
     one = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-        instance=instance, partition_key=str(multi_key("demo@v1", "smoke-checks::always-fails")), run_config=QUIET)
+        instance=instance, partition_key=str(multi_key("demo@v1", "smoke-checks::always-fails")), run_config=QUIET
+    )
     assert one.success
     events = partition_events(instance, AssetKey(["smoke_checks", "results"]), one.run_id)
     assert list(events) == ["demo@v1|smoke-checks::always-fails"]
@@ -124,8 +125,10 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
         assert rollups.execute_in_process(instance=instance, partition_key=agent, run_config=QUIET).success
 
     key = AssetKey(["cases", "rollup"])
-    latest = {r.partition_key: r.asset_materialization.metadata
-              for r in instance.fetch_materializations(key, limit=10).records}
+    latest = {
+        r.partition_key: r.asset_materialization.metadata
+        for r in instance.fetch_materializations(key, limit=10).records
+    }
     assert latest["demo@v1"]["pass_rate"].value == 0.0 and latest["demo@v2"]["pass_rate"].value == 1.0
     assert "latency_p95_ms" in latest["demo@v2"] and "cost_usd" in latest["demo@v2"]
     assert "cases::queue-backlog" in latest["demo@v1"]["summary"].value
@@ -137,15 +140,19 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
 
     # a failing regression check names the flipped test: compare v1 against v2 as the baseline
     strict = make_pipeline(baseline="demo@v2", min_pass_rate=0.0)
-    assert strict.defs.resolve_job_def("rollups").execute_in_process(
-        instance=instance, partition_key="demo@v1", run_config=QUIET).success
+    assert (
+        strict.defs.resolve_job_def("rollups")
+        .execute_in_process(instance=instance, partition_key="demo@v1", run_config=QUIET)
+        .success
+    )
     newest = check_evals(instance, key, "no_regression")[0].evaluation
     assert not newest.passed and "cases::queue-backlog" in newest.description
     assert check_evals(instance, key, "pass_rate_threshold")[0].evaluation.passed  # threshold 0 passes
 
     bench = pipeline.defs.resolve_job_def("benchmark").execute_in_process(
-        instance=instance, run_config=RunConfig(ops={"benchmark__comparison": ComparisonConfig()},
-                                                loggers=QUIET["loggers"]))
+        instance=instance,
+        run_config=RunConfig(ops={"benchmark__comparison": ComparisonConfig()}, loggers=QUIET["loggers"]),
+    )
     assert bench.success
     board = instance.get_latest_materialization_event(AssetKey(["benchmark", "leaderboard"]))
     table = board.asset_materialization.metadata["leaderboard"].value
@@ -161,7 +168,8 @@ def test_comparison_needs_two_versions(make_pipeline, instance):
     pipeline = make_pipeline()
     instance.add_dynamic_partitions("agent_versions", ["demo@v1"])
     result = pipeline.defs.resolve_job_def("benchmark").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=QUIET)
+        instance=instance, raise_on_error=False, run_config=QUIET
+    )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "comparison needs two agent versions" in failure.step_failure_data.error.message
@@ -182,8 +190,8 @@ def test_a_broken_eval_file_fails_the_run_naming_the_file(make_pipeline, instanc
     (project_dir / "evals" / "smoke-checks.eval.py").write_text("def broken(:\n")
     s = suite_of(pipeline, "smoke-checks")
     result = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-        instance=instance, partition_key="demo@v1|smoke-checks::pure-data-check", run_config=QUIET,
-        raise_on_error=False)
+        instance=instance, partition_key="demo@v1|smoke-checks::pure-data-check", run_config=QUIET, raise_on_error=False
+    )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "smoke-checks.eval.py" in failure.step_failure_data.error.message

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 SECRET = "sk-live-5e5e7c0ffee-do-not-store"
 
-AGENT = '''
+AGENT = """
 import json, os, sys
 prompt = sys.stdin.read()
 token = os.environ["AGENT_TOKEN"]
@@ -26,9 +26,9 @@ if "please fail" in prompt:
     sys.exit(2)
 print(json.dumps({"answer": f"diagnosis done with token {token}",
                   "tool_calls": [{"name": "search_logs", "arguments": {"auth": token}, "result": token}]}))
-'''
+"""
 
-EVAL = '''
+EVAL = """
 from agent_health import test, expect
 
 @test("echoes", prompt="payment service is failing")
@@ -39,7 +39,7 @@ async def echoes(agent):
 @test("fails", prompt="please fail")
 async def fails(agent):
     await agent.run()
-'''
+"""
 
 
 def test_no_secret_in_dagster_events_or_stored_results(tmp_path, monkeypatch, make_pipeline, instance):
@@ -51,7 +51,8 @@ def test_no_secret_in_dagster_events_or_stored_results(tmp_path, monkeypatch, ma
         if old.is_file():
             old.unlink()
     (evals / "secret.eval.py").write_text(textwrap.dedent(EVAL))
-    (tmp_path / "agent_health_config.py").write_text(textwrap.dedent(f'''
+    (tmp_path / "agent_health_config.py").write_text(
+        textwrap.dedent(f"""
         from agent_health import define_config
         config = define_config(
             agents=[{{"key": "sub", "connector": "subprocess",
@@ -59,7 +60,8 @@ def test_no_secret_in_dagster_events_or_stored_results(tmp_path, monkeypatch, ma
                                    "env": {{"AGENT_TOKEN": {{"env": "AGENT_TOKEN"}}}}}},
                       "versions": {{"v1": {{}}}}}}],
             default_agent="sub@v1")
-    '''))
+    """)
+    )
     pipeline = make_pipeline()
     register(instance, pipeline)
     result = evaluate(pipeline, instance, "secret", ["sub@v1"])

@@ -13,7 +13,7 @@ from dagster._time import get_current_datetime
 from definitions.defs.automation import sync_eval_files
 from definitions.defs.partitions import multi_key
 from definitions.headless import apply_sensor_result, register
-from tests.dagster.test_dagster_pipeline import evaluate, suite_of
+from tests.dagster.test_dagster_pipeline import evaluate
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -25,15 +25,22 @@ def test_changed_test_shows_its_results_as_stale(make_pipeline, instance, projec
     evaluate(pipeline, instance, "rca/payments", ["demo@v1", "demo@v2"])
     key = AssetKey(["rca", "payments", "results"])
     tests = list(instance.get_dynamic_partitions("tests__rca__payments"))
+
     def status(agent, test):
         graph = pipeline.defs.resolve_asset_graph()
-        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                              instance=instance, asset_graph=graph)
+        view = AssetGraphView(
+            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+            instance=instance,
+            asset_graph=graph,
+        )
         resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
         return resolver.get_status(key, multi_key(agent, test))
+
     assert status("demo@v2", tests[1]) == StaleStatus.FRESH
     path = project_dir / "evals" / "rca" / "payments.eval.py"
-    path.write_text(path.read_text().replace('to_have_called_tool("query_metrics")', 'to_have_called_tool("get_metrics")'))
+    path.write_text(
+        path.read_text().replace('to_have_called_tool("query_metrics")', 'to_have_called_tool("get_metrics")')
+    )
     result, problems = sync_eval_files(instance, pipeline.project, pipeline.suites, json.loads(first.cursor))
     assert not problems
     apply_sensor_result(instance, result)

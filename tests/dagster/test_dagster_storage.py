@@ -23,12 +23,16 @@ def test_pooled_event_log_records_every_partition_and_stays_compatible(make_pipe
         register(instance, pipeline)
         tests = list(instance.get_dynamic_partitions(s.names.tests_partitions))
         run = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-            instance=instance, tags=range_tags(["demo@v1", "demo@v2"], tests), run_config=QUIET)
+            instance=instance, tags=range_tags(["demo@v1", "demo@v2"], tests), run_config=QUIET
+        )
         assert run.success
         # many runs: engines for old run shards are evicted, not leaked
         for _ in range(3):
-            assert pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-                instance=instance, tags=range_tags(["demo@v1"], tests[:1]), run_config=QUIET).success
+            assert (
+                pipeline.defs.resolve_job_def(s.names.job)
+                .execute_in_process(instance=instance, tags=range_tags(["demo@v1"], tests[:1]), run_config=QUIET)
+                .success
+            )
         assert len(instance.event_log_storage._engines) <= 16
     (home / "dagster.yaml").write_text(instance_yaml(home, pooled=False))  # the stock storage reads it back
     with DagsterInstance.from_config(str(home)) as stock:

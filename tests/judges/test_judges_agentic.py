@@ -10,10 +10,24 @@ from agent_health.judges.service import JudgeService
 from .helpers import MemoryTraceTools, chat, make_request, openai_settings, verdict_json
 
 SPANS = [
-    {"name": "agent.run", "span_id": "a1", "trace_id": "t1", "start_time": 1.0, "duration_ms": 900,
-     "attributes": {"gen_ai.usage.input_tokens": 500, "agent_health.run_id": "run-1"}},
-    {"name": "db.connect", "span_id": "a2", "parent_span_id": "a1", "trace_id": "t1", "start_time": 1.1,
-     "duration_ms": 30, "status": "ERROR", "attributes": {"db.system": "postgresql", "error": "connection refused"}},
+    {
+        "name": "agent.run",
+        "span_id": "a1",
+        "trace_id": "t1",
+        "start_time": 1.0,
+        "duration_ms": 900,
+        "attributes": {"gen_ai.usage.input_tokens": 500, "agent_health.run_id": "run-1"},
+    },
+    {
+        "name": "db.connect",
+        "span_id": "a2",
+        "parent_span_id": "a1",
+        "trace_id": "t1",
+        "start_time": 1.1,
+        "duration_ms": 30,
+        "status": "ERROR",
+        "attributes": {"db.system": "postgresql", "error": "connection refused"},
+    },
 ]
 LOGS = [{"timestamp": 1.2, "severity": "ERROR", "body": "Connection refused to db-primary:5432"}]
 
@@ -25,19 +39,30 @@ def run_one(server, request, **settings):
             return await service.judge(request)
         finally:
             await service.aclose()
+
     return asyncio.run(main())
 
 
 def test_agentic_loop_calls_trace_tools_and_records_them(openai_server):
     tools = MemoryTraceTools("run-1", SPANS, LOGS)
-    openai_server.script.extend([
-        chat(None, tool_calls=[{"name": "get_spans"}], usage=(100, 10)),
-        chat(None, tool_calls=[{"name": "query", "args": {"dsl": {"query": {"match": {"name": "db.connect"}}}}},
-                               {"name": "query", "args": {"dsl": {"script": "ctx._source.x = 1"}}}], usage=(200, 10)),
-        chat(verdict_json(True, 0.95, "db.connect span failed with connection refused"), usage=(300, 30)),
-    ])
-    v = run_one(openai_server, make_request(criteria="the diagnosis is grounded in the trace data",
-                                            tools=("trace_query",), trace_tools=tools))
+    openai_server.script.extend(
+        [
+            chat(None, tool_calls=[{"name": "get_spans"}], usage=(100, 10)),
+            chat(
+                None,
+                tool_calls=[
+                    {"name": "query", "args": {"dsl": {"query": {"match": {"name": "db.connect"}}}}},
+                    {"name": "query", "args": {"dsl": {"script": "ctx._source.x = 1"}}},
+                ],
+                usage=(200, 10),
+            ),
+            chat(verdict_json(True, 0.95, "db.connect span failed with connection refused"), usage=(300, 30)),
+        ]
+    )
+    v = run_one(
+        openai_server,
+        make_request(criteria="the diagnosis is grounded in the trace data", tools=("trace_query",), trace_tools=tools),
+    )
     assert (v.passed, v.score, v.errored) == (True, 0.95, False), v.error
     calls = v.details["tool_calls"]
     assert [c["tool"] for c in calls] == ["get_spans", "query", "query"]
@@ -58,9 +83,13 @@ def test_agentic_loop_calls_trace_tools_and_records_them(openai_server):
 
 def test_agentic_loop_is_bounded(openai_server):
     tools = MemoryTraceTools("run-1", SPANS, LOGS)
-    openai_server.script.extend([chat(None, tool_calls=[{"name": "get_logs"}]),
-                                 chat(None, tool_calls=[{"name": "metrics"}]),
-                                 chat(verdict_json(False, 0.2, "not enough evidence"))])
+    openai_server.script.extend(
+        [
+            chat(None, tool_calls=[{"name": "get_logs"}]),
+            chat(None, tool_calls=[{"name": "metrics"}]),
+            chat(verdict_json(False, 0.2, "not enough evidence")),
+        ]
+    )
     v = run_one(openai_server, make_request(tools=("trace_query",), trace_tools=tools), max_tool_steps=2)
     assert (v.passed, v.score, v.errored) == (False, 0.2, False)
     posts = openai_server.posts()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from pathlib import Path
 
 from agent_health.config.model import JudgeSettings
 from agent_health.judges.service import JudgeService
@@ -17,8 +17,10 @@ from .helpers import MemoryTraceTools, make_request, verdict_json
 
 AK, SK, REGION = "AKIDJUDGETEST0001", "judge-test-secret-key", "eu-west-1"
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
-AUTH = re.compile(r"^AWS4-HMAC-SHA256 Credential=(?P<ak>[A-Z0-9]+)/(?P<date>\d{8})/(?P<region>[a-z0-9-]+)/bedrock/"
-                  r"aws4_request, SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<sig>[0-9a-f]{64})$")
+AUTH = re.compile(
+    r"^AWS4-HMAC-SHA256 Credential=(?P<ak>[A-Z0-9]+)/(?P<date>\d{8})/(?P<region>[a-z0-9-]+)/bedrock/"
+    r"aws4_request, SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<sig>[0-9a-f]{64})$"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -36,21 +38,39 @@ def aws_env(monkeypatch, tmp_path):
 def converse_reply(text=None, tool_uses=(), usage=(120, 30)):
     content = ([{"text": text}] if text is not None else []) + [
         {"toolUse": {"toolUseId": f"tooluse_{i}", "name": name, "input": args}}
-        for i, (name, args) in enumerate(tool_uses)]
-    return (200, {}, {"output": {"message": {"role": "assistant", "content": content}},
-                      "stopReason": "tool_use" if tool_uses else "end_turn",
-                      "usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)},
-                      "metrics": {"latencyMs": 12}})
+        for i, (name, args) in enumerate(tool_uses)
+    ]
+    return (
+        200,
+        {},
+        {
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": "tool_use" if tool_uses else "end_turn",
+            "usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)},
+            "metrics": {"latencyMs": 12},
+        },
+    )
 
 
-THROTTLED = (429, {"x-amzn-ErrorType": "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"},
-             {"message": "Too many requests, please wait before trying again."})
+THROTTLED = (
+    429,
+    {"x-amzn-ErrorType": "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"},
+    {"message": "Too many requests, please wait before trying again."},
+)
 
 
 def run_one(server, request=None, **kw):
-    settings = JudgeSettings(provider="bedrock", model=MODEL, backoff_s=0.01,
-                             settings={"region": REGION, "endpoint_url": server.url,
-                                       "inference_config": {"temperature": 0, "maxTokens": 512}}, **kw)
+    settings = JudgeSettings(
+        provider="bedrock",
+        model=MODEL,
+        backoff_s=0.01,
+        settings={
+            "region": REGION,
+            "endpoint_url": server.url,
+            "inference_config": {"temperature": 0, "maxTokens": 512},
+        },
+        **kw,
+    )
 
     async def main():
         service = JudgeService.from_settings(settings)
@@ -58,6 +78,7 @@ def run_one(server, request=None, **kw):
             return await service.judge(request or make_request())
         finally:
             await service.aclose()
+
     return asyncio.run(main())
 
 
@@ -71,8 +92,9 @@ def check_signature(server_url: str, rec) -> re.Match:
     assert m, rec.headers["authorization"]
     signed = m["signed"].split(";")
     assert {"host", "x-amz-date", "content-type"} <= set(signed)
-    req = AWSRequest(method="POST", url=server_url + rec.path, data=rec.raw,
-                     headers={h: rec.headers[h] for h in signed})
+    req = AWSRequest(
+        method="POST", url=server_url + rec.path, data=rec.raw, headers={h: rec.headers[h] for h in signed}
+    )
     req.context["timestamp"] = rec.headers["x-amz-date"]
     signer = SigV4Auth(Credentials(AK, SK), "bedrock", REGION)
     expected = signer.signature(signer.string_to_sign(req, signer.canonical_request(req)), req)
@@ -109,16 +131,23 @@ def test_persistent_throttling_and_bad_requests_are_errored(bedrock_server):
     bedrock_server.default = lambda r: THROTTLED
     v = run_one(bedrock_server, max_retries=1)
     assert v.errored and "ThrottlingException" in v.error and "still rate limited" in v.error
-    bedrock_server.default = lambda r: (400, {"x-amzn-ErrorType": "ValidationException"},
-                                        {"message": "The provided model identifier is invalid."})
+    bedrock_server.default = lambda r: (
+        400,
+        {"x-amzn-ErrorType": "ValidationException"},
+        {"message": "The provided model identifier is invalid."},
+    )
     v = run_one(bedrock_server)
     assert v.errored and "ValidationException" in v.error and "model identifier is invalid" in v.error
 
 
 def test_agentic_tool_use_round_trips_through_converse(bedrock_server):
     tools = MemoryTraceTools("run-1", [{"name": "db.connect", "status": "ERROR", "span_id": "s1"}])
-    bedrock_server.script.extend([converse_reply(None, tool_uses=[("get_spans", {}), ("metrics", {})]),
-                                  converse_reply(verdict_json(True, 0.9, "span db.connect failed"))])
+    bedrock_server.script.extend(
+        [
+            converse_reply(None, tool_uses=[("get_spans", {}), ("metrics", {})]),
+            converse_reply(verdict_json(True, 0.9, "span db.connect failed")),
+        ]
+    )
     v = run_one(bedrock_server, make_request(tools=("trace_query",), trace_tools=tools))
     assert (v.passed, v.errored) == (True, False), v.error
     assert [c["tool"] for c in v.details["tool_calls"]] == ["get_spans", "metrics"]
@@ -140,10 +169,18 @@ def test_boto3_is_not_imported_for_other_providers(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from agent_health.session import build_judges; from agent_health import define_config;"
-            "build_judges(define_config(judge={'provider': 'openai', 'model': 'm', "
-            "'settings': {'base_url': 'http://127.0.0.1:9'}}));"
-            "print('boto3' in sys.modules, 'dagster' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
-                         env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    code = (
+        "import sys; from agent_health.session import build_judges; from agent_health import define_config;"
+        "build_judges(define_config(judge={'provider': 'openai', 'model': 'm', "
+        "'settings': {'base_url': 'http://127.0.0.1:9'}}));"
+        "print('boto3' in sys.modules, 'dagster' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
     assert out.stdout.split() == ["False", "False"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from agent_health.config.model import JudgeSettings
+from agent_health.errors import ConfigError
 from agent_health.judges.cache import JudgeCache
 from agent_health.judges.service import JudgeService
-from agent_health.sdk.errors import ConfigError
 
 from .helpers import make_request, make_run, openai_settings
 
@@ -24,12 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def judge_all(server, state: Path, requests, no_cache=False, **kw):
     async def main():
-        service = JudgeService.from_settings(JudgeSettings(**openai_settings(server, **kw)), state_path=state,
-                                             no_cache=no_cache)
+        service = JudgeService.from_settings(
+            JudgeSettings(**openai_settings(server, **kw)), state_path=state, no_cache=no_cache
+        )
         try:
             return [await service.judge(r) for r in requests]
         finally:
             await service.aclose()
+
     return asyncio.run(main())
 
 
@@ -49,11 +51,11 @@ def test_hit_makes_no_call_and_any_content_change_misses(openai_server, tmp_path
     assert obs.cached and obs.role == "observe"  # the role is the caller's, not the stored one
 
     misses = [
-        make_request(criteria="identifies the database as the root cause"),            # criteria
-        make_request(model="openai:other-model"),                                       # model
-        make_request(run=make_run(tool_result="ERROR disk full on db-primary")),        # trajectory
-        make_request(run=make_run(output="The payment service is fine.")),              # output
-        make_request(context=("output",)),                                              # context selection
+        make_request(criteria="identifies the database as the root cause"),  # criteria
+        make_request(model="openai:other-model"),  # model
+        make_request(run=make_run(tool_result="ERROR disk full on db-primary")),  # trajectory
+        make_request(run=make_run(output="The payment service is fine.")),  # output
+        make_request(context=("output",)),  # context selection
     ]
     verdicts = judge_all(openai_server, tmp_path, misses)
     assert [v.cached for v in verdicts] == [False] * 5
@@ -88,7 +90,7 @@ def test_unusable_cache_file_is_a_clear_error(tmp_path, openai_server):
         JudgeService.from_settings(JudgeSettings(**openai_settings(openai_server)), state_path=tmp_path)
 
 
-EVAL_FILE = '''
+EVAL_FILE = """
 from agent_health import test
 
 @test("payment outage", prompt="Diagnose why the payment service is failing.")
@@ -105,9 +107,9 @@ async def latency(agent, judge):
 @test("no agent")
 def plain(judge):
     judge("the sky is blue", "states a color")
-'''
+"""
 
-CONFIG_FILE = '''
+CONFIG_FILE = """
 import os
 from agent_health import define_config
 
@@ -116,9 +118,9 @@ config = define_config(
     state_dir="state",
     prices={"judge-model": (1.0, 2.0)},
 )
-'''
+"""
 
-RUNNER = '''
+RUNNER = """
 import json, sys
 from agent_health import load_config, load_tests, run_tests
 config = load_config(sys.argv[1])
@@ -129,15 +131,26 @@ print(json.dumps([{"id": r.test_id, "status": r.status, "error": r.error,
                    "cached": [s.cached for s in r.signals if s.kind == "judge"],
                    "judge_tokens": r.judge_usage.total_tokens, "agent_tokens": r.usage.total_tokens,
                    "cost": r.cost_usd} for r in sorted(results, key=lambda r: r.test_id)]))
-'''
+"""
 
 
 def run_suite(project: Path, url: str, *extra: str) -> list[dict]:
     env = {**os.environ, "JUDGE_URL": url + "/v1", "PYTHONPATH": str(ROOT)}
     env.pop("AGENT_HEALTH_NO_CACHE", None)
-    out = subprocess.run([sys.executable, str(project / "runner.py"), str(project / "agent_health_config.py"),
-                          str(project / "evals"), *extra], capture_output=True, text=True, env=env, cwd=project,
-                         timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(project / "runner.py"),
+            str(project / "agent_health_config.py"),
+            str(project / "evals"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=project,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -170,7 +183,7 @@ def test_second_run_in_a_new_process_makes_zero_provider_calls(openai_server, pr
     assert len(openai_server.posts()) == 2 * calls
 
 
-WRITER = '''
+WRITER = """
 import sys, time, json
 from pathlib import Path
 from agent_health.judges.cache import JudgeCache
@@ -184,15 +197,23 @@ for i in range(300):
     assert cache.get(f"shared-{i}")["i"] == i
 cache.close()
 print("done")
-'''
+"""
 
 
 def test_two_processes_writing_at_once_corrupt_nothing(tmp_path):
     path, start = tmp_path / "cache.sqlite", tmp_path / "go"
     (tmp_path / "writer.py").write_text(WRITER)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), str(path), who, str(start)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for who in "ab"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(tmp_path / "writer.py"), str(path), who, str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for who in "ab"
+    ]
     import time
 
     time.sleep(0.5)  # both have opened the cache

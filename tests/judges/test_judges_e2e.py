@@ -11,7 +11,7 @@ from agent_health.judges.rubric import Rubric
 
 from .helpers import chat, verdict_json
 
-EVALS = '''
+EVALS = """
 from agent_health import test, expect
 
 @test("payment outage", prompt="Diagnose why the payment service is failing.")
@@ -20,10 +20,15 @@ async def payment(agent, judge):
     expect(result).to_have_called_tool("search_logs")
     await judge(result, "identifies that the payment service cannot reach its database")
     await judge.observe(result, {"criteria": "grades the RCA", "evaluator": "rca"})
-'''
+"""
 
-DATA = [{"name": "kafka lag", "prompt": "Consumers on orders topic are lagging. Why?",
-         "expectedOutcomes": ["explains the consumer lag", "names the consumer group"]}]
+DATA = [
+    {
+        "name": "kafka lag",
+        "prompt": "Consumers on orders topic are lagging. Why?",
+        "expectedOutcomes": ["explains the consumer lag", "names the consumer group"],
+    }
+]
 
 
 @pytest.fixture
@@ -37,12 +42,22 @@ def suite(tmp_path):
 
 
 def config_for(server, root, **judge):
-    rubric = Rubric.from_json({"name": "rca", "scoringConfig": {"metrics": [{"name": "accuracy", "scale": "1-5"}]},
-                               "passThreshold": 0.5})
-    return define_config(root=str(root), state_dir="state", prices={"judge-model": (1.0, 2.0)},
-                         evaluators={"rca": rubric},
-                         judge={"provider": "openai", "model": "judge-model", "backoff_s": 0.01,
-                                "settings": {"base_url": server.url + "/v1"}, **judge})
+    rubric = Rubric.from_json(
+        {"name": "rca", "scoringConfig": {"metrics": [{"name": "accuracy", "scale": "1-5"}]}, "passThreshold": 0.5}
+    )
+    return define_config(
+        root=str(root),
+        state_dir="state",
+        prices={"judge-model": (1.0, 2.0)},
+        evaluators={"rca": rubric},
+        judge={
+            "provider": "openai",
+            "model": "judge-model",
+            "backoff_s": 0.01,
+            "settings": {"base_url": server.url + "/v1"},
+            **judge,
+        },
+    )
 
 
 def responder(passed=True):
@@ -50,6 +65,7 @@ def responder(passed=True):
         if "Metrics and scales" in rec.json["messages"][-1]["content"]:
             return chat(json.dumps({"metrics": {"accuracy": 2}, "reasoning": "ok", "suggestions": ["cite logs"]}))
         return chat(verdict_json(passed, 0.9 if passed else 0.1), usage=(1000, 100))
+
     return reply
 
 

@@ -39,6 +39,7 @@ def received_prompts(server, runs):
             return [await service.judge(make_request(run=r)) for r in runs]
         finally:
             await service.aclose()
+
     verdicts = asyncio.run(main())
     return verdicts, [r.json["messages"] for r in server.posts()]
 

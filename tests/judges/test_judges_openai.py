@@ -9,8 +9,8 @@ import time
 import pytest
 
 from agent_health.config.model import JudgeSettings
+from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
-from agent_health.sdk.errors import ConfigError
 
 from .helpers import chat, make_request, openai_settings, verdict_json
 
@@ -21,6 +21,7 @@ def judge(service: JudgeService, request=None):
             return await service.judge(request or make_request())
         finally:
             await service.aclose()
+
     return asyncio.run(main())
 
 
@@ -51,8 +52,9 @@ def test_failed_claim_is_a_failed_verdict_not_an_error(openai_server):
 
 
 def test_malformed_answer_is_repaired_once(openai_server):
-    openai_server.script.extend([chat("Sure! The agent did great, I'd say it passes."),
-                                 chat("```json\n" + verdict_json(True, 0.7) + "\n```")])
+    openai_server.script.extend(
+        [chat("Sure! The agent did great, I'd say it passes."), chat("```json\n" + verdict_json(True, 0.7) + "\n```")]
+    )
     v = judge(service_for(openai_server))
     assert (v.passed, v.score, v.errored) == (True, 0.7, False)
     first, second = openai_server.posts()
@@ -82,8 +84,9 @@ def test_score_out_of_range_triggers_repair(openai_server):
 
 
 def test_429_backs_off_honouring_retry_after_then_succeeds(openai_server):
-    openai_server.script.extend([(429, {"Retry-After": "0.4"}, {"error": {"message": "rate limited"}}),
-                                 chat(verdict_json(True, 0.9))])
+    openai_server.script.extend(
+        [(429, {"Retry-After": "0.4"}, {"error": {"message": "rate limited"}}), chat(verdict_json(True, 0.9))]
+    )
     t0 = time.perf_counter()
     v = judge(service_for(openai_server))
     elapsed = time.perf_counter() - t0
@@ -109,8 +112,9 @@ def test_server_error_is_errored_with_status_and_body(openai_server):
 def test_api_key_comes_from_env_and_never_reaches_the_verdict(openai_server, monkeypatch):
     monkeypatch.setenv("JUDGE_TEST_KEY", "sk-secret-123")
     openai_server.script.append((401, {}, {"error": "bad key"}))
-    v = judge(service_for(openai_server, settings={"base_url": openai_server.url + "/v1",
-                                                   "api_key_env": "JUDGE_TEST_KEY"}))
+    v = judge(
+        service_for(openai_server, settings={"base_url": openai_server.url + "/v1", "api_key_env": "JUDGE_TEST_KEY"})
+    )
     assert openai_server.posts()[0].headers["authorization"] == "Bearer sk-secret-123"
     assert v.errored and "HTTP 401" in v.error
     assert "sk-secret-123" not in json.dumps(v.model_dump()) + json.dumps(v.to_signal().model_dump())
@@ -152,26 +156,37 @@ def test_skip_mode_makes_no_call_and_needs_no_credentials(openai_server, monkeyp
 
 
 def test_model_per_call_and_per_test_and_named_providers(openai_server):
-    settings = JudgeSettings(**openai_settings(
-        openai_server, per_test={"suite::slow*": "big-model"},
-        providers={"local": {"type": "openai", "model": "local-default", "base_url": openai_server.url + "/v1"}}))
+    settings = JudgeSettings(
+        **openai_settings(
+            openai_server,
+            per_test={"suite::slow*": "big-model"},
+            providers={"local": {"type": "openai", "model": "local-default", "base_url": openai_server.url + "/v1"}},
+        )
+    )
 
     async def main():
         service = JudgeService.from_settings(settings)
         try:
-            out = [await service.judge(make_request(test_id="suite::t")),
-                   await service.judge(make_request(test_id="suite::slow-one")),
-                   await service.judge(make_request(model="openai:call-model")),
-                   await service.judge(make_request(model="local")),
-                   await service.judge(make_request(model="local:other")),
-                   await service.judge(make_request(model="demo"))]
+            out = [
+                await service.judge(make_request(test_id="suite::t")),
+                await service.judge(make_request(test_id="suite::slow-one")),
+                await service.judge(make_request(model="openai:call-model")),
+                await service.judge(make_request(model="local")),
+                await service.judge(make_request(model="local:other")),
+                await service.judge(make_request(model="demo")),
+            ]
         finally:
             await service.aclose()
         return out
 
     verdicts = asyncio.run(main())
     assert [r.json["model"] for r in openai_server.posts()] == [
-        "judge-model", "big-model", "call-model", "local-default", "other"]
+        "judge-model",
+        "big-model",
+        "call-model",
+        "local-default",
+        "other",
+    ]
     assert verdicts[-1].evaluator == "demo" and not verdicts[-1].errored
 
 

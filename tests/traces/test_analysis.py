@@ -11,14 +11,18 @@ import pytest
 
 from agent_health import define_config, load_tests, run_tests
 from agent_health.analysis.insights import (
-    SYNTH_RULE, LLMSynthesizer, insights_analyzer, rollup_recommendations,
+    SYNTH_RULE,
+    LLMSynthesizer,
+    insights_analyzer,
+    rollup_recommendations,
 )
 from agent_health.analysis.metrics import run_metrics
+from agent_health.errors import ConfigError
 from agent_health.model import Insight, RunResult, Step, TestResult, Usage
-from agent_health.sdk.errors import ConfigError
+from agent_health.traces import trace_view_factory
 from agent_health.traces.spans import span_metrics
 
-EVAL = '''
+EVAL = """
 from agent_health import test, expect
 
 @test("kafka", prompt="orders kafka consumer lag is growing")
@@ -28,7 +32,7 @@ def kafka(agent):
 @test("payment", prompt="Diagnose why the payment service is failing.")
 def payment(agent):
     expect(agent.run().output).to_match("nothing like this")
-'''
+"""
 
 
 def _run(steps: list[Step], **kw: Any) -> RunResult:
@@ -36,17 +40,21 @@ def _run(steps: list[Step], **kw: Any) -> RunResult:
 
 
 def test_near_same_arguments_count_as_redundant_and_retries_are_counted():
-    m = run_metrics(_run([
-        Step(kind="tool_call", tool="search", args={"service": "Payment-Service ", "tags": ["a", "b"]}),
-        Step(kind="tool_result", tool="search", content="x", duration_ms=10),
-        Step(kind="tool_call", tool="search", args={"service": "payment service", "tags": ["b", "a"]}),
-        Step(kind="tool_result", tool="search", content="x", duration_ms=30),
-        Step(kind="tool_call", tool="metrics", args={"name": "lag"}),
-        Step(kind="tool_result", tool="metrics", content="error", is_error=True, duration_ms=5),
-        Step(kind="tool_call", tool="metrics", args={"name": "rebalances"}),
-        Step(kind="tool_result", tool="metrics", content="ok", duration_ms=5),
-        Step(kind="tool_call", tool="search", args={"service": "checkout"}),
-    ]))
+    m = run_metrics(
+        _run(
+            [
+                Step(kind="tool_call", tool="search", args={"service": "Payment-Service ", "tags": ["a", "b"]}),
+                Step(kind="tool_result", tool="search", content="x", duration_ms=10),
+                Step(kind="tool_call", tool="search", args={"service": "payment service", "tags": ["b", "a"]}),
+                Step(kind="tool_result", tool="search", content="x", duration_ms=30),
+                Step(kind="tool_call", tool="metrics", args={"name": "lag"}),
+                Step(kind="tool_result", tool="metrics", content="error", is_error=True, duration_ms=5),
+                Step(kind="tool_call", tool="metrics", args={"name": "rebalances"}),
+                Step(kind="tool_result", tool="metrics", content="ok", duration_ms=5),
+                Step(kind="tool_call", tool="search", args={"service": "checkout"}),
+            ]
+        )
+    )
     assert m["redundant_calls"] == 1
     assert m["tool_histogram"] == {"search": 3, "metrics": 2} and m["distinct_tools"] == 2
     assert m["tool_errors"] == 1 and m["ignored_tool_errors"] == 0 and m["tool_retries"] == 1
@@ -59,13 +67,18 @@ def test_span_usage_counts_only_the_innermost_spans_that_carry_it():
     def span(sid: str, parent: str | None, i: int = 0, o: int = 0, op: str | None = None) -> dict[str, Any]:
         attrs: dict[str, Any] = {"gen_ai.operation.name": op} if op else {}
         if i or o:
-            attrs.update({"gen_ai.usage.input_tokens": i, "gen_ai.usage.output_tokens": o,
-                          "gen_ai.request.model": "gpt-4o-mini"})
+            attrs.update(
+                {"gen_ai.usage.input_tokens": i, "gen_ai.usage.output_tokens": o, "gen_ai.request.model": "gpt-4o-mini"}
+            )
         return {"span_id": sid, "parent_span_id": parent, "name": sid, "attributes": attrs, "duration_ms": 1.0}
 
-    spans = [span("agent", None, 350, 35, "invoke_agent"), span("step", "agent", 350, 35),
-             span("llm1", "step", 100, 10, "chat"), span("llm2", "step", 250, 25, "chat"),
-             span("tool", "agent", op="execute_tool")]
+    spans = [
+        span("agent", None, 350, 35, "invoke_agent"),
+        span("step", "agent", 350, 35),
+        span("llm1", "step", 100, 10, "chat"),
+        span("llm2", "step", 250, 25, "chat"),
+        span("tool", "agent", op="execute_tool"),
+    ]
     m = span_metrics(spans)
     assert (m["input_tokens"], m["output_tokens"], m["llm_calls"], m["tool_calls"]) == (350, 35, 2, 1)
     unpriced = span_metrics([dict(spans[2], attributes={**spans[2]["attributes"], "gen_ai.request.model": "x"})])
@@ -99,8 +112,11 @@ def test_a_callable_synthesizer_gets_the_whole_result_and_the_trace_tools(projec
     async def synthesizer(data):  # async, called from inside the engine's event loop
         spans = await data.tools.get_spans()
         seen.append((data.result.name, len(data.trajectory), len(spans), data.metrics["total_tokens"]))
-        return {"summary": f"{data.result.name}: {len(spans)} spans", "why": "because",
-                "recommendations": ["Cache search results", {"text": "List metrics first", "severity": "warning"}]}
+        return {
+            "summary": f"{data.result.name}: {len(spans)} spans",
+            "why": "because",
+            "recommendations": ["Cache search results", {"text": "List metrics first", "severity": "warning"}],
+        }
 
     results = _results(project, insights=synthesizer)
     assert sorted(s[0] for s in seen) == ["kafka", "payment"] and all(s[1] > 0 and s[2] > 0 for s in seen)
@@ -131,10 +147,17 @@ class RecordingLLM:
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> str:
         self.prompts.append((prompt, system, json_mode))
         doc = json.loads(prompt)
-        return "```json\n" + json.dumps({
-            "summary": f"{doc['test']['name']} {doc['test']['status']}",
-            "why": f"{len(doc['trajectory'])} steps, {len(doc['spans'])} spans",
-            "recommendations": [{"text": "Stop repeating search_logs", "severity": "warning"}]}) + "\n```"
+        return (
+            "```json\n"
+            + json.dumps(
+                {
+                    "summary": f"{doc['test']['name']} {doc['test']['status']}",
+                    "why": f"{len(doc['trajectory'])} steps, {len(doc['spans'])} spans",
+                    "recommendations": [{"text": "Stop repeating search_logs", "severity": "warning"}],
+                }
+            )
+            + "\n```"
+        )
 
 
 def test_llm_synthesizer_sends_result_metrics_trajectory_and_spans(project):
@@ -143,7 +166,9 @@ def test_llm_synthesizer_sends_result_metrics_trajectory_and_spans(project):
         insights_analyzer("llm", llm=None)
     analyze = insights_analyzer("llm", llm=llm)
     kafka = _results(project)["kafka"]
-    out = asyncio.run(analyze(kafka))
+    cfg = define_config(root=str(project))
+    traces = trace_view_factory(cfg)(kafka.run, cfg.agent(kafka.agent))  # as the engine hands it over
+    out = asyncio.run(analyze(kafka, traces))
     prompt, system, json_mode = llm.prompts[0]
     doc = json.loads(prompt)
     assert json_mode and "JSON" in system
@@ -156,17 +181,27 @@ def test_llm_synthesizer_sends_result_metrics_trajectory_and_spans(project):
 
 def test_rollup_ranks_by_tests_then_cost_and_counts_a_test_once():
     def result(test_id: str, cost: float, *insights: Insight) -> TestResult:
-        return TestResult(test_id=test_id, name=test_id, suite="s", source_file="s.eval.py", agent="a@1",
-                          status="passed", cost_usd=cost, insights=insights)
+        return TestResult(
+            test_id=test_id,
+            name=test_id,
+            suite="s",
+            source_file="s.eval.py",
+            agent="a@1",
+            status="passed",
+            cost_usd=cost,
+            insights=insights,
+        )
 
     red = Insight(rule="redundant_calls", summary="x", recommendation="Reuse results")
     slow = Insight(rule="slow_step", summary="y", recommendation="Parallelize")
     rec = lambda text: Insight(rule=SYNTH_RULE, summary=text, recommendation=text)  # noqa: E731
-    rows = rollup_recommendations([
-        result("t1", 0.01, red, red, rec("Cache  search results")),
-        result("t2", 0.02, slow, rec("cache search results")),
-        result("t3", 0.50, slow, rec("Add retries")),
-    ])
+    rows = rollup_recommendations(
+        [
+            result("t1", 0.01, red, red, rec("Cache  search results")),
+            result("t2", 0.02, slow, rec("cache search results")),
+            result("t3", 0.50, slow, rec("Add retries")),
+        ]
+    )
     assert [(r["rule"], r["count"]) for r in rows][:2] == [("slow_step", 2), (SYNTH_RULE, 2)]
     assert rows[0]["cost_usd"] == pytest.approx(0.52) and rows[0]["tests"] == ["t2", "t3"]
     assert [(r["rule"], r["tests"]) for r in rows[2:]] == [(SYNTH_RULE, ["t3"]), ("redundant_calls", ["t1"])]
@@ -186,14 +221,23 @@ def test_llm_synthesizer_on_the_judge_model_goes_through_the_judge_cache(project
     def reply(rec):
         if "You diagnose AI agent evaluation results" in json.dumps(rec.json["messages"]):
             doc = json.loads(rec.json["messages"][-1]["content"])
-            return chat(json.dumps({"summary": f"{doc['test']['name']}: {doc['test']['status']}", "why": "w",
-                                    "recommendations": [{"text": "Reuse earlier search results"}]}))
+            return chat(
+                json.dumps(
+                    {
+                        "summary": f"{doc['test']['name']}: {doc['test']['status']}",
+                        "why": "w",
+                        "recommendations": [{"text": "Reuse earlier search results"}],
+                    }
+                )
+            )
         return chat(json.dumps({"pass": True, "score": 1.0, "reasoning": "ok"}))
 
     server.default = reply
     try:
-        config = {"insights": "llm", "judge": {"provider": "openai", "model": "judge-model",
-                                               "settings": {"base_url": server.url + "/v1"}}}
+        config = {
+            "insights": "llm",
+            "judge": {"provider": "openai", "model": "judge-model", "settings": {"base_url": server.url + "/v1"}},
+        }
         first = _results(project, **config)
         assert first["kafka"].insights[1].summary == "kafka: passed"
         assert first["payment"].insights[-1].recommendation == "Reuse earlier search results"

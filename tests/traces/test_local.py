@@ -14,16 +14,17 @@ import pytest
 
 from agent_health import define_config, load_tests, run_tests
 from agent_health.engine import Engine
-from agent_health.judges.base import JudgeProvider, JudgeRequest
+from agent_health.judges.base import JudgeProvider
 from agent_health.judges.service import JudgeService
 from agent_health.model import Verdict
+from agent_health.model.judge import JudgeRequest
 from agent_health.session import build_runtime
 from agent_health.traces.dsl import QueryRejected
 from agent_health.traces.local import LocalSpanStore, LocalTraceSource
 from agent_health.traces.source import RunRef
 from agent_health.traces.view import TracesUnavailable, TracesView
 
-BODY = '''
+BODY = """
 from agent_health import test, expect
 
 @test("payment", prompt="Diagnose why the payment service is failing.")
@@ -44,7 +45,7 @@ def kafka(agent):
     result = agent.run()
     expect(result).to_have_called_tool("search_logs")
     assert result.traces.metrics()["tool_errors"] == (1 if result.agent == "demo@v1" else 0)
-'''
+"""
 
 
 @pytest.fixture
@@ -73,8 +74,14 @@ def test_demo_agent_traces_match_its_run_and_become_observe_metrics(project, ref
     assert traces["total_tokens"] == kafka.metrics["total_tokens"] == kafka.usage.total_tokens
     assert traces["cost_usd"] == kafka.metrics["cost_usd"]
     metrics = {s.name: s for s in kafka.signals if s.kind == "metric"}
-    assert {"metric:total_tokens", "metric:cost_usd", "metric:latency_ms", "metric:llm_calls",
-            "metric:tool_calls", "metric:traces.duration_ms"} <= set(metrics)
+    assert {
+        "metric:total_tokens",
+        "metric:cost_usd",
+        "metric:latency_ms",
+        "metric:llm_calls",
+        "metric:tool_calls",
+        "metric:traces.duration_ms",
+    } <= set(metrics)
     assert all(s.role == "observe" and s.passed is None for s in metrics.values())
     assert metrics["metric:total_tokens"].value == kafka.usage.total_tokens
     assert "metric:traces.total_tokens" not in metrics  # same as the run's own number: not recorded twice
@@ -88,8 +95,9 @@ def test_demo_agent_traces_match_its_run_and_become_observe_metrics(project, ref
     from agent_health.traces import local
 
     local.reset()
-    again = LocalTraceSource(project / ".agent_health" / "spans").fetch(RunRef(run_id=kafka.run_id,
-                                                                               trace_id=kafka.run.trace_id))
+    again = LocalTraceSource(project / ".agent_health" / "spans").fetch(
+        RunRef(run_id=kafka.run_id, trace_id=kafka.run.trace_id)
+    )
     assert again.correlation == "trace_id" and len(again.spans) == traces["spans"]
 
 
@@ -106,24 +114,53 @@ def test_missing_spans_wait_then_raise_unavailable_naming_the_run(tmp_path):
     source = LocalTraceSource(tmp_path / "spans")
     view = TracesView(source, RunRef(run_id="run-42", trace_id="a" * 32, agent="x@v1"), wait_s=0.5, poll_s=0.1)
     t0 = time.monotonic()
-    with pytest.raises(TracesUnavailable, match=r"traces unavailable for run run-42 \(agent x@v1\).*after "
-                                                r"waiting 0.5s"):
+    with pytest.raises(
+        TracesUnavailable,
+        match=r"traces unavailable for run run-42 \(agent x@v1\).*after "
+        r"waiting 0.5s",
+    ):
         _ = view.spans
     assert 0.45 <= time.monotonic() - t0 < 3
 
 
-def _spans(trace_id: str, run_id: str, service: str = "late-agent", start_ms: float = 0.0,
-           n: int = 2) -> list[dict[str, Any]]:
+def _spans(
+    trace_id: str, run_id: str, service: str = "late-agent", start_ms: float = 0.0, n: int = 2
+) -> list[dict[str, Any]]:
     root = os.urandom(8).hex()
-    out = [{"trace_id": trace_id, "span_id": root, "parent_span_id": None, "name": "invoke_agent",
-            "service": service, "start_ms": start_ms, "end_ms": start_ms + 1000, "duration_ms": 1000.0,
-            "status": "OK", "attributes": {"agent_health.run.id": run_id, "gen_ai.operation.name": "invoke_agent"}}]
+    out = [
+        {
+            "trace_id": trace_id,
+            "span_id": root,
+            "parent_span_id": None,
+            "name": "invoke_agent",
+            "service": service,
+            "start_ms": start_ms,
+            "end_ms": start_ms + 1000,
+            "duration_ms": 1000.0,
+            "status": "OK",
+            "attributes": {"agent_health.run.id": run_id, "gen_ai.operation.name": "invoke_agent"},
+        }
+    ]
     for i in range(n):
-        out.append({"trace_id": trace_id, "span_id": os.urandom(8).hex(), "parent_span_id": root,
-                    "name": "chat m", "service": service, "start_ms": start_ms + i, "end_ms": start_ms + i + 1,
-                    "duration_ms": 1.0, "status": "OK",
-                    "attributes": {"agent_health.run.id": run_id, "gen_ai.operation.name": "chat",
-                                   "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1}})
+        out.append(
+            {
+                "trace_id": trace_id,
+                "span_id": os.urandom(8).hex(),
+                "parent_span_id": root,
+                "name": "chat m",
+                "service": service,
+                "start_ms": start_ms + i,
+                "end_ms": start_ms + i + 1,
+                "duration_ms": 1.0,
+                "status": "OK",
+                "attributes": {
+                    "agent_health.run.id": run_id,
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.usage.input_tokens": 10,
+                    "gen_ai.usage.output_tokens": 1,
+                },
+            }
+        )
     return out
 
 
@@ -132,8 +169,7 @@ def test_spans_that_land_late_are_waited_for(tmp_path):
     trace_id = os.urandom(16).hex()
     timer = threading.Timer(0.4, store.write_spans, args=(_spans(trace_id, "run-late"),))
     timer.start()
-    view = TracesView(LocalTraceSource(store.root), RunRef(run_id="run-late", trace_id=trace_id), wait_s=5,
-                      poll_s=0.1)
+    view = TracesView(LocalTraceSource(store.root), RunRef(run_id="run-late", trace_id=trace_id), wait_s=5, poll_s=0.1)
     assert view.total_tokens == 22
     timer.join()
 
@@ -142,10 +178,14 @@ def test_local_correlation_by_run_id_then_time_window(tmp_path):
     store = LocalSpanStore(tmp_path / "spans")
     now = time.time()
     store.write_spans(_spans(os.urandom(16).hex(), "run-attr"))
-    a = [dict(s, attributes={k: v for k, v in s["attributes"].items() if k != "agent_health.run.id"})
-         for s in _spans(os.urandom(16).hex(), "-", "svc", now * 1000, n=1)]
-    b = [dict(s, attributes={k: v for k, v in s["attributes"].items() if k != "agent_health.run.id"})
-         for s in _spans(os.urandom(16).hex(), "-", "svc", now * 1000 + 400, n=3)]
+    a = [
+        dict(s, attributes={k: v for k, v in s["attributes"].items() if k != "agent_health.run.id"})
+        for s in _spans(os.urandom(16).hex(), "-", "svc", now * 1000, n=1)
+    ]
+    b = [
+        dict(s, attributes={k: v for k, v in s["attributes"].items() if k != "agent_health.run.id"})
+        for s in _spans(os.urandom(16).hex(), "-", "svc", now * 1000 + 400, n=3)
+    ]
     store.write_spans(a + b)
     source = LocalTraceSource(store.root)
     found = source.fetch(RunRef(run_id="run-attr", trace_id=os.urandom(16).hex(), started_at=now))
@@ -172,14 +212,21 @@ class CapturingJudge(JudgeProvider):
             rejected = False
         except QueryRejected:
             rejected = True
-        self.seen.append({"run_id": tools.run_id, "metrics": await tools.metrics(),
-                          "traces": {s["trace_id"] for s in own}, "trace_id": request.run.trace_id,
-                          "rejected": rejected, "logs": len(await tools.get_logs())})
+        self.seen.append(
+            {
+                "run_id": tools.run_id,
+                "metrics": await tools.metrics(),
+                "traces": {s["trace_id"] for s in own},
+                "trace_id": request.run.trace_id,
+                "rejected": rejected,
+                "logs": len(await tools.get_logs()),
+            }
+        )
         return Verdict(passed=True, score=1.0, criteria=request.criteria, evaluator=self.name)
 
 
 def test_judges_get_run_scoped_trace_tools(project):
-    (project / "evals" / "traces.eval.py").write_text('''
+    (project / "evals" / "traces.eval.py").write_text("""
 from agent_health import test
 
 @test("one", prompt="Diagnose why the payment service is failing.")
@@ -189,7 +236,7 @@ async def one(agent, judge):
 @test("two", prompt="orders kafka consumer lag is growing")
 async def two(agent, judge):
     await judge(await agent.run(), "finds the rebalance loop")
-''')
+""")
     cfg = define_config(root=str(project))
     provider = CapturingJudge()
 
@@ -209,23 +256,20 @@ async def two(agent, judge):
 
 def test_bad_spans_or_trace_settings_are_recorded_not_fatal(tmp_path, monkeypatch):
     from agent_health.analysis.metrics import trace_metrics
-    from agent_health.model import RunResult
     from agent_health.traces.opensearch import OpenSearchTraceSource
 
     store = LocalSpanStore(tmp_path / "spans")
     trace_id = os.urandom(16).hex()
     store.write_spans([{"trace_id": trace_id, "span_id": "1", "name": "x", "attributes": "not a mapping"}])
-    run = RunResult(run_id="run-bad", trace_id=trace_id, agent="x@v1")
-    run.bind_traces(TracesView(LocalTraceSource(store.root), RunRef(run_id="run-bad", trace_id=trace_id), wait_s=0))
-    out = trace_metrics(run)
+    view = TracesView(LocalTraceSource(store.root), RunRef(run_id="run-bad", trace_id=trace_id), wait_s=0)
+    out = trace_metrics(view)
     assert out["status"] == "unavailable" and "could not read spans of run run-bad" in out["error"]
 
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     settings = {"url": "http://127.0.0.1:9", "auth": {"type": "sigv4", "region": ""}}
-    run = RunResult(run_id="run-cfg", trace_id=trace_id, agent="x@v1")
-    run.bind_traces(TracesView(OpenSearchTraceSource(settings), RunRef(run_id="run-cfg", trace_id=trace_id)))
-    out = trace_metrics(run)
+    view = TracesView(OpenSearchTraceSource(settings), RunRef(run_id="run-cfg", trace_id=trace_id))
+    out = trace_metrics(view)
     assert out["status"] == "unavailable" and "traces.settings.auth: sigv4 needs a region" in out["error"]
 
 

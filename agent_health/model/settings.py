@@ -1,0 +1,74 @@
+"""How a run executes: the one typed settings object every transport builds.
+
+The CLI builds it from flags, the environment and the configuration, the Dagster resource from
+run config, tests directly; `agent_health.session.settings` holds the builder and writes down
+the precedence rule (see docs/running.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_health.errors import ConfigError
+
+ReplayMode = Literal["off", "record", "auto", "strict"]
+REPLAY_MODES: tuple[str, ...] = ("off", "record", "auto", "strict")
+StoreType = Literal["local", "s3", "opensearch"]
+
+
+def check_replay_mode(mode: str, setting: str = "replay") -> str:
+    """The normalised replay mode, or a ConfigError naming the setting."""
+    mode = (mode or "off").strip().lower()
+    if mode not in REPLAY_MODES:
+        raise ConfigError(f"{setting}: unknown replay mode {mode!r}; use one of {', '.join(REPLAY_MODES)}")
+    return mode
+
+
+class StoreSettings(BaseModel):
+    """Where results are stored. Credentials never go here: they come from the environment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: StoreType = Field("local", description="local (files under the state folder), s3 or opensearch.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "Store settings. local: path. s3: bucket, prefix, endpoint_url, region. "
+            "opensearch: url, index, auth, TLS options."
+        ),
+    )
+
+
+class JudgeRunSettings(BaseModel):
+    """The judge part of a run: skip mode, model override and cache."""
+
+    model_config = ConfigDict(frozen=True)
+
+    skip: bool = Field(False, description="Skip every judge() call (neutral, skipped verdicts).")
+    model: str | None = Field(None, description="Judge model for this run (`provider:model`), over judge.model.")
+    cache: bool = Field(True, description="Read and write the persistent judge cache.")
+
+
+class RunSettings(BaseModel):
+    """Everything that decides how a run executes, apart from which tests it runs.
+
+    A test's own `timeout=` and `epochs=` win over `timeout_s` and `epochs` here (as a pytest
+    marker wins over the command line): these are the defaults for tests that do not say.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    agents: tuple[str, ...] = Field((), description="Agent versions to run, as KEY@VERSION; empty: the default agent.")
+    concurrency: int = Field(8, ge=1, description="Tests in flight at once, over all agent versions of the run.")
+    timeout_s: float = Field(120.0, gt=0, description="Per-test timeout in seconds, for tests without their own.")
+    epochs: int = Field(1, ge=1, description="Independent trials per test, for tests without their own.")
+    fail_fast: bool = Field(False, description="Stop starting tests after the first failure or error.")
+    judge: JudgeRunSettings = Field(default_factory=JudgeRunSettings, description="Judge skip, model and cache.")
+    replay: ReplayMode = Field("off", description="Record/replay of agent runs: off, record, auto or strict.")
+    labels: tuple[str, ...] = Field((), description="Only tests carrying every one of these labels.")
+    grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
+    store: StoreSettings | None = Field(
+        default_factory=StoreSettings, description="Where each result is stored as it finishes; None: not stored."
+    )
