@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.errors import ConfigError
 from agent_health.model.agent import ResolvedAgent
-from agent_health.model.settings import check_replay_mode
+from agent_health.model.settings import StoreSettings, check_replay_mode
 
 
 class JudgeSettings(BaseModel):
@@ -142,6 +142,9 @@ class Config(BaseModel):
     timeout_s: float = Field(120.0, description="Default per-test timeout.")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
+    )
+    store: StoreSettings = Field(
+        default_factory=StoreSettings, description="Where results are stored: local (default), s3 or opensearch."
     )
     replay: str = Field(
         "off",

@@ -1,26 +1,50 @@
-"""The data model: pydantic, JSON-serializable, versioned."""
+"""The data model and the contracts every layer shares: pydantic, JSON-serializable, versioned."""
 
+from agent_health.model.agent import BUILTIN_CONNECTORS, AgentRequest, ResolvedAgent
 from agent_health.model.case import ContextItem, ExpectedStep, TestCase
+from agent_health.model.judge import JudgeRequest
 from agent_health.model.report import RunReport, RunSummary
 from agent_health.model.result import SCHEMA_VERSION, Insight, TestResult, TestStatus, TrialResult
 from agent_health.model.run import STEP_KINDS, RunResult, Step, Usage
+from agent_health.model.runs import EvalRun, RunStatus, new_run_id
+from agent_health.model.settings import (
+    REPLAY_MODES,
+    JudgeRunSettings,
+    ReplayMode,
+    RunSettings,
+    StoreSettings,
+    check_replay_mode,
+)
 from agent_health.model.signal import Signal, Verdict
 
 __all__ = [
+    "BUILTIN_CONNECTORS",
+    "REPLAY_MODES",
     "SCHEMA_VERSION",
     "STEP_KINDS",
+    "AgentRequest",
     "ContextItem",
+    "EvalRun",
     "ExpectedStep",
     "Insight",
+    "JudgeRequest",
+    "JudgeRunSettings",
+    "ReplayMode",
+    "ResolvedAgent",
     "RunReport",
     "RunResult",
+    "RunSettings",
+    "RunStatus",
     "RunSummary",
     "Signal",
     "Step",
+    "StoreSettings",
     "TestCase",
     "TestResult",
     "TestStatus",
     "TrialResult",
     "Usage",
     "Verdict",
+    "check_replay_mode",
+    "new_run_id",
 ]

@@ -66,6 +66,9 @@ class TestResult(BaseModel):
     signals: tuple[Signal, ...] = Field((), description="Signals in body order (last trial with epochs).")
     metrics: dict[str, Any] = Field(default_factory=dict, description="Derived metrics of the run.")
     insights: tuple[Insight, ...] = Field((), description="Diagnosis from the insight layer.")
+    eval_run_id: str | None = Field(
+        None, description="The evaluation run (CLI invocation or Dagster run) that produced this result."
+    )
     run_id: str | None = Field(None, description="Run id of the (last) agent run.")
     run: RunResult | None = Field(None, description="The (last) agent run, when the body ran the agent.")
     error: str | None = Field(None, description="Real error text when errored; the first failure otherwise.")

@@ -1,5 +1,10 @@
 """The result store interface. Local files are the default; S3 and OpenSearch stores implement
-the same five methods (a key maps naturally onto an object key or a document id)."""
+the same methods (a key maps naturally onto an object key or a document id).
+
+A store keeps two things: the latest result per (agent version, suite, test), which rollups,
+comparisons and Dagster read; and the history of evaluation runs, each a manifest (`EvalRun`)
+plus every result it produced, so a run can be reported, compared or re-judged by its id.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from agent_health.errors import AgentHealthError
-from agent_health.model import TestResult
+from agent_health.model import EvalRun, TestResult
 from agent_health.stores.summary import ResultSummary
 
 
@@ -36,7 +41,25 @@ class ResultStore(abc.ABC):
 
     @abc.abstractmethod
     def put(self, result: TestResult) -> ResultKey:
-        """Store `result` under its own key, replacing any previous result there."""
+        """Store `result` under its own key, replacing any previous result there; when it has an
+        `eval_run_id`, also add it to that run's results (kept when later runs replace it)."""
+
+    @abc.abstractmethod
+    def put_run(self, run: EvalRun) -> None:
+        """Write (or rewrite) the manifest of an evaluation run."""
+
+    @abc.abstractmethod
+    def get_run(self, run_id: str) -> EvalRun | None:
+        """The manifest of one run, or None."""
+
+    @abc.abstractmethod
+    def list_runs(self) -> builtins.list[EvalRun]:
+        """Every run's manifest, newest first."""
+
+    @abc.abstractmethod
+    def run_results(self, run_id: str) -> Iterator[TestResult]:
+        """The results one run stored, in the order it stored them (a result stored twice in one
+        run counts once, the last time). Streams: memory stays flat in the number of results."""
 
     @abc.abstractmethod
     def get(self, key: ResultKey) -> TestResult | None:
