@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent_health.loader import LoadedTest
-from agent_health.model import TestResult
+from agent_health.model import RunSettings, TestResult
 from agent_health.pipeline.project import Project
 from agent_health.session import engine_options, iter_results
 
@@ -32,11 +32,19 @@ async def _run_agent(
     project: Project,
     agent: str,
     tests: Sequence[LoadedTest],
-    concurrency: int | None,
+    settings: RunSettings | None,
     on_result: OnResult | None,
     out: list[TestResult],
 ) -> None:
-    options = engine_options(project.config, concurrency=concurrency)
+    overrides = {}
+    if settings is not None:
+        overrides = {
+            "concurrency": settings.concurrency,
+            "timeout_s": settings.timeout_s,
+            "epochs": settings.epochs,
+            "skip_judge": settings.judge.skip,
+        }
+    options = engine_options(project.config, **overrides)
     async for result in iter_results(tests, project.config, agent, options):
         project.store.put(result)
         out.append(result)
@@ -48,10 +56,11 @@ def run_partitions(
     project: Project,
     suite: str,
     test_ids_by_agent: Mapping[str, Sequence[str]],
-    concurrency: int | None = None,
+    settings: RunSettings | None = None,
     on_result: OnResult | None = None,
 ) -> list[TestResult]:
-    """Run the given tests of `suite` for each agent version and store every result.
+    """Run the given tests of `suite` for each agent version and store every result. `settings`
+    are the run's typed settings (None: the configuration's).
 
     Test ids not in the eval file any more get an errored result naming the file. A file that
     fails to load raises its EvalFileError (nothing is stored then)."""
@@ -80,7 +89,7 @@ def run_partitions(
     async def main() -> None:
         await asyncio.gather(
             *(
-                _run_agent(project, agent, [by_id[t] for t in ids if t in by_id], concurrency, on_result, out)
+                _run_agent(project, agent, [by_id[t] for t in ids if t in by_id], settings, on_result, out)
                 for agent, ids in test_ids_by_agent.items()
                 if any(t in by_id for t in ids)
             )

@@ -9,6 +9,7 @@ import os
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from agent_health.model import RunSettings
 from agent_health.pipeline import Project, Thresholds
 
 
@@ -39,6 +40,11 @@ class AgentHealthResource(ConfigurableResource):
 
     def project(self) -> Project:
         return Project.load(self.config_path, self.eval_root, self.state_dir)
+
+    def run_settings(self) -> RunSettings:
+        """The typed settings of the runs this resource starts (the same model the CLI builds)."""
+        config = self.project().config
+        return RunSettings(concurrency=self.concurrency or config.concurrency, timeout_s=config.timeout_s)
 
     def thresholds(self) -> Thresholds:
         return Thresholds(

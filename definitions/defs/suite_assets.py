@@ -186,7 +186,7 @@ def build_suite_assets(
             by_partition[key_of[(r.agent, r.test_id)]] = partition_metadata(r)
 
         try:
-            out = run_partitions(project, suite, by_agent, agent_health.concurrency, on_result)
+            out = run_partitions(project, suite, by_agent, agent_health.run_settings(), on_result)
         except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
             raise Failure(f"{suite}: {exc}") from exc
         finally:
