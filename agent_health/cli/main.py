@@ -30,11 +30,13 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 def _register() -> None:
     from agent_health.cli.agents import agents
     from agent_health.cli.compare import compare_command
+    from agent_health.cli.report import report_command
     from agent_health.cli.run import run_command
 
     cli.add_command(run_command)
     cli.add_command(agents)
     cli.add_command(compare_command)
+    cli.add_command(report_command)
 
 
 _register()
