@@ -36,11 +36,12 @@ def print_table(cmp: Comparison, limit: int) -> None:
     if not changed:
         console.print("no test changed status", markup=False)
         return
-    table = Table("test", "flip", "baseline", "candidate", "score delta", "cost delta USD", "latency delta ms")
+    table = Table("flip", "baseline", "candidate", "score delta", "cost delta USD", "latency delta ms")
+    table.add_column("test", overflow="fold")  # ids are what people copy: never cut them
     for t in changed[:limit]:
         table.add_row(
-            t.test_id, _flip_text(t), _side(t, "baseline"), _side(t, "candidate"),
-            _num(t.score_delta), _num(t.cost_delta_usd), _num(t.latency_delta_ms, "+.1f"),
+            _flip_text(t), _side(t, "baseline"), _side(t, "candidate"),
+            _num(t.score_delta), _num(t.cost_delta_usd), _num(t.latency_delta_ms, "+.1f"), t.test_id,
         )  # fmt: skip
     console.print(table)
     if len(changed) > limit:
