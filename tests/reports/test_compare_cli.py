@@ -48,7 +48,7 @@ def test_table_output_and_the_html_page(project, tmp_path):
     assert "McNemar exact p" in p.stdout and "Wilson" in p.stdout and "bootstrap" in p.stdout
     assert "regressed" in p.stdout and "fixed" in p.stdout and f"comparison page: {page}" in p.stdout
     html = page.read_text()
-    assert 'id="flip-counts"' in html and html.count('<tbody class="test"') == 15
+    assert 'id="flip-counts"' in html and html.count('<div class="test"') == 15
 
 
 def test_fail_on_regression_and_significant(project, tmp_path):

@@ -40,7 +40,7 @@ def test_page_has_summary_suite_and_label_tables(project, tmp_path):
     html = write_run_report(tmp_path / "both.html", report).read_text()
     for section in ('id="summary"', 'id="suites"', 'id="labels"', 'id="tests"'):
         assert section in html
-    assert html.count('<tbody class="test"') == len(report.results) == 30
+    assert html.count('<div class="test"') == len(report.results) == 30
     # two agent versions: deep-link keys carry the agent, and each result's details travel as JSON
     assert 'id="demo@v2/rca::payment-outage-is-traced-to-the-database"' in html
     assert len(re.findall(r'<script type="application/json" id="d\d+">', html)) == 30
@@ -64,7 +64,7 @@ def test_reporter_writes_the_page_of_a_cli_run(project, tmp_path):
     p = run_cli("run", "evals/smoke.yaml", "--reporter", f"html={out}", cwd=project.root)
     assert p.returncode in (0, 1), p.stderr
     html = out.read_text()
-    assert html.count('<tbody class="test"') == 2 and "oom triage" in html
+    assert html.count('<div class="test"') == 2 and "oom triage" in html
     # without FILE the page goes to stdout and the summary to stderr
     p = run_cli("run", "evals/smoke.yaml", "--reporter", "html", cwd=project.root)
     assert p.stdout.startswith("<!doctype html>") and "oom triage" in p.stdout and "demo@v2" in p.stderr
@@ -83,7 +83,7 @@ def test_report_command_reads_every_kind_of_source(project, tmp_path):
     for name, args in cases.items():
         p = run_cli("report", *args, "-o", str(tmp_path / name), cwd=project.store.root.parents[1])
         assert p.returncode == 0, p.stdout + p.stderr
-        counts[name] = (tmp_path / name).read_text().count('<tbody class="test"')
+        counts[name] = (tmp_path / name).read_text().count('<div class="test"')
     assert counts == {
         "report.html": 30,
         "run.html": 15,

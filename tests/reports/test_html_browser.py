@@ -62,11 +62,11 @@ class Page:
         self.page.goto(path.as_uri() + fragment)
 
     def visible_keys(self) -> list[str]:
-        return self.page.eval_on_selector_all("tbody.test:not([hidden])", "els => els.map(e => e.id)")
+        return self.page.eval_on_selector_all(".test:not([hidden])", "els => els.map(e => e.id)")
 
     def attr_of_visible(self, attr: str) -> list[str]:
         return self.page.eval_on_selector_all(
-            "tbody.test:not([hidden])", f"els => els.map(e => e.getAttribute('data-{attr}'))"
+            ".test:not([hidden])", f"els => els.map(e => e.getAttribute('data-{attr}'))"
         )
 
     def count_text(self) -> str:
@@ -100,9 +100,9 @@ def test_report_renders_without_console_errors_and_opens_a_test(browser, pages):
         assert p.count_text() == "30 of 30 shown"
         assert "demo@v1" in p.page.text_content("#summary") and "demo@v2" in p.page.text_content("#summary")
         key = "demo@v2/rca::payment-outage-is-traced-to-the-database"
-        test = p.page.locator(f'tbody.test[id="{key}"]')
-        test.locator("tr.row").click()
-        detail = test.locator("td.detail")
+        test = p.page.locator(f'.test[id="{key}"]')
+        test.locator(".row").click()
+        detail = test.locator(".detail")
         text = detail.inner_text()
         # the trajectory with tool arguments, the verdicts with their reasoning, metrics, provenance
         assert "tool call · search_logs" in text and '"service":"payment-service"' in text.replace(" ", "")
@@ -112,10 +112,10 @@ def test_report_renders_without_console_errors_and_opens_a_test(browser, pages):
         assert verdict.reasoning and verdict.reasoning in text
         assert "Derived metrics".upper() in text.upper() and result.content_hash in text
         # closing and reopening keeps one details row
-        test.locator("tr.row").click()
+        test.locator(".row").click()
         assert not detail.is_visible()
-        test.locator("tr.row").click()
-        assert test.locator("tr.detail-row").count() == 1 and detail.is_visible()
+        test.locator(".row").click()
+        assert test.locator(".detail").count() == 1 and detail.is_visible()
         assert p.errors == []
     finally:
         p.close()
@@ -179,23 +179,23 @@ def test_deep_link_scrolls_to_and_opens_the_test_even_when_filtered_out(browser,
     key = f"{target.agent}/{target.test_id}"
     p = Page(browser, path, "#" + quote(key, safe=""))
     try:
-        test = p.page.locator(f'tbody.test[id="{key}"]')
+        test = p.page.locator(f'.test[id="{key}"]')
         assert "open" in test.get_attribute("class") and "target" in test.get_attribute("class")
         # scrolled to: the row sits near the top of the viewport, not under the sticky controls
-        box = test.locator("tr.row").bounding_box()
+        box = test.locator(".row").bounding_box()
         assert box is not None and 0 < box["y"] < 200
         hit = p.page.evaluate(
-            f"document.elementFromPoint({box['x'] + 40}, {box['y'] + box['height'] / 2}).closest('tbody')?.id"
+            f"document.elementFromPoint({box['x'] + 40}, {box['y'] + box['height'] / 2}).closest('.test')?.id"
         )
         assert hit == key
-        assert target.name in test.locator("td.detail").inner_text()
+        assert target.name in test.locator(".detail").inner_text()
         # a link to a test the filters hide clears the filters
         p.page.select_option("#f-status", "failed")
         other = passed[0]
         other_key = f"{other.agent}/{other.test_id}"
         p.page.evaluate("k => { location.hash = encodeURIComponent(k); }", other_key)
-        other_test = p.page.locator(f'tbody.test[id="{other_key}"]')
-        other_test.locator("td.detail").wait_for()
+        other_test = p.page.locator(f'.test[id="{other_key}"]')
+        other_test.locator(".detail").wait_for()
         assert other_test.is_visible() and p.page.input_value("#f-status") == ""
         # the row's own link is the deep link
         href = other_test.locator("a.link").get_attribute("href")
@@ -209,9 +209,9 @@ def test_hostile_output_stays_text(browser, pages):
     path, _ = pages["hostile"]
     p = Page(browser, path)
     try:
-        test = p.page.locator("tbody.test").first
-        test.locator("tr.row").click()
-        detail = test.locator("td.detail")
+        test = p.page.locator(".test").first
+        test.locator(".row").click()
+        detail = test.locator(".detail")
         text = detail.inner_text()
         # shown verbatim, as text, in the output, the thinking, the tool arguments and results, the verdict
         for shown in ("answer " + HOSTILE, "thinking " + HOSTILE, "logs " + HOSTILE):
@@ -237,8 +237,8 @@ def test_comparison_page_shows_flips_and_side_by_side_trajectories(browser, page
         p.page.select_option("#f-flip", "regressed")
         assert set(p.visible_keys()) == set(cmp.regressed_tests)
         flipped = cmp.regressed_tests[0]
-        test = p.page.locator(f'tbody.test[id="{flipped}"]')
-        test.locator("tr.row").click()
+        test = p.page.locator(f'.test[id="{flipped}"]')
+        test.locator(".row").click()
         sides = test.locator(".sides > div")
         assert sides.count() == 2
         left, right = sides.nth(0).inner_text(), sides.nth(1).inner_text()
@@ -246,8 +246,8 @@ def test_comparison_page_shows_flips_and_side_by_side_trajectories(browser, page
         assert "Steps (" in left and "Steps (" in right and "passed" in left and "failed" in right
         # a test with the same status on both sides has no side-by-side details
         p.page.select_option("#f-flip", "same")
-        same = p.page.locator("tbody.test:not([hidden])").first
-        same.locator("tr.row").click()
+        same = p.page.locator(".test:not([hidden])").first
+        same.locator(".row").click()
         assert "Same status on both sides" in same.inner_text()
         assert p.errors == []
     finally:

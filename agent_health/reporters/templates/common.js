@@ -168,12 +168,11 @@ var AH = (function () {
     return node ? JSON.parse(node.textContent) : null;
   }
 
-  /* The test table: each test is a tbody.test element with data-* attributes to filter and sort
-     on; `render(i)` builds its details the first time it is opened. */
+  /* The test list: each test is a div.test (a grid row, laid out only when on screen) with data-*
+     attributes to filter and sort on; `render(i)` builds its details the first time it is opened. */
   function table(opts) {
     var tbl = document.getElementById(opts.table);
-    var tests = Array.prototype.slice.call(tbl.querySelectorAll("tbody.test"));
-    var cols = tbl.querySelector("thead tr").children.length;
+    var tests = Array.prototype.slice.call(tbl.querySelectorAll(".test"));
     var filters = opts.filters.map(function (f) { return { el: document.getElementById(f.id), attr: f.attr, list: !!f.list }; })
       .filter(function (f) { return f.el; });
     var search = document.getElementById(opts.search);
@@ -223,23 +222,28 @@ var AH = (function () {
     }
     function open(t, force) {
       var isOpen = t.classList.contains("open");
-      if (isOpen && !force) { t.classList.remove("open"); t.querySelector("tr.detail-row").hidden = true; return; }
+      if (isOpen && !force) { t.classList.remove("open"); t.querySelector(".detail").hidden = true; return; }
       if (isOpen) return;
-      var row = t.querySelector("tr.detail-row");
-      if (!row) {
-        var cell = el("td", { class: "detail", colspan: cols });
-        try { cell.append(opts.render(t.getAttribute("data-i") || "", t)); }
-        catch (e) { cell.append(el("div", { class: "error-text", text: "cannot show this test: " + e })); throw e; }
-        row = el("tr", { class: "detail-row" }, cell);
-        t.append(row);
+      var box = t.querySelector(".detail");
+      if (!box) {
+        box = el("div", { class: "detail" });
+        t.append(box);
+        try { box.append(opts.render(t.getAttribute("data-i") || "", t)); }
+        catch (e) { box.append(el("div", { class: "error-text", text: "cannot show this test: " + e })); throw e; }
       }
-      row.hidden = false;
+      box.hidden = false;
       t.classList.add("open");
     }
     function scrollTo(t) {  // to the top of the viewport, clear of the sticky controls
       var bar = document.querySelector(".controls");
       var top = t.getBoundingClientRect().top + window.pageYOffset - (bar ? bar.offsetHeight : 0) - 8;
       window.scrollTo(0, Math.max(0, top));
+    }
+    function scrollSettled(t) {
+      // Rows off screen are laid out at an estimated height: once the rows above the target have
+      // rendered at their real height, it may have moved, so place it again on the next frame.
+      scrollTo(t);
+      requestAnimationFrame(function () { scrollTo(t); });
     }
     function openHash() {
       var key;
@@ -254,12 +258,12 @@ var AH = (function () {
       tests.forEach(function (x) { x.classList.remove("target"); });
       t.classList.add("target");
       open(t, true);
-      scrollTo(t);
+      scrollSettled(t);
     }
 
     tbl.addEventListener("click", function (ev) {
       if (ev.target.closest("a")) return;  // the deep link sets the hash; hashchange opens the test
-      var row = ev.target.closest("tr.row");
+      var row = ev.target.closest(".test > .row");
       if (row) open(row.parentNode, false);
     });
     filters.forEach(function (f) { f.el.addEventListener("change", apply); });
@@ -271,8 +275,8 @@ var AH = (function () {
     // The browser scrolls to the fragment's element itself once the page has loaded, under the
     // sticky controls: scroll again after it.
     window.addEventListener("load", function () {
-      var t = tbl.querySelector("tbody.test.target");
-      if (t) requestAnimationFrame(function () { scrollTo(t); });
+      var t = tbl.querySelector(".test.target");
+      if (t) requestAnimationFrame(function () { scrollSettled(t); });
     });
     return { apply: apply, reorder: reorder, open: open };
   }
