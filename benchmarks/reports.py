@@ -28,19 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent_health import RunReport, TestResult
 from agent_health.analysis.compare import compare_results
 from agent_health.reporters.html import ReportBuilder, write_comparison
+from tests.support.browser import launch_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def templates(root: Path) -> list[TestResult]:
@@ -108,7 +98,7 @@ def browser_figures(path: Path, runs: int) -> dict[str, float]:
 
     best: dict[str, float] = {}
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = launch_chromium(pw)
         for _ in range(runs):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             errors: list[str] = []

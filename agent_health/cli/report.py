@@ -25,18 +25,17 @@ def report_command(ctx: click.Context, source: str | None, output: Path, title: 
     a JSON report file (`--reporter json`), a store folder (its latest results) or an agent version
     (its latest stored results); SOURCE#KEY@VERSION keeps one agent version."""
     from agent_health.cli.sources import newest_run, open_source
-    from agent_health.reporters.html import ReportBuilder
+    from agent_health.reporters.html import ReportBuilder, report_page
 
     config = ctx.obj["config"]
     src = open_source(source, config) if source else newest_run(config)
     builder = ReportBuilder().extend(src.results())
     page: dict = {"title": title or f"agent-health report: {src.label}", "source": src.label}
     if src.report is not None:
-        rep = src.report
-        page.update(started_at=rep.started_at, finished_at=rep.finished_at, load_errors=rep.load_errors,
-                    hook_errors=rep.hook_errors)  # fmt: skip
+        page.update(report_page(src.report))
     elif src.run is not None:
-        page.update(run=src.run, load_errors=src.run.load_errors, hook_errors=src.run.hook_errors)
+        page.update(run=src.run, summaries=src.summaries, load_errors=src.run.load_errors,
+                    hook_errors=src.run.hook_errors)  # fmt: skip
     n = len(builder)
-    builder.write(output, summaries=src.summaries, **page)
+    builder.write(output, **page)
     click.echo(f"wrote {output} ({n} test result(s) from {src.label})")

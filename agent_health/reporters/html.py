@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from agent_health.analysis.rollup import SuiteRollup, rollup
+from agent_health.errors import UsageError
 from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.stores.summary import ResultSummary
@@ -48,7 +49,7 @@ def script_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).translate(_SCRIPT_ESCAPES)
 
 
-def test_details(result: TestResult) -> dict[str, Any]:
+def result_details(result: TestResult) -> dict[str, Any]:
     """Everything the page shows about one test, as JSON. Raw protocol events are left out (they
     repeat the trajectory and can be large); every other field, provenance included when results
     carry it, goes through, so new fields show up without a template change."""
@@ -56,9 +57,6 @@ def test_details(result: TestResult) -> dict[str, Any]:
     if result.trials:
         exclude["trials"] = {"__all__": {"run": {"raw_events"}}}
     return result.model_dump(mode="json", exclude=exclude)
-
-
-test_details.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported
 
 
 def anchor(result: ResultSummary | TestResult, many_agents: bool) -> str:
@@ -131,17 +129,23 @@ def _when(ts: float | None) -> str:
 @contextlib.contextmanager
 def _atomic_text(path: Path) -> Iterator[IO[str]]:
     """Stream text into `path`: written beside it and moved into place when complete, so a failed
-    render never replaces a good page with half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    render never replaces a good page with half of one. A path that cannot be written is one
+    clear error naming it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write HTML report {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield fh
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be opened and shared
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write HTML report {path}: {exc.strerror or exc}") from exc
         raise
 
 
@@ -154,7 +158,7 @@ class ReportBuilder:
 
     def add(self, result: TestResult) -> None:
         """One result: its summary stays in memory, its details go to the spool file."""
-        self._spool.write(script_json(test_details(result)) + "\n")
+        self._spool.write(script_json(result_details(result)) + "\n")
         self._rows.append((len(self._rows), ResultSummary.of(result), result.name))
 
     def extend(self, results: Iterable[TestResult]) -> ReportBuilder:
@@ -266,18 +270,20 @@ def write_report(
     return ReportBuilder().extend(results).write(path, **page)
 
 
+def report_page(report: RunReport) -> dict[str, Any]:
+    """The page options a JSON report carries (for `ReportBuilder.write`)."""
+    return {
+        "summaries": report.summaries,
+        "started_at": report.started_at,
+        "finished_at": report.finished_at,
+        "load_errors": report.load_errors,
+        "hook_errors": report.hook_errors,
+    }
+
+
 def write_run_report(path: str | os.PathLike[str], report: RunReport, source: str = "") -> Path:
     """The HTML page of a `--reporter json` report."""
-    return write_report(
-        path,
-        report.results,
-        summaries=report.summaries,
-        started_at=report.started_at,
-        finished_at=report.finished_at,
-        load_errors=report.load_errors,
-        hook_errors=report.hook_errors,
-        source=source,
-    )
+    return write_report(path, report.results, source=source, **report_page(report))
 
 
 class HtmlReporter(Reporter):
@@ -294,13 +300,7 @@ class HtmlReporter(Reporter):
     def finish(self, report: RunReport) -> None:
         if not len(self.builder):  # a transport that hands the results over only at the end
             self.builder.extend(report.results)
-        page: dict[str, Any] = {
-            "summaries": report.summaries,
-            "started_at": report.started_at,
-            "finished_at": report.finished_at,
-            "load_errors": report.load_errors,
-            "hook_errors": report.hook_errors,
-        }
+        page = report_page(report)
         if self.path:
             self.builder.write(self.path, **page)
         else:
@@ -331,8 +331,8 @@ def write_comparison(
             details.append(
                 script_json(
                     {
-                        "baseline": test_details(b) if b else None,
-                        "candidate": test_details(c) if c else None,
+                        "baseline": result_details(b) if b else None,
+                        "candidate": result_details(c) if c else None,
                         "delta": t.model_dump(mode="json"),
                     }
                 )

@@ -111,5 +111,9 @@ def test_report_command_bad_sources_exit_2_with_one_clear_message(project, tmp_p
     (empty / "agent_health_config.py").write_text("from agent_health import define_config\nconfig = define_config()\n")
     none = run_cli("report", "-o", str(tmp_path / "x.html"), cwd=empty)
     assert none.returncode == 2 and "no runs in store" in none.stderr
-    assert "Traceback" not in missing.stderr + unknown.stderr + bad.stderr + none.stderr
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    unwritable = run_cli("report", str(project.v1), "-o", str(blocked / "x.html"), cwd=cwd)
+    assert unwritable.returncode == 2 and f"cannot write HTML report {blocked / 'x.html'}" in unwritable.stderr
+    assert "Traceback" not in missing.stderr + unknown.stderr + bad.stderr + none.stderr + unwritable.stderr
     assert not (tmp_path / "x.html").exists()

@@ -14,21 +14,9 @@ from agent_health import RunReport
 from agent_health.analysis.compare import compare_results
 from agent_health.reporters.html import write_comparison, write_run_report
 from tests.support import skip_or_fail
+from tests.support.browser import CHROMIUM, launch_chromium
 
 from .conftest import HOSTILE
-
-CHROMIUM = "/usr/bin/chromium"
-# This machine refuses outside connections: without these flags Chromium keeps retrying them.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +30,7 @@ def browser():
         skip_or_fail("playwright is not installed (pip install playwright)")
     with sync_playwright() as pw:
         try:
-            b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            b = launch_chromium(pw)
         except Exception as exc:
             skip_or_fail(f"cannot start Chromium: {exc}")
         yield b
@@ -72,7 +60,10 @@ class Page:
     def count_text(self) -> str:
         return self.page.text_content("#count") or ""
 
-    def close(self) -> None:
+    def __enter__(self) -> Page:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.page.close()
 
 
@@ -95,8 +86,7 @@ def pages(project, tmp_path_factory):
 
 def test_report_renders_without_console_errors_and_opens_a_test(browser, pages):
     path, report = pages["both"]
-    p = Page(browser, path)
-    try:
+    with Page(browser, path) as p:
         assert p.count_text() == "30 of 30 shown"
         assert "demo@v1" in p.page.text_content("#summary") and "demo@v2" in p.page.text_content("#summary")
         key = "demo@v2/rca::payment-outage-is-traced-to-the-database"
@@ -117,14 +107,11 @@ def test_report_renders_without_console_errors_and_opens_a_test(browser, pages):
         test.locator(".row").click()
         assert test.locator(".detail").count() == 1 and detail.is_visible()
         assert p.errors == []
-    finally:
-        p.close()
 
 
 def test_filters_by_status_label_suite_agent_and_search(browser, pages):
     path, report = pages["both"]
-    p = Page(browser, path)
-    try:
+    with Page(browser, path) as p:
         failed = {f"{r.agent}/{r.test_id}" for r in report.results if r.status == "failed"}
         p.page.select_option("#f-status", "failed")
         assert set(p.visible_keys()) == failed and p.count_text() == f"{len(failed)} of 30 shown"
@@ -144,14 +131,11 @@ def test_filters_by_status_label_suite_agent_and_search(browser, pages):
         matching = {f"{r.agent}/{r.test_id}" for r in report.results if word in (r.name + " " + r.test_id).lower()}
         assert set(p.visible_keys()) == matching and matching
         assert p.errors == []
-    finally:
-        p.close()
 
 
 def test_sorts_by_score_cost_and_duration(browser, pages):
     path, _ = pages["both"]
-    p = Page(browser, path)
-    try:
+    with Page(browser, path) as p:
         for option, attr, descending in [
             ("score:asc", "score", False),
             ("score:desc", "score", True),
@@ -168,8 +152,6 @@ def test_sorts_by_score_cost_and_duration(browser, pages):
         statuses = p.attr_of_visible("status")
         assert statuses == sorted(statuses, key=["errored", "failed", "passed"].index)
         assert p.errors == []
-    finally:
-        p.close()
 
 
 def test_deep_link_scrolls_to_and_opens_the_test_even_when_filtered_out(browser, pages):
@@ -177,8 +159,7 @@ def test_deep_link_scrolls_to_and_opens_the_test_even_when_filtered_out(browser,
     passed = [r for r in report.results if r.status == "passed"]
     target = passed[-1]
     key = f"{target.agent}/{target.test_id}"
-    p = Page(browser, path, "#" + quote(key, safe=""))
-    try:
+    with Page(browser, path, "#" + quote(key, safe="")) as p:
         test = p.page.locator(f'.test[id="{key}"]')
         assert "open" in test.get_attribute("class") and "target" in test.get_attribute("class")
         # scrolled to: the row sits near the top of the viewport, not under the sticky controls
@@ -201,14 +182,11 @@ def test_deep_link_scrolls_to_and_opens_the_test_even_when_filtered_out(browser,
         href = other_test.locator("a.link").get_attribute("href")
         assert href.startswith("#") and p.page.evaluate("h => decodeURIComponent(h.slice(1))", href) == other_key
         assert p.errors == []
-    finally:
-        p.close()
 
 
 def test_hostile_output_stays_text(browser, pages):
     path, _ = pages["hostile"]
-    p = Page(browser, path)
-    try:
+    with Page(browser, path) as p:
         test = p.page.locator(".test").first
         test.locator(".row").click()
         detail = test.locator(".detail")
@@ -222,15 +200,12 @@ def test_hostile_output_stays_text(browser, pages):
         assert detail.locator("img, script, b:text-is('bold?')").count() == 0
         assert p.page.evaluate("document.querySelectorAll('script:not([type])').length") == 1
         assert p.errors == []
-    finally:
-        p.close()
 
 
 def test_comparison_page_shows_flips_and_side_by_side_trajectories(browser, pages):
     path, (v1, v2) = pages["compare"]
     cmp = compare_results(v1.results, v2.results)
-    p = Page(browser, path)
-    try:
+    with Page(browser, path) as p:
         counts = p.page.text_content("#flip-counts")
         assert f"{cmp.flip_counts['fixed']} fixed" in counts and f"{cmp.flip_counts['regressed']} regressed" in counts
         assert f"{cmp.stats.mcnemar.p_value:.4g}" == p.page.text_content("#p-value")
@@ -250,5 +225,3 @@ def test_comparison_page_shows_flips_and_side_by_side_trajectories(browser, page
         same.locator(".row").click()
         assert "Same status on both sides" in same.inner_text()
         assert p.errors == []
-    finally:
-        p.close()
