@@ -10,13 +10,14 @@ from urllib.parse import quote
 
 import pytest
 
-from agent_health import RunReport
+from agent_health import RunReport, Signal, TestResult
 from agent_health.analysis.compare import compare_results
-from agent_health.reporters.html import write_comparison, write_run_report
+from agent_health.reporters.html import ReportBuilder, write_comparison, write_run_report
 from tests.support import skip_or_fail
 from tests.support.browser import CHROMIUM, launch_chromium
 
 from .conftest import HOSTILE
+from .helpers import result
 
 
 @pytest.fixture(scope="module")
@@ -224,4 +225,31 @@ def test_comparison_page_shows_flips_and_side_by_side_trajectories(browser, page
         same = p.page.locator(".test:not([hidden])").first
         same.locator(".row").click()
         assert "Same status on both sides" in same.inner_text()
+        assert p.errors == []
+
+
+class _ResultWithProvenance(TestResult):
+    """What a result looks like once results record what produced them (a later change)."""
+
+    provenance: dict = {}
+
+
+def test_provenance_is_shown_when_results_carry_it(browser, tmp_path):
+    verdict = Signal(
+        kind="judge",
+        name="judge('finds the cause')",
+        passed=True,
+        score=0.9,
+        reasoning="names the database",
+        evidence={"evaluator": "rubric:rca", "model": "gpt-4o-mini", "provenance": {"prompt_template": "v3"}},
+    )
+    r = _ResultWithProvenance(
+        **result("prov", score=0.9, signals=(verdict,)).model_dump(),
+        provenance={"harness_version": "0.2.0", "agent_settings_hash": "sha256:abc123"},
+    )
+    path = ReportBuilder().extend([r]).write(tmp_path / "prov.html")
+    with Page(browser, path, "#s::prov") as p:
+        text = p.page.locator(".test .detail").inner_text()
+        assert "harness_version\t0.2.0" in text and "agent_settings_hash\tsha256:abc123" in text
+        assert "rubric:rca · gpt-4o-mini" in text and "prompt_template\tv3" in text
         assert p.errors == []
