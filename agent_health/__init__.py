@@ -4,6 +4,7 @@ Write tests with `test`, drive the agent with the `agent` fixture, assert with `
 `judge`; run them with `agent-health run` or as Dagster assets.
 """
 
+from agent_health.analysis.frames import results_frame
 from agent_health.config import AgentSpec, Config, JudgeSettings, define_config, load_config
 from agent_health.engine import Engine, EngineOptions
 from agent_health.errors import (
@@ -98,6 +99,7 @@ __all__ = [
     "judge",
     "load_config",
     "load_tests",
+    "results_frame",
     "run_tests",
     "test",
 ]

@@ -1,19 +1,36 @@
-"""Per-test comparison of a baseline agent version against a candidate: flips and deltas."""
+"""Per-test comparison of a baseline against a candidate: flips, deltas and the statistics that
+say whether a change is real (`compare_results`, the one function the CLI, the HTML comparison
+page and the Dagster comparison and `no_regression` check share)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from agent_health.analysis.stats import (
+    BootstrapInterval,
+    Interval,
+    McNemar,
+    fisher_exact,
+    mcnemar_exact,
+    paired_bootstrap,
+    wilson_interval,
+)
 from agent_health.errors import ConfigError
 from agent_health.model import TestResult
 from agent_health.stores.summary import ResultSummary
 
 AnyResult = TestResult | ResultSummary
 
-Flip = Literal["regressed", "fixed", "newly_errored", "recovered", "added", "removed", "same"]
+Flip = Literal["regressed", "fixed", "noise", "newly_errored", "recovered", "added", "removed", "same"]
+
+NOISE_RULE = (
+    "A pass/fail flip of a test run with epochs (more than one graded trial on either side) is noise "
+    "when a two-sided Fisher exact test of the two sides' trial pass counts gives p >= alpha; "
+    "a test run once per side cannot show noise and its flip counts as it is."
+)
 
 
 def _flip(base: AnyResult | None, cand: AnyResult | None) -> Flip:
@@ -34,8 +51,26 @@ def _delta(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else b - a
 
 
+class TrialCounts(BaseModel):
+    """A test's own pass rate over its graded trials (one trial without epochs)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    passed: int = Field(description="Trials that passed.")
+    graded: int = Field(description="Trials that passed or failed (errored trials left out).")
+    pass_rate: Interval = Field(description="passed / graded with its Wilson interval.")
+
+
+def trial_counts(result: AnyResult, confidence: float = 0.95) -> TrialCounts:
+    """Passed and graded trials of one result: its trials with epochs, else the result itself."""
+    statuses = [t.status for t in result.trials] or [result.status]
+    passed = statuses.count("passed")
+    graded = passed + statuses.count("failed")
+    return TrialCounts(passed=passed, graded=graded, pass_rate=wilson_interval(passed, graded, confidence))
+
+
 class TestDelta(BaseModel):
-    """One test in both versions. Deltas are candidate minus baseline."""
+    """One test in both runs. Deltas are candidate minus baseline."""
 
     model_config = ConfigDict(frozen=True)
     __test__ = False
@@ -45,9 +80,17 @@ class TestDelta(BaseModel):
     baseline_status: str | None = None
     candidate_status: str | None = None
     flip: Flip = Field(
-        description="regressed (pass->fail), fixed (fail->pass), newly_errored, recovered "
-        "(errored->graded), added, removed or same."
+        description="regressed (pass->fail), fixed (fail->pass), noise (a pass/fail flip within its trials' "
+        "noise), newly_errored, recovered (errored->graded), added, removed or same."
     )
+    noise_of: Literal["regressed", "fixed"] | None = Field(
+        None, description="For a noise flip: the status change that lies within the noise."
+    )
+    flip_p_value: float | None = Field(
+        None, description="Fisher exact p-value of a pass/fail flip between epochs runs (see NOISE_RULE)."
+    )
+    baseline_trials: TrialCounts | None = None
+    candidate_trials: TrialCounts | None = None
     baseline_score: float | None = None
     candidate_score: float | None = None
     score_delta: float | None = None
@@ -57,8 +100,31 @@ class TestDelta(BaseModel):
     content_changed: bool = Field(False, description="The test definition differs between the two results.")
 
 
+class PassRate(Interval):
+    """One side's pass rate over its graded tests, with its Wilson interval."""
+
+    passed: int = 0
+    graded: int = Field(0, description="passed + failed (errored tests left out).")
+
+
+class ComparisonStats(BaseModel):
+    """Is the difference real? Pass rates with intervals, paired significance, score delta interval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    alpha: float = Field(0.05, description="Significance level.")
+    baseline_pass_rate: PassRate
+    candidate_pass_rate: PassRate
+    mcnemar: McNemar = Field(description="Exact McNemar test over the tests both sides graded.")
+    significant: bool = Field(description="mcnemar.p_value < alpha.")
+    score_delta: BootstrapInterval = Field(
+        description="Mean per-test score delta over tests both sides scored, with a paired bootstrap interval."
+    )
+    noise_rule: str = NOISE_RULE
+
+
 class Comparison(BaseModel):
-    """Baseline vs candidate over the tests either ran."""
+    """Baseline vs candidate over the tests either ran (JSON-serializable with `model_dump`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -71,10 +137,11 @@ class Comparison(BaseModel):
     mean_score_delta: float | None = Field(None, description="Mean of per-test score deltas.")
     cost_delta_usd: float | None = None
     latency_delta_ms: float | None = Field(None, description="Sum of per-test duration deltas.")
+    stats: ComparisonStats | None = Field(None, description="Statistics of the difference.")
 
     @property
     def regressions(self) -> list[TestDelta]:
-        """Tests that passed in the baseline and fail or error in the candidate."""
+        """Tests that passed in the baseline and fail or error in the candidate (noise excluded)."""
         return [
             t
             for t in self.tests
@@ -85,11 +152,31 @@ class Comparison(BaseModel):
     def fixes(self) -> list[TestDelta]:
         return [t for t in self.tests if t.flip == "fixed"]
 
-    def counts(self) -> dict[str, int]:
+    @property
+    def noise(self) -> list[TestDelta]:
+        """Pass/fail flips that lie within their trials' noise."""
+        return [t for t in self.tests if t.flip == "noise"]
+
+    @computed_field(description="How many tests had each flip.")  # type: ignore[prop-decorator]
+    @property
+    def flip_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for t in self.tests:
             out[t.flip] = out.get(t.flip, 0) + 1
         return out
+
+    @computed_field(description="Ids of regressed tests (noise excluded), what `--fail-on regression` fails on.")  # type: ignore[prop-decorator]
+    @property
+    def regressed_tests(self) -> list[str]:
+        return [t.test_id for t in self.regressions]
+
+    @computed_field(description="The candidate is significantly worse: McNemar p < alpha, more regressed than fixed.")  # type: ignore[prop-decorator]
+    @property
+    def significant_regression(self) -> bool:
+        return bool(self.stats and self.stats.significant and self.stats.mcnemar.direction == "worse")
+
+    def counts(self) -> dict[str, int]:
+        return self.flip_counts
 
     def to_markdown(self, limit: int = 50) -> str:
         lines = [
@@ -98,6 +185,10 @@ class Comparison(BaseModel):
             f"pass rate {_p(self.baseline_pass_rate)} -> {_p(self.candidate_pass_rate)} "
             f"(delta {_f(self.pass_rate_delta)}), mean score delta {_f(self.mean_score_delta)}, "
             f"cost delta {_f(self.cost_delta_usd)} USD, latency delta {_f(self.latency_delta_ms)} ms",
+        ]
+        if self.stats:
+            lines += ["", self.stats_line()]
+        lines += [
             "",
             "| test | flip | baseline | candidate | score delta | cost delta | latency delta ms |",
             "|---|---|---|---|---|---|---|",
@@ -111,65 +202,152 @@ class Comparison(BaseModel):
             lines.append(f"| ... {len(self.tests) - limit} more | | | | | | |")
         return "\n".join(lines)
 
+    def stats_line(self) -> str:
+        """The statistics in one sentence (empty without statistics)."""
+        s = self.stats
+        if s is None:
+            return ""
+        m, d = s.mcnemar, s.score_delta
+        pct = f"{s.baseline_pass_rate.confidence:.0%}"
+        return (
+            f"pass rate {_ci(s.baseline_pass_rate)} -> {_ci(s.candidate_pass_rate)} ({pct} Wilson); "
+            f"McNemar exact p = {m.p_value:.4g} over {m.pairs} paired tests ({m.regressed} regressed, "
+            f"{m.fixed} fixed){' - significant' if s.significant else ''} at alpha {s.alpha:g}; "
+            f"mean score delta {_f(d.estimate)} [{_f(d.low)}, {_f(d.high)}] ({pct} paired bootstrap, "
+            f"{d.resamples} resamples, seed {d.seed})"
+        )
+
 
 def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
+
+
+def _ci(rate: PassRate) -> str:
+    if rate.estimate is None:
+        return "- (no graded tests)"
+    return f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}] of {rate.graded}"
 
 
 def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:+.4g}" if value < 0 or value > 0 else "0"
 
 
-_ORDER = {"regressed": 0, "newly_errored": 1, "fixed": 2, "recovered": 3, "added": 4, "removed": 5, "same": 6}
+_ORDER = {
+    "regressed": 0,
+    "newly_errored": 1,
+    "fixed": 2,
+    "noise": 3,
+    "recovered": 4,
+    "added": 5,
+    "removed": 6,
+    "same": 7,
+}
 
 
-def _pass_rate(results: Iterable[AnyResult]) -> float | None:
+def _pass_rate(results: Iterable[AnyResult], confidence: float) -> PassRate:
     graded = [r for r in results if r.status != "errored"]
-    return sum(r.status == "passed" for r in graded) / len(graded) if graded else None
+    passed = sum(r.status == "passed" for r in graded)
+    ci = wilson_interval(passed, len(graded), confidence)
+    return PassRate(**ci.model_dump(), passed=passed, graded=len(graded))
 
 
-def compare(
-    baseline: Iterable[AnyResult], candidate: Iterable[AnyResult], baseline_ref: str, candidate_ref: str
+def _side_name(results: Iterable[AnyResult], fallback: str) -> str:
+    agents = {r.agent for r in results}
+    return agents.pop() if len(agents) == 1 else fallback
+
+
+def _test_delta(tid: str, b: AnyResult | None, c: AnyResult | None, alpha: float, confidence: float) -> TestDelta:
+    flip: Flip = _flip(b, c)
+    noise_of = p_value = None
+    bt = trial_counts(b, confidence) if b else None
+    ct = trial_counts(c, confidence) if c else None
+    if flip in ("regressed", "fixed") and bt and ct and max(bt.graded, ct.graded) > 1:
+        p_value = fisher_exact(bt.passed, bt.graded - bt.passed, ct.passed, ct.graded - ct.passed)
+        if p_value >= alpha:
+            noise_of, flip = flip, "noise"
+    return TestDelta(
+        test_id=tid,
+        suite=(c or b).suite,  # type: ignore[union-attr]
+        baseline_status=b.status if b else None,
+        candidate_status=c.status if c else None,
+        flip=flip,
+        noise_of=noise_of,
+        flip_p_value=p_value,
+        baseline_trials=bt,
+        candidate_trials=ct,
+        baseline_score=b.score if b else None,
+        candidate_score=c.score if c else None,
+        score_delta=_delta(b.score if b else None, c.score if c else None),
+        cost_delta_usd=_delta(b.cost_usd if b else None, c.cost_usd if c else None),
+        latency_delta_ms=_delta(b.duration_ms if b else None, c.duration_ms if c else None),
+        tokens_delta=(c.usage.total_tokens - b.usage.total_tokens) if b and c else None,
+        content_changed=bool(b and c and b.content_hash != c.content_hash),
+    )
+
+
+def compare_results(
+    baseline: Iterable[AnyResult],
+    candidate: Iterable[AnyResult],
+    *,
+    baseline_ref: str | None = None,
+    candidate_ref: str | None = None,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
 ) -> Comparison:
-    """Match results by test id; flips first, then by absolute score delta."""
+    """Compare two sets of results matched by test id (one agent version each): per-test flips
+    (noise-aware with epochs) and deltas, each side's pass rate with a Wilson interval, the exact
+    McNemar test over the tests both graded, and the mean score delta with a seeded paired
+    bootstrap interval. Pure: the same inputs and seed give the same Comparison."""
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must lie in (0, 1), got {alpha}")
     base = {r.test_id: r for r in baseline}
     cand = {r.test_id: r for r in candidate}
-    rows: list[TestDelta] = []
-    for tid in sorted(set(base) | set(cand)):
-        b, c = base.get(tid), cand.get(tid)
-        rows.append(
-            TestDelta(
-                test_id=tid,
-                suite=(c or b).suite,  # type: ignore[union-attr]
-                baseline_status=b.status if b else None,
-                candidate_status=c.status if c else None,
-                flip=_flip(b, c),
-                baseline_score=b.score if b else None,
-                candidate_score=c.score if c else None,
-                score_delta=_delta(b.score if b else None, c.score if c else None),
-                cost_delta_usd=_delta(b.cost_usd if b else None, c.cost_usd if c else None),
-                latency_delta_ms=_delta(b.duration_ms if b else None, c.duration_ms if c else None),
-                tokens_delta=(c.usage.total_tokens - b.usage.total_tokens) if b and c else None,
-                content_changed=bool(b and c and b.content_hash != c.content_hash),
-            )
-        )
+    rows = [_test_delta(tid, base.get(tid), cand.get(tid), alpha, confidence) for tid in sorted(set(base) | set(cand))]
     rows.sort(key=lambda t: (_ORDER[t.flip], -abs(t.score_delta or 0.0), t.test_id))
     both = [t for t in rows if t.baseline_status and t.candidate_status]
     score_deltas = [t.score_delta for t in both if t.score_delta is not None]
     costs = [t.cost_delta_usd for t in both if t.cost_delta_usd is not None]
     lat = [t.latency_delta_ms for t in both if t.latency_delta_ms is not None]
-    bpr, cpr = _pass_rate(base.values()), _pass_rate(cand.values())
+    graded = [t for t in both if "errored" not in (t.baseline_status, t.candidate_status)]
+
+    def pairs(b: str, c: str) -> int:
+        return sum(t.baseline_status == b and t.candidate_status == c for t in graded)
+
+    mcnemar = mcnemar_exact(
+        regressed=pairs("passed", "failed"),
+        fixed=pairs("failed", "passed"),
+        both_passed=pairs("passed", "passed"),
+        both_failed=pairs("failed", "failed"),
+    )
+    bpr, cpr = _pass_rate(base.values(), confidence), _pass_rate(cand.values(), confidence)
     return Comparison(
-        baseline=baseline_ref,
-        candidate=candidate_ref,
+        baseline=baseline_ref or _side_name(base.values(), "baseline"),
+        candidate=candidate_ref or _side_name(cand.values(), "candidate"),
         tests=rows,
-        baseline_pass_rate=bpr,
-        candidate_pass_rate=cpr,
-        pass_rate_delta=_delta(bpr, cpr),
+        baseline_pass_rate=bpr.estimate,
+        candidate_pass_rate=cpr.estimate,
+        pass_rate_delta=_delta(bpr.estimate, cpr.estimate),
         mean_score_delta=sum(score_deltas) / len(score_deltas) if score_deltas else None,
         cost_delta_usd=round(sum(costs), 8) if costs else None,
         latency_delta_ms=sum(lat) if lat else None,
+        stats=ComparisonStats(
+            alpha=alpha,
+            baseline_pass_rate=bpr,
+            candidate_pass_rate=cpr,
+            mcnemar=mcnemar,
+            significant=mcnemar.p_value < alpha,
+            score_delta=paired_bootstrap(score_deltas, confidence=confidence, resamples=resamples, seed=seed),
+        ),
     )
+
+
+def compare(
+    baseline: Iterable[AnyResult], candidate: Iterable[AnyResult], baseline_ref: str, candidate_ref: str
+) -> Comparison:
+    """`compare_results` with the two names given positionally (what the Dagster assets call)."""
+    return compare_results(baseline, candidate, baseline_ref=baseline_ref, candidate_ref=candidate_ref)
 
 
 def default_pair(versions: Sequence[str], baseline: str | None = None, candidate: str | None = None) -> tuple[str, str]:

@@ -42,11 +42,12 @@ def select(tests: list[LoadedTest], labels: Sequence[str], rx: re.Pattern[str] |
 
 
 def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
+    from agent_health.reporters.html import HtmlReporter
     from agent_health.reporters.json_report import JsonReporter
     from agent_health.reporters.junit import JunitReporter
     from agent_health.reporters.summary import SummaryReporter
 
-    kinds = {"json": JsonReporter, "junit": JunitReporter}
+    kinds = {"json": JsonReporter, "junit": JunitReporter, "html": HtmlReporter}
     out: list[Reporter] = []
     stdout_taken = False
     for spec in specs or ("summary",):
@@ -54,7 +55,7 @@ def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
         if name == "summary":
             continue
         if name not in kinds:
-            raise click.UsageError(f"unknown reporter {name!r}; use summary, json[=FILE] or junit[=FILE]")
+            raise click.UsageError(f"unknown reporter {name!r}; use summary, json[=FILE], junit[=FILE] or html[=FILE]")
         stdout_taken |= not path
         out.append(kinds[name](path or None))
     # the summary always runs; it moves to stderr when a machine-readable report owns stdout

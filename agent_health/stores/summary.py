@@ -7,8 +7,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_health.model import Insight, TestResult, Usage
 
 
+class TrialOutcome(BaseModel):
+    """One trial's status and score, without its run and signals."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    status: str = Field(description="passed | failed | errored.")
+    score: float | None = None
+
+
 class ResultSummary(BaseModel):
-    """A `TestResult` without its run, signals and trials. Parsing only these fields (the rest
+    """A `TestResult` without its run and signals (trials reduced to outcomes). Parsing only these fields (the rest
     of the JSON is skipped, not validated) makes loading many results several times faster."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -28,6 +37,7 @@ class ResultSummary(BaseModel):
     pass_at_k: float | None = None
     pass_hat_k: float | None = None
     flaky: bool = False
+    trials: tuple[TrialOutcome, ...] = Field((), description="Each trial's outcome when epochs > 1 (comparisons).")
     error: str | None = None
     insights: tuple[Insight, ...] = ()
 

@@ -123,8 +123,8 @@ def test_usage_errors_exit_2(write_eval, tmp_path):
     assert p.returncode == 2 and "no tests found matching the filters" in p.stderr
     p = run_cli("run", "nowhere", cwd=tmp_path)
     assert p.returncode == 2 and "nowhere: no such file or directory" in p.stderr
-    p = run_cli("run", "evals", "--reporter", "html", cwd=tmp_path)
-    assert p.returncode == 2 and "unknown reporter 'html'" in p.stderr
+    p = run_cli("run", "evals", "--reporter", "yaml", cwd=tmp_path)
+    assert p.returncode == 2 and "unknown reporter 'yaml'" in p.stderr
     p = run_cli("run", "evals", "--concurrency", "0", cwd=tmp_path)
     assert p.returncode == 2
 

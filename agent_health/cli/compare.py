@@ -1,0 +1,141 @@
+"""`agent-health compare BASELINE CANDIDATE`: per-test flips and deltas with statistics, as a
+table or JSON, and a CI exit code (`--fail-on regression|significant`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from agent_health.errors import UsageError
+
+if TYPE_CHECKING:
+    from agent_health.analysis.compare import Comparison, TestDelta
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _num(value: float | None, fmt: str = "+.3g") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def print_table(cmp: Comparison, limit: int) -> None:
+    """The comparison as rich tables: statistics first, then every test that changed."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(f"[bold]{cmp.baseline}[/] -> [bold]{cmp.candidate}[/]", markup=True)
+    counts = ", ".join(f"{n} {flip}" for flip, n in cmp.flip_counts.items())
+    console.print(f"{len(cmp.tests)} test(s): {counts or 'none'}", markup=False)
+    if cmp.stats:
+        console.print(cmp.stats_line(), markup=False)
+    changed = [t for t in cmp.tests if t.flip != "same"]
+    if not changed:
+        console.print("no test changed status", markup=False)
+        return
+    table = Table("flip", "baseline", "candidate", "score delta", "cost delta USD", "latency delta ms")
+    table.add_column("test", overflow="fold")  # ids are what people copy: never cut them
+    for t in changed[:limit]:
+        table.add_row(
+            _flip_text(t), _side(t, "baseline"), _side(t, "candidate"),
+            _num(t.score_delta), _num(t.cost_delta_usd), _num(t.latency_delta_ms, "+.1f"), t.test_id,
+        )  # fmt: skip
+    console.print(table)
+    if len(changed) > limit:
+        console.print(f"... {len(changed) - limit} more changed test(s); use --json for all", markup=False)
+
+
+def _flip_text(t: TestDelta) -> str:
+    if t.flip == "noise":
+        return f"noise ({t.noise_of}, p={t.flip_p_value:.2g})"
+    return t.flip
+
+
+def _side(t: TestDelta, side: str) -> str:
+    status = getattr(t, f"{side}_status")
+    trials = getattr(t, f"{side}_trials")
+    if status and trials and trials.graded > 1:
+        return f"{status} ({trials.passed}/{trials.graded})"
+    return status or "-"
+
+
+def exit_code(cmp: Comparison, fail_on: tuple[str, ...]) -> int:
+    """1 when a `--fail-on` condition holds: a (non-noise) regressed test, or a significant regression."""
+    if "regression" in fail_on and cmp.regressions:
+        return EXIT_FAILED
+    if "significant" in fail_on and cmp.significant_regression:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+@click.command("compare")
+@click.argument("baseline")
+@click.argument("candidate")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison page.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    type=click.Choice(["regression", "significant"]),
+    help="Exit 1 on any regressed test (noise excluded), or on a significant regression (McNemar p < alpha).",
+)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option("--resamples", type=click.IntRange(min=1), default=10_000, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Changed tests in the table.")
+@click.pass_context
+def compare_command(
+    ctx: click.Context,
+    baseline: str,
+    candidate: str,
+    as_json: bool,
+    html_path: Path | None,
+    fail_on: tuple[str, ...],
+    alpha: float,
+    seed: int,
+    resamples: int,
+    limit: int,
+) -> None:
+    """Compare BASELINE with CANDIDATE: JSON reports, run ids in the store, store folders or agent
+    versions (their latest stored results); SPEC#KEY@VERSION picks one agent version of several.
+
+    Exit codes: 0 fine; 1 a --fail-on condition holds; 2 bad input.
+    """
+    from agent_health.analysis.compare import compare_results
+    from agent_health.cli.sources import open_source
+
+    config = ctx.obj["config"]
+    base = open_source(baseline, config, role="BASELINE").single_agent("BASELINE")
+    cand = open_source(candidate, config, role="CANDIDATE").single_agent("CANDIDATE")
+    base_results, cand_results = list(base.results()), list(cand.results())
+    if not base_results and not cand_results:
+        raise UsageError(f"nothing to compare: {base.label} and {cand.label} hold no results")
+    cmp = compare_results(
+        base_results,
+        cand_results,
+        baseline_ref=_ref(base.label, base.agents[0]),
+        candidate_ref=_ref(cand.label, cand.agents[0]),
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+    )
+    if html_path is not None:
+        from agent_health.reporters.html import write_comparison
+
+        write_comparison(html_path, cmp, base_results, cand_results)
+    if as_json:
+        click.echo(json.dumps(cmp.model_dump(mode="json"), indent=2))
+    else:
+        print_table(cmp, limit)
+        if html_path is not None:
+            click.echo(f"comparison page: {html_path}")
+    ctx.exit(exit_code(cmp, fail_on))
+
+
+def _ref(label: str, agent: str) -> str:
+    """How a side is named: its agent version, with where it came from when that is not the store."""
+    return agent if label.startswith(agent) else f"{agent} ({label})"

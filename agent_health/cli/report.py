@@ -1,0 +1,41 @@
+"""`agent-health report [SOURCE] -o FILE`: the self-contained HTML page of a run, a JSON report,
+a store's latest results or one agent version's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("report")
+@click.argument("source", required=False)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default="agent-health-report.html",
+    show_default=True,
+    help="HTML file to write.",
+)
+@click.option("--title", help="Page title (default: names the source).")
+@click.pass_context
+def report_command(ctx: click.Context, source: str | None, output: Path, title: str | None) -> None:
+    """Write the HTML report of SOURCE: a run id in the configured store (default: the newest run),
+    a JSON report file (`--reporter json`), a store folder (its latest results) or an agent version
+    (its latest stored results); SOURCE#KEY@VERSION keeps one agent version."""
+    from agent_health.cli.sources import newest_run, open_source
+    from agent_health.reporters.html import ReportBuilder, report_page
+
+    config = ctx.obj["config"]
+    src = open_source(source, config) if source else newest_run(config)
+    builder = ReportBuilder().extend(src.results())
+    page: dict = {"title": title or f"agent-health report: {src.label}", "source": src.label}
+    if src.report is not None:
+        page.update(report_page(src.report))
+    elif src.run is not None:
+        page.update(run=src.run, summaries=src.summaries, load_errors=src.run.load_errors,
+                    hook_errors=src.run.hook_errors)  # fmt: skip
+    n = len(builder)
+    builder.write(output, **page)
+    click.echo(f"wrote {output} ({n} test result(s) from {src.label})")

@@ -1,0 +1,255 @@
+"""The report pages in a real browser: headless Chromium (Debian's package) driven by Playwright.
+Renders without console errors, filters and sorts, deep links open their test, the comparison page
+shows flips side by side, and hostile agent output stays text."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from agent_health import RunReport, Signal, TestResult
+from agent_health.analysis.compare import compare_results
+from agent_health.reporters.html import ReportBuilder, write_comparison, write_run_report
+from tests.support import skip_or_fail
+from tests.support.browser import CHROMIUM, launch_chromium
+
+from .conftest import HOSTILE
+from .helpers import result
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for these tests (Playwright gives it a fresh temporary profile)."""
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        skip_or_fail("Debian's chromium package is not installed (/usr/bin/chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("playwright is not installed (pip install playwright)")
+    with sync_playwright() as pw:
+        try:
+            b = launch_chromium(pw)
+        except Exception as exc:
+            skip_or_fail(f"cannot start Chromium: {exc}")
+        yield b
+        b.close()
+
+
+class Page:
+    """A page with every console error, page error and dialog it produced."""
+
+    def __init__(self, browser, path: Path, fragment: str = ""):
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.goto(path.as_uri() + fragment)
+
+    def visible_keys(self) -> list[str]:
+        return self.page.eval_on_selector_all(".test:not([hidden])", "els => els.map(e => e.id)")
+
+    def attr_of_visible(self, attr: str) -> list[str]:
+        return self.page.eval_on_selector_all(
+            ".test:not([hidden])", f"els => els.map(e => e.getAttribute('data-{attr}'))"
+        )
+
+    def count_text(self) -> str:
+        return self.page.text_content("#count") or ""
+
+    def __enter__(self) -> Page:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.page.close()
+
+
+@pytest.fixture(scope="module")
+def pages(project, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pages")
+    both = RunReport.model_validate_json(project.both.read_bytes())
+    v1 = RunReport.model_validate_json(project.v1.read_bytes())
+    v2 = RunReport.model_validate_json(project.v2.read_bytes())
+    hostile = RunReport.model_validate_json(project.hostile.read_bytes())
+    return {
+        "both": (write_run_report(out / "both.html", both), both),
+        "hostile": (write_run_report(out / "hostile.html", hostile), hostile),
+        "compare": (
+            write_comparison(out / "compare.html", compare_results(v1.results, v2.results), v1.results, v2.results),
+            (v1, v2),
+        ),
+    }
+
+
+def test_report_renders_without_console_errors_and_opens_a_test(browser, pages):
+    path, report = pages["both"]
+    with Page(browser, path) as p:
+        assert p.count_text() == "30 of 30 shown"
+        assert "demo@v1" in p.page.text_content("#summary") and "demo@v2" in p.page.text_content("#summary")
+        key = "demo@v2/rca::payment-outage-is-traced-to-the-database"
+        test = p.page.locator(f'.test[id="{key}"]')
+        test.locator(".row").click()
+        detail = test.locator(".detail")
+        text = detail.inner_text()
+        # the trajectory with tool arguments, the verdicts with their reasoning, metrics, provenance
+        assert "tool call · search_logs" in text and '"service":"payment-service"' in text.replace(" ", "")
+        assert "Verdicts" in text.title() and "identifies that the payment service cannot reach its database" in text
+        result = next(r for r in report.results if f"{r.agent}/{r.test_id}" == key)
+        verdict = next(s for s in result.signals if s.kind == "judge")
+        assert verdict.reasoning and verdict.reasoning in text
+        assert "Derived metrics".upper() in text.upper() and result.content_hash in text
+        # closing and reopening keeps one details row
+        test.locator(".row").click()
+        assert not detail.is_visible()
+        test.locator(".row").click()
+        assert test.locator(".detail").count() == 1 and detail.is_visible()
+        assert p.errors == []
+
+
+def test_filters_by_status_label_suite_agent_and_search(browser, pages):
+    path, report = pages["both"]
+    with Page(browser, path) as p:
+        failed = {f"{r.agent}/{r.test_id}" for r in report.results if r.status == "failed"}
+        p.page.select_option("#f-status", "failed")
+        assert set(p.visible_keys()) == failed and p.count_text() == f"{len(failed)} of 30 shown"
+        p.page.select_option("#f-agent", "demo@v1")
+        assert set(p.visible_keys()) == {k for k in failed if k.startswith("demo@v1/")}
+        p.page.select_option("#f-status", "")
+        p.page.select_option("#f-agent", "")
+        p.page.select_option("#f-label", "difficulty:Hard")
+        hard = {f"{r.agent}/{r.test_id}" for r in report.results if "difficulty:Hard" in r.labels}
+        assert set(p.visible_keys()) == hard and hard
+        p.page.select_option("#f-label", "")
+        p.page.select_option("#f-suite", "smoke")
+        assert set(p.visible_keys()) == {f"{r.agent}/{r.test_id}" for r in report.results if r.suite == "smoke"}
+        p.page.select_option("#f-suite", "")
+        word = "latency"
+        p.page.fill("#f-search", word)
+        matching = {f"{r.agent}/{r.test_id}" for r in report.results if word in (r.name + " " + r.test_id).lower()}
+        assert set(p.visible_keys()) == matching and matching
+        assert p.errors == []
+
+
+def test_sorts_by_score_cost_and_duration(browser, pages):
+    path, _ = pages["both"]
+    with Page(browser, path) as p:
+        for option, attr, descending in [
+            ("score:asc", "score", False),
+            ("score:desc", "score", True),
+            ("cost:desc", "cost", True),
+            ("duration:desc", "duration", True),
+        ]:
+            p.page.select_option("#sort", option)
+            raw = p.attr_of_visible(attr)
+            known = [float(v) for v in raw if v != ""]
+            assert known == sorted(known, reverse=descending), option
+            assert raw[: len(known)] == [v for v in raw if v != ""]  # missing values sort last
+        # back to the default order: failures first
+        p.page.select_option("#sort", "")
+        statuses = p.attr_of_visible("status")
+        assert statuses == sorted(statuses, key=["errored", "failed", "passed"].index)
+        assert p.errors == []
+
+
+def test_deep_link_scrolls_to_and_opens_the_test_even_when_filtered_out(browser, pages):
+    path, report = pages["both"]
+    passed = [r for r in report.results if r.status == "passed"]
+    target = passed[-1]
+    key = f"{target.agent}/{target.test_id}"
+    with Page(browser, path, "#" + quote(key, safe="")) as p:
+        test = p.page.locator(f'.test[id="{key}"]')
+        assert "open" in test.get_attribute("class") and "target" in test.get_attribute("class")
+        # scrolled to: the row sits near the top of the viewport, not under the sticky controls
+        box = test.locator(".row").bounding_box()
+        assert box is not None and 0 < box["y"] < 200
+        hit = p.page.evaluate(
+            f"document.elementFromPoint({box['x'] + 40}, {box['y'] + box['height'] / 2}).closest('.test')?.id"
+        )
+        assert hit == key
+        assert target.name in test.locator(".detail").inner_text()
+        # a link to a test the filters hide clears the filters
+        p.page.select_option("#f-status", "failed")
+        other = passed[0]
+        other_key = f"{other.agent}/{other.test_id}"
+        p.page.evaluate("k => { location.hash = encodeURIComponent(k); }", other_key)
+        other_test = p.page.locator(f'.test[id="{other_key}"]')
+        other_test.locator(".detail").wait_for()
+        assert other_test.is_visible() and p.page.input_value("#f-status") == ""
+        # the row's own link is the deep link
+        href = other_test.locator("a.link").get_attribute("href")
+        assert href.startswith("#") and p.page.evaluate("h => decodeURIComponent(h.slice(1))", href) == other_key
+        assert p.errors == []
+
+
+def test_hostile_output_stays_text(browser, pages):
+    path, _ = pages["hostile"]
+    with Page(browser, path) as p:
+        test = p.page.locator(".test").first
+        test.locator(".row").click()
+        detail = test.locator(".detail")
+        text = detail.inner_text()
+        # shown verbatim, as text, in the output, the thinking, the tool arguments and results, the verdict
+        for shown in ("answer " + HOSTILE, "thinking " + HOSTILE, "logs " + HOSTILE):
+            assert shown in text
+        assert text.count(HOSTILE) >= 5
+        # nothing ran and nothing became markup
+        assert p.dialogs == []
+        assert detail.locator("img, script, b:text-is('bold?')").count() == 0
+        assert p.page.evaluate("document.querySelectorAll('script:not([type])').length") == 1
+        assert p.errors == []
+
+
+def test_comparison_page_shows_flips_and_side_by_side_trajectories(browser, pages):
+    path, (v1, v2) = pages["compare"]
+    cmp = compare_results(v1.results, v2.results)
+    with Page(browser, path) as p:
+        counts = p.page.text_content("#flip-counts")
+        assert f"{cmp.flip_counts['fixed']} fixed" in counts and f"{cmp.flip_counts['regressed']} regressed" in counts
+        assert f"{cmp.stats.mcnemar.p_value:.4g}" == p.page.text_content("#p-value")
+        p.page.select_option("#f-flip", "regressed")
+        assert set(p.visible_keys()) == set(cmp.regressed_tests)
+        flipped = cmp.regressed_tests[0]
+        test = p.page.locator(f'.test[id="{flipped}"]')
+        test.locator(".row").click()
+        sides = test.locator(".sides > div")
+        assert sides.count() == 2
+        left, right = sides.nth(0).inner_text(), sides.nth(1).inner_text()
+        assert "Baseline · demo@v1" in left and "Candidate · demo@v2" in right
+        assert "Steps (" in left and "Steps (" in right and "passed" in left and "failed" in right
+        # a test with the same status on both sides has no side-by-side details
+        p.page.select_option("#f-flip", "same")
+        same = p.page.locator(".test:not([hidden])").first
+        same.locator(".row").click()
+        assert "Same status on both sides" in same.inner_text()
+        assert p.errors == []
+
+
+class _ResultWithProvenance(TestResult):
+    """What a result looks like once results record what produced them (a later change)."""
+
+    provenance: dict = {}
+
+
+def test_provenance_is_shown_when_results_carry_it(browser, tmp_path):
+    verdict = Signal(
+        kind="judge",
+        name="judge('finds the cause')",
+        passed=True,
+        score=0.9,
+        reasoning="names the database",
+        evidence={"evaluator": "rubric:rca", "model": "gpt-4o-mini", "provenance": {"prompt_template": "v3"}},
+    )
+    r = _ResultWithProvenance(
+        **result("prov", score=0.9, signals=(verdict,)).model_dump(),
+        provenance={"harness_version": "0.2.0", "agent_settings_hash": "sha256:abc123"},
+    )
+    path = ReportBuilder().extend([r]).write(tmp_path / "prov.html")
+    with Page(browser, path, "#s::prov") as p:
+        text = p.page.locator(".test .detail").inner_text()
+        assert "harness_version\t0.2.0" in text and "agent_settings_hash\tsha256:abc123" in text
+        assert "rubric:rca · gpt-4o-mini" in text and "prompt_template\tv3" in text
+        assert p.errors == []
