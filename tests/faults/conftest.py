@@ -23,16 +23,29 @@ def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def cli(
     *args: str, cwd: Path, env: dict[str, str] | None = None, umask: int = -1, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """`agent-health ARGS` in its own process (with `umask` when given)."""
+    """`agent-health ARGS` in its own process (with `umask` when given). Output that is not UTF-8
+    shows as backslash escapes instead of breaking the test."""
     return subprocess.run(
         [sys.executable, "-m", "agent_health", *args],
         cwd=cwd,
         env=process_env(env),
         capture_output=True,
         text=True,
+        errors="backslashreplace",
         timeout=timeout,
         umask=umask,
     )
+
+
+def cli_bytes(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> bytes:
+    """The raw standard output of `agent-health ARGS` (for output that must be checked byte for byte)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agent_health", *args],
+        cwd=cwd,
+        env=process_env(env),
+        capture_output=True,
+        timeout=timeout,
+    ).stdout
 
 
 def python(
