@@ -77,3 +77,12 @@ def evals(tmp_path: Path):
         return path
 
     return write
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test here is a fault case: `pytest -m fault --collect-only -q` counts them (README,
+    Reliability)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.fault)
