@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,32 +21,28 @@ def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _agent_health(args: tuple[str, ...], cwd: Path, env: dict[str, str] | None, timeout: float, **kw: Any) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "agent_health", *args],
+        cwd=cwd,
+        env=process_env(env),
+        capture_output=True,
+        timeout=timeout,
+        **kw,
+    )
+
+
 def cli(
     *args: str, cwd: Path, env: dict[str, str] | None = None, umask: int = -1, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """`agent-health ARGS` in its own process (with `umask` when given). Output that is not UTF-8
     shows as backslash escapes instead of breaking the test."""
-    return subprocess.run(
-        [sys.executable, "-m", "agent_health", *args],
-        cwd=cwd,
-        env=process_env(env),
-        capture_output=True,
-        text=True,
-        errors="backslashreplace",
-        timeout=timeout,
-        umask=umask,
-    )
+    return _agent_health(args, cwd, env, timeout, text=True, errors="backslashreplace", umask=umask)
 
 
 def cli_bytes(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> bytes:
     """The raw standard output of `agent-health ARGS` (for output that must be checked byte for byte)."""
-    return subprocess.run(
-        [sys.executable, "-m", "agent_health", *args],
-        cwd=cwd,
-        env=process_env(env),
-        capture_output=True,
-        timeout=timeout,
-    ).stdout
+    return _agent_health(args, cwd, env, timeout).stdout
 
 
 def python(

@@ -11,6 +11,14 @@ from agent_health import load_tests
 from agent_health.model import RunReport
 from tests.faults.conftest import cli
 
+# The issue's examples of wrong types, one case each.
+MIXED = (
+    "tests:\n"
+    "  - {name: wrong labels, prompt: p, labels: 5}\n"
+    '  - {name: wrong context, prompt: p, context: "x"}\n'
+    '  - {name: wrong timeout, prompt: p, timeout: "soon"}\n'
+    '  - {name: wrong epochs, prompt: p, epochs: "x"}\n'
+)
 GOOD_CASE = "  - name: good case\n    prompt: Diagnose why the payment service is failing.\n"
 
 # (field, YAML value, words the error must contain besides the file, the case and the field)
@@ -175,12 +183,7 @@ def test_cli_runs_every_valid_case_and_exits_2(tmp_path, evals):
     """The issue's examples in one run: a process, not a traceback; exit 2; the rest runs."""
     evals(
         "mixed.yaml",
-        "tests:\n"
-        "  - {name: wrong labels, prompt: p, labels: 5}\n"
-        '  - {name: wrong context, prompt: p, context: "x"}\n'
-        '  - {name: wrong timeout, prompt: p, timeout: "soon"}\n'
-        '  - {name: wrong epochs, prompt: p, epochs: "x"}\n'
-        "  - {name: negative timeout, prompt: p, timeout: -5}\n"
+        MIXED + "  - {name: negative timeout, prompt: p, timeout: -5}\n"
         "  - {name: zero epochs, prompt: p, epochs: 0}\n" + GOOD_CASE,
     )
     evals("latin.json", b'[{"name": "x", "prompt": "caf\xe9"}]')
@@ -234,14 +237,7 @@ def test_docs_error_examples_are_real_messages(tmp_path, evals):
 
     doc = (ROOT / "docs" / "eval-files.md").read_text()
     shown = doc.split("## Validation and errors", 1)[1].split("```", 2)[1].strip().splitlines()
-    evals(
-        "mixed.yaml",
-        "tests:\n"
-        "  - {name: wrong labels, prompt: p, labels: 5}\n"
-        '  - {name: wrong context, prompt: p, context: "x"}\n'
-        '  - {name: wrong timeout, prompt: p, timeout: "soon"}\n'
-        '  - {name: wrong epochs, prompt: p, epochs: "x"}\n',
-    )
+    evals("mixed.yaml", MIXED)
     evals("rows.jsonl", b'{"name": "first", "prompt": "p"}\n{"name": "broken", "prompt": \n')
     evals("latin.json", b'[{"name": "x", "prompt": "caf\xe9"}]')
     errors = [str(e) for e in load_tests([tmp_path / "evals"]).errors]
