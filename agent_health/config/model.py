@@ -6,12 +6,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.errors import ConfigError
 from agent_health.model.agent import ResolvedAgent
 from agent_health.model.settings import StoreSettings, check_replay_mode
+from agent_health.model.validation import describe_errors
 
 
 class JudgeSettings(BaseModel):
@@ -138,8 +139,8 @@ class Config(BaseModel):
     traces: TraceSettings = Field(default_factory=TraceSettings)
     eval_root: str = Field("evals", description="Where eval files live, relative to the project root.")
     state_dir: str = Field(".agent_health", description="Results, caches and spans, relative to the root.")
-    concurrency: int = Field(8, description="Tests in flight at once.")
-    timeout_s: float = Field(120.0, description="Default per-test timeout.")
+    concurrency: int = Field(8, ge=1, description="Tests in flight at once (>= 1).")
+    timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False, description="Default per-test timeout in seconds (> 0).")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
     )
@@ -193,5 +194,7 @@ def define_config(**kwargs: Any) -> Config:
         merged.update(Config._agents(agents))
     try:
         return Config(agents=merged, **kwargs)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from None
     except Exception as exc:
         raise ConfigError(f"invalid configuration: {exc}") from exc

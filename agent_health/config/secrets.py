@@ -12,10 +12,15 @@ error messages before anything is stored or logged.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import quote, quote_plus
+
+from pydantic import BaseModel
 
 from agent_health.errors import ConfigError
 
@@ -36,6 +41,8 @@ SENSITIVE_HEADERS = frozenset(
 )
 _SENSITIVE_KEY = re.compile(r"(secret|password|passwd|token|api[_-]?key|authorization|credential)", re.I)
 _MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
+_MIN_EMBEDDED_LEN = 8  # base64 inside longer text is looked for when the secret has this many bytes
+M = TypeVar("M", bound=BaseModel)
 
 
 def is_env_ref(value: Any) -> bool:
@@ -43,8 +50,33 @@ def is_env_ref(value: Any) -> bool:
     return isinstance(value, Mapping) and isinstance(value.get("env"), str) and set(value) <= {"env", "secret"}
 
 
+def encoded_forms(secret: str) -> tuple[set[str], set[str]]:
+    """(forms matched ignoring case, forms matched exactly) under which `secret` may be stored.
+
+    Ignoring case: the value, its JSON-escaped text and its percent-encodings (`quote`,
+    `quote_plus`; any hex case). Exactly: base64 and base64url, padded or not, of the value alone
+    and of the value inside any longer text (`user:secret` of basic auth, `Bearer secret`, a JSON
+    body): for each of the three byte alignments, the run of base64 characters that only the
+    secret's own bytes determine.
+    """
+    raw = secret.encode()
+    folded = {secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret)}
+    exact: set[str] = set()
+    for enc in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = enc(raw).decode()
+        exact |= {whole, whole.rstrip("=")}
+        if len(raw) >= _MIN_EMBEDDED_LEN:
+            for offset in range(3):
+                text = enc(b"\0" * offset + raw).decode()
+                first = -(-8 * offset // 6)  # the first character made of the secret's bits alone
+                last = (8 * (offset + len(raw))) // 6  # one past the last such character
+                exact.add(text[first:last])
+    return {f for f in folded if len(f) >= _MIN_SECRET_LEN}, {e for e in exact if len(e) >= _MIN_SECRET_LEN}
+
+
 class SecretSet:
-    """Secret values known to one connector; `scrub` replaces them anywhere in a JSON-like value."""
+    """Secret values known to one connector (or to the process); `scrub` replaces them, in every
+    form `encoded_forms` lists, anywhere in a JSON-like value."""
 
     def __init__(self, values: Iterable[str] = ()):
         self._values: set[str] = set()
@@ -57,19 +89,37 @@ class SecretSet:
             self._values.add(value)
             self._pattern = None
 
+    def update(self, other: SecretSet) -> None:
+        for value in other._values:
+            self.add(value)
+
     def __bool__(self) -> bool:
         return bool(self._values)
 
     def __contains__(self, value: object) -> bool:
         return value in self._values
 
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            folded: set[str] = set()
+            exact: set[str] = set()
+            for value in self._values:
+                f, e = encoded_forms(value)
+                folded |= f
+                exact |= e
+            # longest first, so a secret containing another is replaced whole
+            alts = [(len(x), f"(?i:{re.escape(x)})") for x in folded] + [(len(x), re.escape(x)) for x in exact]
+            self._pattern = re.compile("|".join(a for _, a in sorted(alts, key=lambda t: -t[0])))
+        return self._pattern
+
+    def found_in(self, text: str) -> bool:
+        return bool(self._values) and bool(text) and self.pattern.search(text) is not None
+
     def scrub_text(self, text: str) -> str:
         if not self._values or not text:
             return text
-        if self._pattern is None:  # longest first so a secret containing another is replaced whole
-            alts = sorted(self._values, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(v) for v in alts))
-        return self._pattern.sub(REDACTED, text)
+        return self.pattern.sub(REDACTED, text)
 
     def scrub(self, value: Any) -> Any:
         """A copy of `value` (str, dict, list, tuple, scalars) with every secret replaced."""
@@ -82,6 +132,30 @@ class SecretSet:
         if isinstance(value, (list, tuple)):
             return type(value)(self.scrub(v) for v in value)
         return value
+
+    def scrub_pieces(self, pieces: Sequence[str]) -> list[str]:
+        """Pieces of one stream (streamed deltas) with every secret of the joined text removed,
+        also one that spans pieces: the piece where it starts gets REDACTED, the others lose
+        their part of it."""
+        joined = "".join(pieces)
+        spans = [m.span() for m in self.pattern.finditer(joined)] if self.found_in(joined) else []
+        if not spans:
+            return list(pieces)
+        out, start = [], 0
+        for piece in pieces:
+            end = start + len(piece)
+            kept, pos = [], start
+            for lo, hi in spans:
+                if hi <= start or lo >= end:
+                    continue
+                kept.append(joined[pos : max(lo, pos)] if lo > pos else "")
+                if start <= lo < end:
+                    kept.append(REDACTED)
+                pos = max(pos, min(hi, end))
+            kept.append(joined[pos:end])
+            out.append("".join(kept))
+            start = end
+        return out
 
 
 def resolve_env_refs(
@@ -154,10 +228,11 @@ def _is_ref_only(value: Any) -> bool:
     return is_env_ref(value) or (isinstance(value, str) and bool(_REF.fullmatch(value)))
 
 
-# -- logs -------------------------------------------------------------------------------
-# Transport libraries log request lines (httpx logs every URL at INFO); a secret in a query string
-# would reach the user's logs. Every connector registers its secrets here, and a filter on those
-# loggers scrubs records before any handler sees them.
+# -- the process's secrets ----------------------------------------------------------------
+# Every credential the project resolves (agent settings, the judge's API key, the trace source's
+# and the stores' passwords) is registered here; results leaving the engine, the judge cache and
+# the log records below are scrubbed with them. Transport libraries log request lines (httpx
+# logs every URL at INFO), so a filter on those loggers scrubs records before any handler sees them.
 _LOG_SECRETS = SecretSet()
 _FILTERED_LOGGERS = (
     "httpx",
@@ -167,6 +242,8 @@ _FILTERED_LOGGERS = (
     "httpcore.proxy",
     "botocore.auth",
     "botocore.endpoint",
+    "opensearch",
+    "urllib3.connectionpool",
     "agent_health",
 )
 
@@ -184,15 +261,56 @@ class _RedactingFilter:
 _FILTER = _RedactingFilter()
 
 
+def known_secrets() -> SecretSet:
+    """Every secret this process has resolved so far."""
+    return _LOG_SECRETS
+
+
+def register_secret(*values: Any) -> None:
+    """Treat these values as secrets everywhere from now on (results, reports, caches, logs).
+    Call it wherever a credential is resolved; values shorter than 4 characters are ignored."""
+    added = False
+    for value in values:
+        if isinstance(value, str) and len(value) >= _MIN_SECRET_LEN and value not in _LOG_SECRETS:
+            _LOG_SECRETS.add(value)
+            added = True
+    if added:
+        _install_log_filter()
+
+
 def register_log_secrets(secrets: SecretSet) -> None:
-    """Scrub these secrets from transport and agent_health log records from now on."""
+    """Register every secret of `secrets` (a connector's) with the process."""
+    register_secret(*secrets._values)
+
+
+def _install_log_filter() -> None:
     import logging
 
-    if not secrets:
-        return
-    for value in secrets._values:
-        _LOG_SECRETS.add(value)
     for name in _FILTERED_LOGGERS:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+
+
+def scrub_secrets(value: Any) -> Any:
+    """`value` (str, dict, list) without any secret the process knows."""
+    return _LOG_SECRETS.scrub(value)
+
+
+def scrub_model(model: M) -> M:
+    """A pydantic model (a TestResult, a verdict) without any secret the process knows; the same
+    object when none appears in it (one regular-expression search over its JSON)."""
+    if not _LOG_SECRETS or not _LOG_SECRETS.found_in(model.model_dump_json()):
+        return model
+    return type(model).model_validate(_LOG_SECRETS.scrub(model.model_dump()))
+
+
+def register_credentials(credentials: Any) -> None:
+    """Register the secret parts of resolved AWS credentials (botocore's), if any."""
+    if credentials is None:
+        return
+    try:
+        frozen = credentials.get_frozen_credentials()
+    except Exception:  # resolution failed: the client call will say why
+        return
+    register_secret(frozen.secret_key, frozen.token)

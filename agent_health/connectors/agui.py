@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 from pydantic import Field
 
+from agent_health.config.secrets import SecretSet, known_secrets
 from agent_health.connectors.http import HttpBase, HttpSettings, describe_transport_error
 from agent_health.connectors.parsing import as_text, parse_args, usage_of
 from agent_health.model import RunResult, Step, Usage
@@ -175,6 +176,38 @@ class _Fold:
         self._close_thinking()
 
 
+# Events whose `delta` continues a stream: (family, id field). A secret may arrive split across two
+# deltas; each delta alone holds no secret, so they are scrubbed as the joined stream.
+_STREAMS = {
+    "TEXT_MESSAGE_CONTENT": ("text", "messageId"),
+    "TEXT_MESSAGE_CHUNK": ("text", "messageId"),
+    "TOOL_CALL_ARGS": ("args", "toolCallId"),
+    "TOOL_CALL_CHUNK": ("args", "toolCallId"),
+    "THINKING_TEXT_MESSAGE_CONTENT": ("thinking", "messageId"),
+    "REASONING_MESSAGE_CONTENT": ("thinking", "messageId"),
+    "REASONING_MESSAGE_CHUNK": ("thinking", "messageId"),
+}
+
+
+def scrub_streams(events: list[Any], secrets: SecretSet) -> list[Any]:
+    """Raw events with every secret removed from each stream's joined deltas (the event where a
+    secret starts shows REDACTED, the events that continue it lose their part)."""
+    if not secrets:
+        return events
+    streams: dict[tuple[str, str], list[int]] = {}
+    for i, ev in enumerate(events):
+        kind = _STREAMS.get(str(ev.get("type"))) if isinstance(ev, dict) else None
+        if kind is not None and isinstance(ev.get("delta"), str):
+            streams.setdefault((kind[0], str(ev.get(kind[1], ""))), []).append(i)
+    out = list(events)
+    for indexes in streams.values():
+        pieces = [events[i]["delta"] for i in indexes]
+        for i, piece, scrubbed in zip(indexes, pieces, secrets.scrub_pieces(pieces)):
+            if scrubbed != piece:
+                out[i] = {**events[i], "delta": scrubbed}
+    return out
+
+
 class AguiConnector(HttpBase):
     """AG-UI agents over SSE."""
 
@@ -226,6 +259,7 @@ class AguiConnector(HttpBase):
                 + (f" ({open_parts})" if open_parts else "")
             )
         fold.finish()
+        fold.raw = scrub_streams(fold.raw, known_secrets())
         output = fold.last_text
         result_value = fold.finished.get("result")
         if not output and result_value not in (None, ""):

@@ -19,6 +19,7 @@ from agent_health.capabilities.agent import AgentFixture
 from agent_health.capabilities.context import TestContext, TestInfo, reset_context, set_context
 from agent_health.capabilities.expect import expect as expect_api
 from agent_health.capabilities.judge import judge as judge_api
+from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import AgentRuntime
 from agent_health.engine import scoring
 from agent_health.engine.fixtures import FixtureScope, call
@@ -181,7 +182,7 @@ class Engine:
             result = analyze(result, traces)
             if inspect.isawaitable(result):  # async analyzers (the insight synthesizer) run on this loop
                 result = await result
-        return result
+        return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
 
     async def _run_trial(self, test: LoadedTest, epoch: int, views: dict[str, Any]) -> TrialResult:
         case, spec = test.case, test.spec

@@ -17,6 +17,7 @@ import os
 import threading
 from typing import Any
 
+from agent_health.config.secrets import register_credentials
 from agent_health.judges.chat import (
     Backoff,
     ChatClient,
@@ -67,6 +68,7 @@ class BedrockChat(ChatClient):
                 from botocore.config import Config as BotoConfig
 
                 session = boto3.session.Session(profile_name=self.profile) if self.profile else boto3.session.Session()
+                register_credentials(session.get_credentials())
                 self._client = session.client(
                     "bedrock-runtime",
                     region_name=self.region,

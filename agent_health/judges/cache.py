@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_health.config.secrets import scrub_secrets
 from agent_health.errors import ConfigError
 
 CACHE_VERSION = 1
@@ -91,7 +92,7 @@ class JudgeCache:
         return value
 
     def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
-        blob = json.dumps(value, default=str, ensure_ascii=False)
+        blob = json.dumps(scrub_secrets(value), default=str, ensure_ascii=False)
         with self._lock:
             self._db.execute(
                 "INSERT INTO judge_cache (key, kind, value, created_at) VALUES (?, ?, ?, ?) "

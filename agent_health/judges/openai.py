@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from agent_health.config.secrets import register_secret
 from agent_health.errors import ConfigError
 from agent_health.judges.chat import (
     Backoff,
@@ -73,6 +74,7 @@ class OpenAIChat(ChatClient):
         key = os.environ.get(key_env or DEFAULT_KEY_ENV)
         if key_env and not key:
             raise ConfigError(f"judge settings: environment variable {key_env} (api_key_env) is not set")
+        register_secret(key)  # a provider that echoes the key (reasoning, a 401 body) must not store it
         self.temperature = s.get("temperature", 0)
         self.max_tokens = s.get("max_tokens")
         self.json_mode = bool(s.get("json_mode", False))

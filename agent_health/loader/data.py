@@ -25,97 +25,162 @@ required tool deterministically, and judges each expected outcome.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent_health.errors import EvalFileError
+from agent_health.loader import safe_yaml
+from agent_health.loader.formats import Defaults, case_model, describe_errors, one_or_many, steps_of
 from agent_health.loader.ids import content_hash, suite_name, test_id
 from agent_health.loader.registry import FileRegistry, TestSpec
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ExpectedStep, TestCase
-from agent_health.model.case import to_context, to_expected_steps
+
+CASE_LISTS = ("tests", "testCases", "test_cases", "cases")
 
 
-def _parse(path: Path, rel: str) -> Any:
-    text = path.read_text(encoding="utf-8")
-    suffix = path.suffix.lower()
+class _Row:
+    """One raw case and where it came from (the line, where the format tells)."""
+
+    def __init__(self, raw: Any, line: int | None = None, error: EvalFileError | None = None):
+        self.raw, self.line, self.error = raw, line, error
+
+
+def _decode(data: bytes, rel: str, line_offset: int = 0) -> str:
     try:
-        if suffix == ".jsonl":
-            rows = []
-            for n, line in enumerate(text.splitlines(), start=1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise EvalFileError(rel, f"invalid JSON: {exc.msg}", n) from exc
-            return rows
-        if suffix == ".json":
-            try:
-                return json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise EvalFileError(rel, f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from exc
-        import yaml
-
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise EvalFileError(
-                rel, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
-            ) from exc
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise EvalFileError(rel, f"not UTF-8 text: {exc.reason}") from exc
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise EvalFileError(
+            rel,
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} ({exc.reason}); save the file as UTF-8",
+            line + line_offset,
+        ) from None
 
 
-def _cases(doc: Any, rel: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _jsonl_rows(data: bytes, rel: str) -> list[_Row]:
+    """One row per non-blank line; a bad line is an error of its own, the others still load."""
+    rows = []
+    for n, chunk in enumerate(data.split(b"\n"), start=1):
+        if not chunk.strip():
+            continue
+        try:
+            line = _decode(chunk, rel, n - 1)
+            rows.append(_Row(json.loads(line), n))
+        except EvalFileError as exc:
+            rows.append(_Row(None, n, exc))
+        except RecursionError:
+            rows.append(_Row(None, n, EvalFileError(rel, "invalid JSON: nested too deeply", n)))
+        except json.JSONDecodeError as exc:
+            rows.append(_Row(None, n, EvalFileError(rel, f"invalid JSON: {exc.msg} (column {exc.colno})", n)))
+    return rows
+
+
+def _parse(data: bytes, suffix: str, rel: str) -> tuple[Any, list[int]]:
+    """The document and, where known, the line of each case (YAML)."""
+    text = _decode(data, rel)
+    if suffix == ".json":
+        try:
+            return json.loads(text), []
+        except RecursionError:
+            raise EvalFileError(rel, "invalid JSON: nested too deeply") from None
+        except json.JSONDecodeError as exc:
+            raise EvalFileError(rel, f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
+    import yaml
+
+    try:
+        doc, root = safe_yaml.load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise EvalFileError(rel, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
+    return doc, safe_yaml.item_lines(root, CASE_LISTS)
+
+
+def _cases(doc: Any, rel: str) -> tuple[list[Any], Any]:
+    """(raw cases, raw defaults) of a parsed document."""
     if isinstance(doc, list):
-        return doc, {}
+        return doc, None
     if isinstance(doc, dict):
-        for key in ("tests", "testCases", "test_cases", "cases"):
-            if isinstance(doc.get(key), list):
-                return doc[key], dict(doc.get("defaults") or {})
+        for key in CASE_LISTS:
+            if key in doc:
+                cases = one_or_many(doc[key])
+                if not isinstance(cases, list):
+                    raise EvalFileError(
+                        rel, f"{key!r} must be a list of test cases, got {type(cases).__name__} {cases!r:.60}"
+                    )
+                return cases, doc.get("defaults")
         if "initialPrompt" in doc or "prompt" in doc:
-            return [doc], {}
+            return [doc], None
     raise EvalFileError(
         rel,
         "no test cases found: expected a list, an object with 'tests' or 'testCases', or one agent-health test case",
     )
 
 
-def normalize(raw: dict[str, Any], defaults: dict[str, Any], rel: str, index: int) -> dict[str, Any]:
-    """Map either format onto TestSpec fields; raises EvalFileError naming the case."""
-    if not isinstance(raw, dict):
-        raise EvalFileError(rel, f"case #{index + 1} is not an object")
-    item = {**defaults, **raw}
-    name = item.get("name") or item.get("id")
+def _defaults(raw: Any, rel: str) -> Defaults:
+    if raw is None:
+        return Defaults()
+    if not isinstance(raw, Mapping):
+        raise EvalFileError(rel, f"defaults: expected an object of case fields, got {type(raw).__name__}")
+    try:
+        return Defaults.model_validate(raw)
+    except ValidationError as exc:
+        raise EvalFileError(rel, "defaults: " + describe_errors(exc)) from None
+
+
+def _ident(raw: Any, index: int) -> str:
+    where = f"case #{index + 1}"  # the line, when known, leads the message (file:line)
+    if isinstance(raw, Mapping):
+        for key in ("id", "name"):
+            if isinstance(raw.get(key), (str, int)) and str(raw[key]).strip():
+                return f"{where} {str(raw[key])!r}"
+    return where
+
+
+def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | None = None) -> dict[str, Any]:
+    """Validate one case of either format and map it onto TestSpec fields (plus `source_id`);
+    raises EvalFileError naming the file, the case (index, line, id) and the field."""
+    who = _ident(raw, index)
+    if not isinstance(raw, Mapping):
+        raise EvalFileError(rel, f"{who}: expected an object of case fields, got {type(raw).__name__}", line)
+    try:
+        case = case_model(raw).model_validate(raw)
+    except ValidationError as exc:
+        raise EvalFileError(rel, f"{who}: {describe_errors(exc)}", line) from None
+
+    def pick(field: str) -> Any:  # the case's own value, else the file's default
+        return getattr(case if field in case.model_fields_set else defaults, field)
+
+    name = pick("name") or pick("id")
     if not name:
-        raise EvalFileError(rel, f"case #{index + 1} has no 'name' or 'id'")
-    prompt = item.get("prompt", item.get("initialPrompt"))
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise EvalFileError(rel, f"case {name!r} has no prompt ('initialPrompt' or 'prompt')")
-    labels = [*(item.get("labels") or []), *(item.get("tags") or [])]
-    for key in ("category", "difficulty"):
-        if item.get(key):
-            labels.append(f"{key}:{item[key]}")
-    steps = list(to_expected_steps(item.get("expectedTrajectory", item.get("expected_trajectory"))))
-    tools = item.get("expected_tools") or item.get("expectedTools") or []
-    if tools:
-        steps.append(ExpectedStep(step=len(steps) + 1, description="required tools", required_tools=tuple(tools)))
-    outcomes = item.get("expectedOutcomes", item.get("expected_outcomes")) or []
-    if isinstance(outcomes, str):
-        outcomes = [outcomes]
+        raise EvalFileError(rel, f"{who}: has no 'name' or 'id'", line)
+    prompt = pick("prompt")
+    if not prompt:
+        raise EvalFileError(rel, f"{who}: has no prompt ('prompt' or 'initialPrompt')", line)
+    labels = [*pick("labels"), *pick("tags")]
+    labels += [f"{key}:{pick(key)}" for key in ("category", "difficulty") if pick(key)]
+    steps = list(steps_of(pick("expected_trajectory")))
+    if pick("expected_tools"):
+        steps.append(
+            ExpectedStep(step=len(steps) + 1, description="required tools", required_tools=pick("expected_tools"))
+        )
     return {
-        "name": str(name),
-        "prompt": prompt.strip(),
-        "labels": tuple(dict.fromkeys(map(str, labels))),
-        "description": item.get("description"),
-        "context": to_context(item.get("context")),
-        "expected_outcomes": tuple(map(str, outcomes)),
+        "name": name,
+        "prompt": prompt,
+        "labels": tuple(dict.fromkeys(labels)),
+        "description": pick("description"),
+        "context": tuple(c.item() for c in pick("context")),
+        "expected_outcomes": pick("expected_outcomes"),
         "expected_trajectory": tuple(steps),
-        "timeout_s": item.get("timeout"),
-        "epochs": item.get("epochs"),
-        "skip_judge": item.get("skip_judge", item.get("skipJudge")),
-        "source_id": item.get("id"),
+        "timeout_s": pick("timeout"),
+        "epochs": pick("epochs"),
+        "skip_judge": pick("skip_judge"),
+        "source_id": pick("id"),
     }
 
 
@@ -133,35 +198,49 @@ def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]):
 
 
 def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFileError]]:
-    doc = _parse(path, rel)
-    raw_cases, defaults = _cases(doc, rel)
+    """The file's valid cases as tests, and one error per malformed case (or for the whole file
+    when it cannot be parsed at all); the valid cases load whatever their neighbours hold."""
+    data = path.read_bytes()
+    errors: list[EvalFileError] = []
+    if path.suffix.lower() == ".jsonl":
+        rows = _jsonl_rows(data, rel)
+        errors.extend(r.error for r in rows if r.error is not None)
+        rows = [r for r in rows if r.error is None]
+        defaults = Defaults()
+    else:
+        doc, lines = _parse(data, path.suffix.lower(), rel)
+        raw_cases, raw_defaults = _cases(doc, rel)
+        defaults = _defaults(raw_defaults, rel)
+        rows = [_Row(raw, lines[i] if i < len(lines) else None) for i, raw in enumerate(raw_cases)]
     registry = FileRegistry(rel)
     suite = suite_name(rel)
     tests: list[LoadedTest] = []
-    errors: list[EvalFileError] = []
     seen: dict[str, str] = {}
-    for i, raw in enumerate(raw_cases):
+    for i, row in enumerate(rows):
         try:
-            fields = normalize(raw, defaults, rel, i)
+            fields = normalize(row.raw, defaults, rel, i, row.line)
         except EvalFileError as exc:
             errors.append(exc)
             continue
         source_id = fields.pop("source_id")
         tid = test_id(suite, fields["name"])
         if tid in seen:
-            errors.append(EvalFileError(rel, f"duplicate test name {fields['name']!r} (case #{i + 1})"))
+            errors.append(EvalFileError(rel, f"duplicate test name {fields['name']!r} (case #{i + 1})", row.line))
             continue
         seen[tid] = fields["name"]
         tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
-        spec = TestSpec(body=data_body(tools, fields["expected_outcomes"]), scope=registry.root, line=None, **fields)
+        spec = TestSpec(
+            body=data_body(tools, fields["expected_outcomes"]), scope=registry.root, line=row.line, **fields
+        )
         case = TestCase(
             id=tid,
             suite=suite,
             source_file=rel,
+            line=row.line,
             kind="data",
             content_hash=content_hash(
                 {
-                    **{k: v for k, v in fields.items()},
+                    **fields,
                     "context": [c.model_dump() for c in fields["context"]],
                     "expected_trajectory": [s.model_dump() for s in fields["expected_trajectory"]],
                     "source_id": source_id,

@@ -82,6 +82,8 @@ def to_expected_steps(items: Iterable[Any] | None) -> tuple[ExpectedStep, ...]:
             out.append(item)
         elif isinstance(item, Mapping):
             tools = item.get("required_tools", item.get("requiredTools", ())) or ()
+            if isinstance(tools, str):  # one tool, never its characters
+                tools = (tools,)
             out.append(
                 ExpectedStep(
                     step=item.get("step", i), description=str(item.get("description", "")), required_tools=tuple(tools)

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import Connector
 from agent_health.errors import AgentError
 from agent_health.model import RunResult
@@ -123,4 +124,4 @@ class ReplayConnector(Connector):
 
 def _scrubbed(connector: Connector, result: RunResult) -> RunResult:
     scrub = getattr(connector, "scrub", None)  # real connectors know their secrets; demo has none
-    return scrub(result) if scrub else result
+    return scrub_model(scrub(result) if scrub else result)

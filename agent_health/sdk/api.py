@@ -6,6 +6,8 @@ import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from agent_health.errors import EvalFileError
+from agent_health.loader.formats import check_options, one_or_many
 from agent_health.loader.registry import BUILTIN_FIXTURES, FixtureDef, Scope, TestSpec, active_registry, definition_line
 from agent_health.model.case import to_context, to_expected_steps
 
@@ -13,7 +15,10 @@ from agent_health.model.case import to_context, to_expected_steps
 class TestAPI:
     """`@test(name, ...)` registers a test body; `test.extend(name=fixture_fn)` adds fixtures.
 
-    The body may be `async def` or `def`; its parameters name the fixtures it needs.
+    The body may be `async def` or `def`; its parameters name the fixtures it needs. A single
+    string (or context item, or step) where a list is expected is one item, never split into
+    characters; a timeout <= 0, epochs < 1 or a wrong type is a load error of this test that names
+    the option (the file's other tests still load).
     """
 
     __test__ = False
@@ -26,12 +31,12 @@ class TestAPI:
         name: str | Callable[..., Any],
         *,
         prompt: str | None = None,
-        labels: Iterable[str] = (),
+        labels: str | Iterable[str] = (),
         description: str | None = None,
-        context: Iterable[Any] = (),
+        context: Any = (),
         timeout: float | None = None,
-        expected_outcomes: Iterable[str] = (),
-        expected_trajectory: Iterable[Any] = (),
+        expected_outcomes: str | Iterable[str] = (),
+        expected_trajectory: Any = (),
         skip_judge: bool | None = None,
         epochs: int | None = None,
     ) -> Any:
@@ -44,21 +49,33 @@ class TestAPI:
             reg = active_registry("test()")
             scope = reg.scope
             full = " > ".join([*scope.title_parts(), name.strip()])
+            line = definition_line(body)
+            try:  # a bad option is this test's load error; the file's other tests still load
+                options = check_options(
+                    labels=labels,
+                    expected_outcomes=expected_outcomes,
+                    timeout=timeout,
+                    epochs=epochs,
+                    skip_judge=skip_judge,
+                )
+            except ValueError as exc:
+                reg.errors.append(EvalFileError(reg.path, f"test {full!r}: {exc}", line))
+                return body
             reg.add_test(
                 TestSpec(
                     name=full,
                     body=body,
                     scope=scope,
-                    line=definition_line(body),
+                    line=line,
                     prompt=prompt,
-                    labels=tuple(labels),
+                    labels=options.labels,
                     description=description,
-                    context=to_context(context),
-                    timeout_s=timeout,
-                    expected_outcomes=tuple(expected_outcomes),
-                    expected_trajectory=to_expected_steps(expected_trajectory),
-                    skip_judge=skip_judge,
-                    epochs=epochs,
+                    context=to_context(one_or_many(context)),
+                    timeout_s=options.timeout,
+                    expected_outcomes=options.expected_outcomes,
+                    expected_trajectory=to_expected_steps(one_or_many(expected_trajectory)),
+                    skip_judge=options.skip_judge,
+                    epochs=options.epochs,
                     fixtures=dict(self._fixtures),
                 )
             )

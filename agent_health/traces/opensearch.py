@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent_health.config.secrets import register_secret
 from agent_health.errors import ConfigError, InfrastructureError
 from agent_health.traces import dsl
 from agent_health.traces.dataprepper import from_log_document, from_span_document, iso
@@ -48,11 +49,20 @@ def _secret(auth: Mapping[str, Any], key: str, env_default: str) -> str | None:
     return auth.get(key) or os.environ.get(env_default)
 
 
+def _register_url_password(url: str) -> None:
+    from urllib.parse import unquote, urlsplit
+
+    password = urlsplit(url).password
+    if password:
+        register_secret(password, unquote(password))
+
+
 def build_client(settings: Mapping[str, Any]) -> Any:
     """An opensearch-py client from the settings (basic auth, SigV4, TLS)."""
     from opensearchpy import OpenSearch
 
     url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
+    _register_url_password(url)
     kw: dict[str, Any] = {
         "hosts": [url],
         "timeout": float(settings.get("timeout_s", 10)),
@@ -73,6 +83,7 @@ def build_client(settings: Mapping[str, Any]) -> Any:
                 "traces.settings.auth: basic auth needs a username and a password "
                 "(password_env names the environment variable that holds it)"
             )
+        register_secret(password)  # scrubbed from results, reports and logs like every credential
         kw["http_auth"] = (user, password)
     elif kind == "sigv4":
         region = auth.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")

@@ -152,7 +152,7 @@ def test_native_yaml_and_jsonl(write_eval, tmp_path):
     ids = sorted(t.case.id for t in loaded.tests)
     assert ids == ["native::oom", "rows::r1", "rows::r2"]
     assert [str(e) for e in loaded.errors] == [
-        "empty.yaml: case 'no prompt here' has no prompt ('initialPrompt' or 'prompt')"
+        "empty.yaml:2: case #1 'no prompt here': has no prompt ('prompt' or 'initialPrompt')"
     ]
     assert loaded.tests[0].case.labels == ("smoke",)
 

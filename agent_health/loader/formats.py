@@ -1,0 +1,162 @@
+"""The data test-case formats as pydantic models, and the test options both kinds of test share.
+
+Every field is validated, so a wrong type anywhere (`labels: 5`, `timeout: "soon"`, `epochs: 0`,
+a list where an object is expected) is one clear error naming the case and the field instead of a
+crash. A single value where a list is expected (`labels: smoke`, `expected_tools: search_logs`,
+one context object) is taken as a one-element list, never split into characters.
+
+Two formats, whose field names may be mixed (docs/eval-files.md):
+- native (`prompt`, `expected_tools`, ...): unknown fields are errors, so a typo such as
+  `expected_tool` cannot silently drop a check;
+- agent-health's exported format (a case with `initialPrompt`): unknown fields are ignored, as the
+  export carries bookkeeping fields of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from agent_health.model import ContextItem, ExpectedStep
+from agent_health.model.validation import describe_errors
+
+
+def one_or_many(value: Any) -> Any:
+    """A lone string or object where a list is expected is a one-element list."""
+    if isinstance(value, (str, bytes, Mapping)):
+        return [value]
+    return value
+
+
+def _no_bool(value: Any) -> Any:
+    # pydantic's lax mode reads `true` as 1: for a timeout or a count that is a mistake, not a value
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not a boolean")
+    return value
+
+
+Strings = Annotated[tuple[str, ...], BeforeValidator(one_or_many)]
+Timeout = Annotated[float, BeforeValidator(_no_bool), Field(gt=0, allow_inf_nan=False)]
+Epochs = Annotated[int, BeforeValidator(_no_bool), Field(ge=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True, populate_by_name=True)
+
+
+class ContextEntry(_Model):
+    """One context item: `{description, value}`; a non-string value is sent as its JSON."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    description: str = Field("", description="What this context is, e.g. 'Error log'.")
+    value: Any = Field("", description="The content; objects and lists are sent as JSON text.")
+
+    def item(self) -> ContextItem:
+        value = self.value if isinstance(self.value, str) else json.dumps(self.value, sort_keys=True, default=str)
+        return ContextItem(description=self.description, value=value)
+
+
+class StepEntry(_Model):
+    """One expected trajectory step."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    step: Annotated[int, BeforeValidator(_no_bool)] | None = Field(None, description="Step number, informational.")
+    description: str = Field("", description="What the agent should do at this step.")
+    required_tools: Strings = Field(
+        (), validation_alias=AliasChoices("required_tools", "requiredTools"), description="Tools it must call."
+    )
+
+
+Contexts = Annotated[tuple[ContextEntry, ...], BeforeValidator(one_or_many)]
+Steps = Annotated[tuple[StepEntry, ...], BeforeValidator(one_or_many)]
+
+
+class CaseFields(_Model):
+    """Every field a data test case (or a file's `defaults`) may set, in either spelling."""
+
+    id: str | None = Field(
+        None, description="The case's own id (agent-health's export); names the test without a name."
+    )
+    name: str | None = Field(None, description="Test name; the test id is derived from it.")
+    description: str | None = None
+    category: str | None = Field(None, description="Becomes the label `category:<value>`.")
+    difficulty: str | None = Field(None, description="Becomes the label `difficulty:<value>`.")
+    labels: Strings = Field((), description="Labels; one string is one label.")
+    tags: Strings = Field((), description="More labels (agent-health's export).")
+    prompt: str | None = Field(
+        None, validation_alias=AliasChoices("prompt", "initialPrompt"), description="The prompt sent to the agent."
+    )
+    context: Contexts = Field((), description="Context items sent with the prompt.")
+    expected_outcomes: Strings = Field(
+        (), validation_alias=AliasChoices("expected_outcomes", "expectedOutcomes"), description="Each one is judged."
+    )
+    expected_trajectory: Steps = Field(
+        (), validation_alias=AliasChoices("expected_trajectory", "expectedTrajectory"), description="Expected steps."
+    )
+    expected_tools: Strings = Field(
+        (), validation_alias=AliasChoices("expected_tools", "expectedTools"), description="Tools that must be called."
+    )
+    timeout: Timeout | None = Field(None, description="Per-test timeout in seconds (> 0).")
+    epochs: Epochs | None = Field(None, description="Independent trials (>= 1).")
+    skip_judge: bool | None = Field(None, validation_alias=AliasChoices("skip_judge", "skipJudge"))
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_text(cls, value: str | None) -> str | None:
+        return value.strip() if value is not None else None
+
+
+class NativeCase(CaseFields):
+    """A case of the native format: unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExportedCase(CaseFields):
+    """A case of agent-health's exported format (it has `initialPrompt`): unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class Defaults(CaseFields):
+    """A native file's `defaults`, merged under every case."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def case_model(raw: Mapping[str, Any]) -> type[CaseFields]:
+    return ExportedCase if "initialPrompt" in raw else NativeCase
+
+
+class TestOptions(_Model):
+    """The options of `@test(...)`, checked like a data case's (`agent_health.sdk.test`)."""
+
+    __test__ = False
+
+    labels: Strings = ()
+    expected_outcomes: Strings = ()
+    timeout: Timeout | None = None
+    epochs: Epochs | None = None
+    skip_judge: bool | None = None
+
+
+def check_options(**options: Any) -> TestOptions:
+    """`@test` options validated; raises ValueError naming the option."""
+    try:
+        return TestOptions.model_validate(options)
+    except ValidationError as exc:
+        raise ValueError(describe_errors(exc)) from None
+
+
+def steps_of(steps: tuple[StepEntry, ...]) -> tuple[ExpectedStep, ...]:
+    return tuple(
+        ExpectedStep(
+            step=s.step if s.step is not None else i, description=s.description, required_tools=s.required_tools
+        )
+        for i, s in enumerate(steps, start=1)
+    )
