@@ -9,7 +9,7 @@ import pytest
 from agent_health import EngineOptions, define_config, load_tests, run_tests
 from agent_health.judges.rubric import Rubric
 
-from .helpers import chat, verdict_json
+from .helpers import NONCE, chat, verdict_json
 
 EVALS = """
 from agent_health import test, expect
@@ -64,7 +64,7 @@ def responder(passed=True):
     def reply(rec):
         model = rec.json["model"]  # the server answers with the model it was asked for
         if "Metrics and scales" in rec.json["messages"][-1]["content"]:
-            metrics = {"metrics": {"accuracy": 2}, "reasoning": "ok", "suggestions": ["cite logs"]}
+            metrics = {"nonce": NONCE, "metrics": {"accuracy": 2}, "reasoning": "ok", "suggestions": ["cite logs"]}
             return chat(json.dumps(metrics), model=model)
         return chat(verdict_json(passed, 0.9 if passed else 0.1), usage=(1000, 100), model=model)
 
