@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from agent_health.connectors.transport import build_client
 from agent_health.errors import ConfigError
 from agent_health.judges.chat import (
     AnswerSchema,
@@ -94,8 +95,10 @@ class OpenAIChat(ChatClient):
         headers = {str(k): str(v) for k, v in (s.get("headers") or {}).items()}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=float(s.get("timeout_s", 60.0))
+        timeout_s = float(s.get("timeout_s", 60.0))
+        # the connectors' pool (aiohttp): one HTTP stack, and judge calls as concurrent as tests
+        self._client = build_client(
+            base_url=self.base_url, headers=headers, timeout_s=timeout_s, connect_timeout_s=timeout_s
         )
 
     @property
