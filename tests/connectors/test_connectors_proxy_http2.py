@@ -109,10 +109,15 @@ def tls_agent(tmp_path_factory) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.mark.parametrize("pool", ["aiohttp", "httpx"])
-def test_requests_go_through_the_configured_proxy_with_its_credentials(server: AgentServer, proxy: Proxy, pool):
+def test_requests_go_through_the_configured_proxy_with_its_credentials(
+    server: AgentServer, proxy: Proxy, pool, monkeypatch
+):
+    monkeypatch.setenv("PROXY_PASSWORD", PROXY_PASSWORD)  # as the README shows: the password by reference
     before = len(proxy.access(""))
-    r = invoke(runtime("http", endpoint=server.url + f"/chat?via={pool}", pool=pool, proxy=proxy.auth_url), "q")
+    setting = f"http://{PROXY_USER}:${{PROXY_PASSWORD}}@127.0.0.1:{proxy.port}"
+    r = invoke(runtime("http", endpoint=server.url + f"/chat?via={pool}", pool=pool, proxy=setting), "q")
     assert r.output == "answer to: q"
+    assert PROXY_PASSWORD not in r.model_dump_json()
     lines = proxy.access(f"POST 127.0.0.1:{server.port}/chat?via={pool} - 200")
     assert len(lines) == 1 and len(proxy.access("")) == before + 1
 
