@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_health.judges.chat import ChatClient, ChatMessage, ToolCall, ToolSpec
+from agent_health.judges.chat import ChatClient, ChatMessage, ChatResponse, ToolCall, ToolSpec
 from agent_health.judges.parse import VERDICT_ANSWER, ask_json, verdict_answer
 from agent_health.judges.prompt import JudgePrompt, PromptLimits, fence, truncate
 from agent_health.model import Usage
@@ -75,22 +75,22 @@ async def run_agentic(
     usage = Usage()
     log: list[dict[str, Any]] = []
 
-    def validate(text: str) -> dict[str, Any]:
-        return verdict_answer(text, prompt.nonce)
+    async def verdict(first: ChatResponse | None = None) -> tuple[dict[str, Any], Usage]:
+        return await ask_json(
+            client,
+            messages,
+            system=system,
+            answer_format=prompt.answer_format,
+            validate=lambda text: verdict_answer(text, prompt.nonce),
+            first=first,
+            tools=TRACE_TOOLS,
+            schema=VERDICT_ANSWER,
+        )
 
     for _ in range(max(1, max_steps)):
         response = await client.chat(messages, system=system, tools=TRACE_TOOLS, schema=VERDICT_ANSWER)
         if not response.tool_calls:
-            answer, more = await ask_json(
-                client,
-                messages,
-                system=system,
-                answer_format=prompt.answer_format,
-                validate=validate,
-                first=response,
-                tools=TRACE_TOOLS,
-                schema=VERDICT_ANSWER,
-            )
+            answer, more = await verdict(first=response)
             return answer, usage + more, log
         usage = usage + response.usage
         messages.append(ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls))
@@ -109,13 +109,5 @@ async def run_agentic(
             body = fence("TOOL_RESULT", truncate(text, limits.max_trace_chars), prompt.nonce)
             messages.append(ChatMessage(role="tool", content=body, tool_call_id=call.id, is_error=is_error))
     messages.append(ChatMessage(role="user", content=BUDGET_SPENT + prompt.answer_format))
-    answer, more = await ask_json(
-        client,
-        messages,
-        system=system,
-        answer_format=prompt.answer_format,
-        validate=validate,
-        tools=TRACE_TOOLS,
-        schema=VERDICT_ANSWER,
-    )
+    answer, more = await verdict()
     return answer, usage + more, log

@@ -25,7 +25,6 @@ from typing import Any
 
 from agent_health.judges.chat import (
     AnswerSchema,
-    Backoff,
     ChatClient,
     ChatMessage,
     ChatResponse,
@@ -51,16 +50,9 @@ class BedrockChat(ChatClient):
 
     provider = "bedrock"
 
-    def __init__(
-        self,
-        model: str,
-        settings: dict[str, Any] | None = None,
-        backoff: Backoff | None = None,
-        *,
-        no_structured: set[str] | None = None,
-    ):
-        super().__init__(model, backoff, no_structured=no_structured)
-        s = dict(settings or {})
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        s = self.settings
         self.region = (
             s.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         )
@@ -68,8 +60,6 @@ class BedrockChat(ChatClient):
         self.endpoint_url = s.get("endpoint_url")
         self.inference_config = dict(s.get("inference_config") or {"temperature": 0, "maxTokens": 1024})
         self.timeout_s = float(s.get("timeout_s", 60.0))
-        if not s.get("structured_output", True):
-            self.reject_structured()
         self._client: Any = None
         self._lock = threading.Lock()
 

@@ -123,12 +123,21 @@ class ChatClient(abc.ABC):
 
     provider: str = ""
 
-    def __init__(self, model: str, backoff: Backoff | None = None, *, no_structured: set[str] | None = None):
+    def __init__(
+        self,
+        model: str,
+        settings: dict[str, Any] | None = None,
+        backoff: Backoff | None = None,
+        *,
+        no_structured: set[str] | None = None,
+    ):
         self.model = model
+        self.settings = dict(settings or {})  # the provider's settings (each subclass reads its own)
         self.backoff = backoff or Backoff()
         # Endpoints (or models) found to reject structured outputs; shared by the clients of one
         # judge service, so each is tried once per run.
         self.no_structured = no_structured if no_structured is not None else set()
+        self.structured_output = bool(self.settings.get("structured_output", True))
 
     @property
     def structured_key(self) -> str:
@@ -138,7 +147,7 @@ class ChatClient(abc.ABC):
     @property
     def structured(self) -> bool:
         """Whether to ask for structured outputs (False once the provider rejected them)."""
-        return self.structured_key not in self.no_structured
+        return self.structured_output and self.structured_key not in self.no_structured
 
     def reject_structured(self) -> None:
         self.no_structured.add(self.structured_key)

@@ -24,7 +24,6 @@ from agent_health.connectors.transport import build_client
 from agent_health.errors import ConfigError
 from agent_health.judges.chat import (
     AnswerSchema,
-    Backoff,
     ChatClient,
     ChatMessage,
     ChatResponse,
@@ -67,16 +66,9 @@ class OpenAIChat(ChatClient):
 
     provider = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        settings: dict[str, Any] | None = None,
-        backoff: Backoff | None = None,
-        *,
-        no_structured: set[str] | None = None,
-    ):
-        super().__init__(model, backoff, no_structured=no_structured)
-        s = dict(settings or {})
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        s = self.settings
         if "api_key" in s:
             raise ConfigError(
                 "judge settings: put the OpenAI key in an environment variable and name it with "
@@ -90,8 +82,6 @@ class OpenAIChat(ChatClient):
         self.temperature = s.get("temperature", 0)
         self.max_tokens = s.get("max_tokens")
         self.json_mode = bool(s.get("json_mode", False))
-        if not s.get("structured_output", True):
-            self.reject_structured()
         headers = {str(k): str(v) for k, v in (s.get("headers") or {}).items()}
         if key:
             headers["Authorization"] = f"Bearer {key}"

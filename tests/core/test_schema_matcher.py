@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agent_health import define_config, load_tests, run_tests
-from agent_health.capabilities.context import TestContext, TestInfo, reset_context, set_context
+from agent_health.capabilities.context import TestContext, TestInfo, current_context, reset_context, set_context
 from agent_health.capabilities.expect import expect
 from agent_health.errors import ExpectationFailed
 from agent_health.judges.service import JudgeService
@@ -53,35 +53,36 @@ PROBES = {
 
 
 @pytest.fixture
-def ctx():
+def running_test():
+    """The context of a running test, so expect() records signals on it."""
     case = TestCase(id="s::t", name="t", suite="s", source_file="s.eval.py")
-    c = TestContext(
-        case=case, info=TestInfo("s::t", "t", "s", (), None, "demo@v2"), runtime=None, judges=JudgeService()
-    )
-    token = set_context(c)
-    yield c
-    reset_context(token)
+    info = TestInfo("s::t", "t", "s", (), None, "demo@v2")
+    token = set_context(TestContext(case=case, info=info, runtime=None, judges=JudgeService()))
+    try:
+        yield current_context("test")
+    finally:
+        reset_context(token)
 
 
 @pytest.mark.parametrize("keyword", sorted(PROBES))
-def test_each_keyword_is_enforced_and_the_failure_names_its_json_path(ctx, keyword):
+def test_each_keyword_is_enforced_and_the_failure_names_its_json_path(running_test, keyword):
     schema, good, bad, path = PROBES[keyword]
     expect(good).to_match_schema(schema)
-    assert ctx.signals[-1].passed is True
+    assert running_test.signals[-1].passed is True
     with pytest.raises(ExpectationFailed):
         expect(bad).to_match_schema(schema)
-    failed = ctx.signals[-1]
+    failed = running_test.signals[-1]
     assert failed.passed is False
     assert failed.reasoning.startswith(f"{path}: "), failed.reasoning
     # JSON text (the agent's output) is parsed before validation
     expect.soft(json.dumps(bad)).to_match_schema(schema)
-    assert ctx.signals[-1].passed is False
+    assert running_test.signals[-1].passed is False
 
 
-def test_every_problem_is_listed_with_its_path(ctx):
+def test_every_problem_is_listed_with_its_path(running_test):
     schema = {"type": "object", "required": ["service"], "properties": {"confidence": {"maximum": 1}}}
     expect.soft({"confidence": 3}).to_match_schema(schema)
-    reasoning = ctx.signals[-1].reasoning
+    reasoning = running_test.signals[-1].reasoning
     assert "$: 'service' is a required property" in reasoning and "$.confidence: 3 is greater than" in reasoning
 
 
@@ -93,11 +94,11 @@ def test_every_problem_is_listed_with_its_path(ctx):
         ({"$ref": "#/$defs/missing"}, "reference cannot be resolved"),
     ],
 )
-def test_a_broken_schema_is_an_error_naming_the_problem_not_a_pass(ctx, schema, problem):
+def test_a_broken_schema_is_an_error_naming_the_problem_not_a_pass(running_test, schema, problem):
     with pytest.raises(ValueError, match="to_match_schema") as info:
         expect({"service": 1}).to_match_schema(schema)
     assert problem in str(info.value)
-    assert ctx.signals == []  # nothing was recorded as passed
+    assert running_test.signals == []  # nothing was recorded as passed
 
 
 def test_a_typo_in_a_schema_makes_the_test_errored_with_the_problem(tmp_path):
