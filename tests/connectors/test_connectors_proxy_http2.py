@@ -4,6 +4,8 @@ private CA made by trustme, trusted through SSL_CERT_FILE as a user would)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +19,24 @@ from tests.support import free_port, skip_or_fail, wait_for_port
 
 PROXY_USER, PROXY_PASSWORD = "agent-health", "proxy-pass-7f3a"
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """Stop a server started in its own session, with every process it forked."""
+    for sig, wait_s in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+        try:  # the leader is gone; make sure no child of its group outlived it
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return
 
 
 class Proxy:
@@ -43,6 +63,7 @@ class Proxy:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # proxy.py forks acceptor processes: stop them with their group
         )
         self.url = f"http://127.0.0.1:{self.port}"
         self.auth_url = f"http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{self.port}"
@@ -57,18 +78,18 @@ class Proxy:
             time.sleep(0.05)
 
     def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+        stop_group(self.proc)
 
 
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory) -> Iterator[Proxy]:
     p = Proxy(tmp_path_factory.mktemp("proxy"))
-    if not wait_for_port(p.port, timeout=20):
+    try:
+        if not wait_for_port(p.port, timeout=20):
+            skip_or_fail("proxy.py did not start on 127.0.0.1")
+        yield p
+    finally:
         p.close()
-        skip_or_fail("proxy.py did not start on 127.0.0.1")
-    yield p
-    p.close()
 
 
 @pytest.fixture(scope="module")
@@ -99,13 +120,14 @@ def tls_agent(tmp_path_factory) -> Iterator[tuple[str, Path]]:
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
-    if not wait_for_port(port, timeout=20):
-        proc.kill()
-        skip_or_fail("hypercorn did not start on 127.0.0.1")
-    yield f"https://127.0.0.1:{port}", tmp / "ca.pem"
-    proc.kill()
-    proc.wait()
+    try:
+        if not wait_for_port(port, timeout=20):
+            skip_or_fail("hypercorn did not start on 127.0.0.1")
+        yield f"https://127.0.0.1:{port}", tmp / "ca.pem"
+    finally:
+        stop_group(proc)
 
 
 @pytest.mark.parametrize("pool", ["aiohttp", "httpx"])
