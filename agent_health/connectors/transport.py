@@ -18,6 +18,7 @@ import ssl
 from typing import Literal
 
 import httpx
+from httpx_aiohttp import HttpxAiohttpClient  # imported with the connector, not inside a run's timeout
 
 Pool = Literal["aiohttp", "httpx"]
 
@@ -53,8 +54,6 @@ def build_client(
             base_url=base_url,
             headers=headers,
         )
-    from httpx_aiohttp import HttpxAiohttpClient
-
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
     return HttpxAiohttpClient(
         limits=limits,
