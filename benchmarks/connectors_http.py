@@ -1,16 +1,19 @@
-"""Benchmark of the http connector. Prints figures; it asserts nothing.
+"""Benchmark of the http connector and its connection pools. Prints figures; it asserts nothing.
 
 1. Overhead per request against a local zero-latency agent: the connector (through
-   AgentRuntime.invoke, as tests call it) vs a raw httpx loop posting the same body on a pooled
-   client. Target: at most 0.3 ms.
-   Also against raw httpx on the connector's lean pool, which isolates the connector's own code.
-2. 1,000 tests through the engine (session.run_tests) against a local agent with 200 ms latency at
-   concurrency 64, vs the ideal ceil(1000/64) x 200 ms. Target: at most 1.15 x ideal.
+   AgentRuntime.invoke, as tests call it) vs a raw httpx loop posting the same body, on each pool.
+   Target: the connector adds at most 0.3 ms to a raw loop on its own pool.
+2. 1,000 requests at concurrency 64 on a bare client over each pool, against a local agent with
+   200 ms latency, vs the ideal ceil(1000/64) x 200 ms = 3.20 s. Target: at most 1.08 x ideal for
+   the default pool.
+3. 1,000 tests through the engine (session.run_tests), same agent and concurrency, on each pool.
+   Target: at most 1.15 x ideal.
 
-The agent server runs in its own process (stdlib asyncio, HTTP/1.1 keep-alive) so it does not
-share the benchmark's interpreter.
+Every pool is measured in the same run, interleaved, so machine load hits them alike. The agent
+server runs in its own process (stdlib asyncio, HTTP/1.1 keep-alive) so it does not share the
+benchmark's interpreter.
 
-    /work/main/.venv/bin/python benchmarks/connectors_http.py [--requests 3000] [--tests 1000]
+    .venv/bin/python benchmarks/connectors_http.py [--requests 3000] [--tests 1000] [--pools aiohttp,httpx]
 """
 
 from __future__ import annotations
@@ -90,17 +93,14 @@ def start_server(latency_s: float) -> tuple[subprocess.Popen, str]:
     raise SystemExit("benchmark agent server did not start")
 
 
-async def raw_loop(url: str, n: int, lean: bool = False) -> tuple[float, float]:
-    """The same request on the wire (body and headers, trace context included), bare httpx on
-    its default pool (or on the connector's lean pool). Returns (wall, client CPU) s per request."""
+async def raw_loop(url: str, n: int, pool: str) -> tuple[float, float]:
+    """The same request on the wire (body and headers, trace context included) on a bare httpx
+    client over `pool`. Returns (wall, client CPU) s per request."""
     import uuid
 
-    import httpx
+    from agent_health.connectors.transport import build_client
 
-    from agent_health.connectors.transport import LeanTransport
-
-    transport = LeanTransport(10) if lean else None
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=10), transport=transport) as client:
+    async with build_client(pool=pool, max_connections=10) as client:  # type: ignore[arg-type]
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(n):
             run_id = uuid.uuid4().hex
@@ -116,12 +116,13 @@ async def raw_loop(url: str, n: int, lean: bool = False) -> tuple[float, float]:
         return (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
 
 
-async def connector_loop(url: str, n: int) -> tuple[float, float]:
+async def connector_loop(url: str, n: int, pool: str) -> tuple[float, float]:
     from agent_health.config.agents import AgentSpec
     from agent_health.connectors.base import AgentRuntime
     from agent_health.model.agent import AgentRequest
 
-    rt = AgentRuntime(AgentSpec(key="bench", connector="http", settings={"endpoint": url}).resolve())
+    spec = AgentSpec(key="bench", connector="http", settings={"endpoint": url, "pool": pool})
+    rt = AgentRuntime(spec.resolve())
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(n):
@@ -131,47 +132,89 @@ async def connector_loop(url: str, n: int) -> tuple[float, float]:
         await rt.aclose()
 
 
-def overhead(n: int, rounds: int = 5) -> None:
+def overhead(n: int, pools: list[str], rounds: int = 5) -> None:
     proc, url = start_server(0.0)
+    raws: dict[str, list[tuple[float, float]]] = {p: [] for p in pools}
+    conns: dict[str, list[tuple[float, float]]] = {p: [] for p in pools}
     try:
-        asyncio.run(raw_loop(url, 300))
-        asyncio.run(connector_loop(url, 300))  # warm up imports, pools, server
-        raws, leans, conns = [], [], []
+        for pool in pools:  # warm up imports, pools, server
+            asyncio.run(raw_loop(url, 300, pool))
+            asyncio.run(connector_loop(url, 300, pool))
         for _ in range(rounds):  # interleaved so drift hits all equally
-            raws.append(asyncio.run(raw_loop(url, n)))
-            leans.append(asyncio.run(raw_loop(url, n, lean=True)))
-            conns.append(asyncio.run(connector_loop(url, n)))
+            for pool in pools:
+                raws[pool].append(asyncio.run(raw_loop(url, n, pool)))
+                conns[pool].append(asyncio.run(connector_loop(url, n, pool)))
     finally:
         proc.kill()
         proc.wait()
 
-    def ms(rows: list[tuple[float, float]], i: int, f=statistics.median) -> float:
-        return f(r[i] for r in rows) * 1000
+    def ms(rows: list[tuple[float, float]], i: int) -> float:
+        return statistics.median(r[i] for r in rows) * 1000
 
     print(
         f"[overhead] {rounds} interleaved rounds x {n} sequential requests, zero-latency local agent "
-        "(same body and headers on the wire)"
+        "(same body and headers on the wire; medians)"
     )
-    print(f"  raw httpx loop      : {ms(raws, 0):.3f} ms wall, {ms(raws, 1):.3f} ms client CPU per request (median)")
-    print(f"  raw httpx, lean pool: {ms(leans, 0):.3f} ms wall, {ms(leans, 1):.3f} ms client CPU per request (median)")
-    print(f"  http connector      : {ms(conns, 0):.3f} ms wall, {ms(conns, 1):.3f} ms client CPU per request (median)")
-    print(
-        f"  overhead vs raw httpx          : {ms(conns, 0) - ms(raws, 0):+.3f} ms wall (median), "
-        f"{ms(conns, 1) - ms(raws, 1):+.3f} ms CPU (median); target <= 0.300"
-    )
-    print(
-        f"  overhead vs same pool, bare    : {ms(conns, 0) - ms(leans, 0):+.3f} ms wall (median), "
-        f"{ms(conns, 1) - ms(leans, 1):+.3f} ms CPU (median) (the connector's own code)"
-    )
+    for pool in pools:
+        r, c = raws[pool], conns[pool]
+        print(
+            f"  {pool:8} raw httpx loop: {ms(r, 0):.3f} ms wall, {ms(r, 1):.3f} ms CPU; http connector: "
+            f"{ms(c, 0):.3f} ms wall, {ms(c, 1):.3f} ms CPU; connector overhead {ms(c, 0) - ms(r, 0):+.3f} ms wall "
+            f"(target <= 0.300)"
+        )
 
 
-def engine_ratio(n_tests: int, concurrency: int, latency_s: float, repeats: int = 3) -> None:
+async def concurrent_requests(url: str, n: int, concurrency: int, pool: str) -> float:
+    """`n` requests, `concurrency` in flight at once, on a bare httpx client over `pool`; wall s."""
+    from agent_health.connectors.transport import build_client
+
+    async with build_client(pool=pool, max_connections=100) as client:  # type: ignore[arg-type]
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with slots:
+                r = await client.post(url, json={"prompt": f"question {i}", "context": [], "run_id": str(i)})
+                json.loads(r.content)
+
+        await asyncio.gather(*(one(i) for i in range(concurrency)))  # warm: open the connections
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - t0
+
+
+def pool_ratio(n: int, concurrency: int, latency_s: float, pools: list[str], repeats: int = 3) -> None:
+    proc, url = start_server(latency_s)
+    walls: dict[str, list[float]] = {p: [] for p in pools}
+    try:
+        for _ in range(repeats):  # interleaved so drift hits all pools alike
+            for pool in pools:
+                walls[pool].append(asyncio.run(concurrent_requests(url, n, concurrency, pool)))
+    finally:
+        proc.kill()
+        proc.wait()
+    ideal = math.ceil(n / concurrency) * latency_s
+    print(
+        f"[pool] {n} requests x {latency_s * 1000:.0f} ms agent latency, concurrency {concurrency}, bare client "
+        f"({repeats} interleaved runs per pool); ideal {ideal:.3f} s"
+    )
+    for pool in pools:
+        w = walls[pool]
+        print(
+            f"  {pool:8} wall {', '.join(f'{x:.3f}' for x in w)} s; {min(w) / ideal:.3f} x ideal best, "
+            f"{statistics.median(w) / ideal:.3f} x median"
+        )
+    print("  target: <= 1.08 x ideal for the default pool (aiohttp)")
+
+
+def engine_ratio(n_tests: int, concurrency: int, latency_s: float, pools: list[str], repeats: int = 3) -> None:
     from agent_health.config import define_config
     from agent_health.engine import EngineOptions
     from agent_health.loader import load_tests
     from agent_health.session import run_tests
 
     proc, url = start_server(latency_s)
+    walls: dict[str, list[float]] = {p: [] for p in pools}
+    statuses: dict[str, dict[str, int]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             Path(tmp, "bench.eval.py").write_text(
@@ -188,30 +231,39 @@ def engine_ratio(n_tests: int, concurrency: int, latency_s: float, repeats: int 
             assert not loaded.errors and len(loaded.tests) == n_tests, loaded.errors
             cfg = define_config(
                 root=tmp,
-                agents=[{"key": "bench", "connector": "http", "settings": {"endpoint": url}, "versions": {"v1": {}}}],
+                agents=[
+                    {
+                        "key": "bench",
+                        "connector": "http",
+                        "settings": {"endpoint": url},
+                        "versions": {pool: {"pool": pool} for pool in pools},
+                    }
+                ],
             )
             opts = EngineOptions(concurrency=concurrency, timeout_s=60, skip_judge=True)
-            run_tests(loaded.tests[:concurrency], cfg, "bench@v1", opts)  # warm-up
-            walls = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                results = run_tests(loaded.tests, cfg, "bench@v1", opts, replay="off")
-                walls.append(time.perf_counter() - t0)
+            for pool in pools:
+                run_tests(loaded.tests[:concurrency], cfg, f"bench@{pool}", opts)  # warm-up
+            for _ in range(repeats):  # interleaved so drift hits all pools alike
+                for pool in pools:
+                    t0 = time.perf_counter()
+                    results = run_tests(loaded.tests, cfg, f"bench@{pool}", opts, replay="off")
+                    walls[pool].append(time.perf_counter() - t0)
+                    statuses[pool] = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "errored")}
     finally:
         proc.kill()
         proc.wait()
-    statuses = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "errored")}
     ideal = math.ceil(n_tests / concurrency) * latency_s
     print(
         f"[engine] {n_tests} tests x {latency_s * 1000:.0f} ms agent latency, concurrency {concurrency}, "
-        f"through session.run_tests ({repeats} runs)"
+        f"through session.run_tests ({repeats} interleaved runs per pool); ideal {ideal:.3f} s"
     )
-    print(f"  statuses (last run): {statuses}")
-    print(f"  wall               : {', '.join(f'{w:.3f}' for w in walls)} s; ideal {ideal:.3f} s")
-    print(
-        f"  ratio              : {min(walls) / ideal:.3f} x ideal best, {statistics.median(walls) / ideal:.3f} x "
-        "median (target <= 1.15)"
-    )
+    for pool in pools:
+        w = walls[pool]
+        print(
+            f"  {pool:8} wall {', '.join(f'{x:.3f}' for x in w)} s; {min(w) / ideal:.3f} x ideal best, "
+            f"{statistics.median(w) / ideal:.3f} x median; statuses (last run) {statuses[pool]}"
+        )
+    print("  target: <= 1.15 x ideal through the engine")
 
 
 def main() -> None:
@@ -221,13 +273,16 @@ def main() -> None:
     ap.add_argument("--tests", type=int, default=1000)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--latency-ms", type=float, default=200.0)
+    ap.add_argument("--pools", default="aiohttp,httpx", help="comma-separated pools to compare")
     args = ap.parse_args()
     if args.serve:
         asyncio.run(serve(int(args.serve[0]), float(args.serve[1])))
         return
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus")
-    overhead(args.requests)
-    engine_ratio(args.tests, args.concurrency, args.latency_ms / 1000)
+    pools = [p.strip() for p in args.pools.split(",") if p.strip()]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, pools {', '.join(pools)}")
+    overhead(args.requests, pools)
+    pool_ratio(args.tests, args.concurrency, args.latency_ms / 1000, pools)
+    engine_ratio(args.tests, args.concurrency, args.latency_ms / 1000, pools)
 
 
 if __name__ == "__main__":

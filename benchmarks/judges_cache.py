@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -32,20 +33,18 @@ from agent_health.model import RunResult, Step
 
 def stub_server(latency_s: float) -> tuple[ThreadingHTTPServer, list[int]]:
     calls = [0]
-    answer = json.dumps(
-        {
-            "choices": [
-                {
-                    "message": {
-                        "role": "assistant",
-                        "content": json.dumps({"pass": True, "score": 0.9, "reasoning": "ok"}),
-                    }
-                }
-            ],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 60},
-            "model": "bench-judge",
-        }
-    ).encode()
+
+    def answer(request: bytes) -> bytes:
+        # a judge echoes the nonce its prompt asks for
+        found = re.search(rb'\\"nonce\\": \\"([0-9a-f]{16})\\"', request)
+        verdict = {"nonce": found.group(1).decode() if found else "", "pass": True, "score": 0.9, "reasoning": "ok"}
+        return json.dumps(
+            {
+                "choices": [{"message": {"role": "assistant", "content": json.dumps(verdict)}}],
+                "usage": {"prompt_tokens": 900, "completion_tokens": 60},
+                "model": "bench-judge",
+            }
+        ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -54,14 +53,14 @@ def stub_server(latency_s: float) -> tuple[ThreadingHTTPServer, list[int]]:
             pass
 
         def do_POST(self):
-            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = answer(self.rfile.read(int(self.headers.get("content-length") or 0)))
             calls[0] += 1
             time.sleep(latency_s)
             self.send_response(200)
             self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(answer)))
+            self.send_header("content-length", str(len(body)))
             self.end_headers()
-            self.wfile.write(answer)
+            self.wfile.write(body)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True

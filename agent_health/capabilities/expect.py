@@ -244,8 +244,20 @@ def _num(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _schema_problem(schema: Any, data: Any) -> str | None:
-    """None when `data` fits a pydantic model class or a JSON schema dict; else why not."""
+def _json_path(parts: Iterable[Any]) -> str:
+    """`$.items[0].name` from a sequence of keys and indexes (pydantic `loc`, jsonschema `path`)."""
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _schema_problem(schema: Any, data: Any, max_errors: int = 5) -> str | None:
+    """None when `data` fits a pydantic model class or a JSON schema; else every problem with its JSON path.
+
+    An invalid JSON schema (a typo such as `"type": "strng"`) or a `$ref` that cannot be resolved
+    raises ValueError naming the problem: a broken schema must not pass silently.
+    """
     if data is None:
         return "output is not JSON"
     if isinstance(schema, type) and hasattr(schema, "model_validate"):
@@ -253,11 +265,29 @@ def _schema_problem(schema: Any, data: Any) -> str | None:
             schema.model_validate(data)
             return None
         except pydantic.ValidationError as exc:
-            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+            details = "; ".join(f"{_json_path(e['loc'])}: {e['msg']}" for e in exc.errors()[:max_errors])
             return str(exc).splitlines()[0] + ": " + details
-    from agent_health.capabilities.jsonschema_lite import validate
+    if not isinstance(schema, (dict, bool)):
+        raise TypeError(
+            f"to_match_schema() needs a pydantic model class or a JSON schema (dict), got {type(schema).__name__}"
+        )
+    import jsonschema
+    from referencing.exceptions import Unresolvable
 
-    return validate(schema, data)
+    validator_class = jsonschema.validators.validator_for(schema)  # the $schema's draft; the latest by default
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"to_match_schema(): invalid JSON schema at {exc.json_path}: {exc.message}") from None
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    try:
+        errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    except Unresolvable as exc:
+        raise ValueError(f"to_match_schema(): the schema's reference cannot be resolved: {exc}") from None
+    if not errors:
+        return None
+    shown = "; ".join(f"{e.json_path}: {e.message}" for e in errors[:max_errors])
+    return shown + (f" (and {len(errors) - max_errors} more)" if len(errors) > max_errors else "")
 
 
 class ExpectAPI:

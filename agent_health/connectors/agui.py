@@ -22,10 +22,12 @@ import httpx
 from pydantic import Field
 
 from agent_health.config.secrets import SecretSet, known_secrets
-from agent_health.connectors.http import HttpBase, HttpSettings, describe_transport_error
+from agent_health.connectors.http import HttpBase, HttpSettings, RunBudget, describe_transport_error, media_type
 from agent_health.connectors.parsing import as_text, parse_args, usage_of
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
+
+EVENT_STREAM = "text/event-stream"
 
 
 class AguiSettings(HttpSettings):
@@ -70,6 +72,7 @@ class _Fold:
         self.error: str | None = None
         self.usage = Usage()
         self.last_text = ""
+        self.head = ""  # the start of the body, for the message when no event arrives
         self.t0 = time.perf_counter()
 
     def _ms(self) -> float:
@@ -239,20 +242,28 @@ class AguiConnector(HttpBase):
     async def run(self, request: AgentRequest) -> RunResult:
         started = time.perf_counter()
         limit = self.run_timeout(request)
+        budget = RunBudget.start(limit)
         fold = _Fold()
         try:
             async with asyncio.timeout(limit):
-                response, retries, _ = await self.send(request, self.build_body(request), accept="text/event-stream")
+                response, retries, _ = await self.send(
+                    request, self.build_body(request), accept=EVENT_STREAM, budget=budget
+                )
+                mime = media_type(response)
+                if mime not in (EVENT_STREAM, ""):  # a JSON error, an HTML page: not an event stream
+                    raise self.unexpected(response, await self._snippet(response), EVENT_STREAM)
                 # From here on output has begun: no retries, only the idle and run timeouts apply.
                 await self._consume(response, fold)
         except TimeoutError:
+            open_parts = fold.open_parts()
             raise self.fail(
-                f"run did not finish within timeout_s={limit:g}s after {len(fold.raw)} events"
-                + (f" ({fold.open_parts()})" if fold.open_parts() else "")
+                budget.timed_out(f" after {len(fold.raw)} events") + (f" ({open_parts})" if open_parts else "")
             ) from None
         if fold.error:
             raise self.fail(fold.error)
         if fold.finished is None:
+            if not fold.raw and fold.head.strip():  # bytes came, but no event: not an AG-UI stream
+                raise self.unexpected(response, fold.head, f"{EVENT_STREAM} with AG-UI events")
             open_parts = fold.open_parts()
             raise self.fail(
                 f"stream ended before RUN_FINISHED after {len(fold.raw)} events"
@@ -297,6 +308,8 @@ class AguiConnector(HttpBase):
                 size += len(chunk)
                 if size > cap:
                     raise self.too_large()
+                if len(fold.head) < 300:
+                    fold.head += chunk[:300].decode("utf-8", "replace")
                 try:
                     buf += decoder.decode(chunk)
                 except UnicodeDecodeError as exc:

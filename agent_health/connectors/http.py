@@ -12,18 +12,31 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import ssl
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from agent_health.config.secrets import collect_sensitive, display_value, redact_headers, register_log_secrets
 from agent_health.connectors.auth import Authenticator, AuthSettings
 from agent_health.connectors.common import ConnectorSettings, RealConnector
-from agent_health.connectors.parsing import ParseError, get_path, parse_body
-from agent_health.connectors.retry import RetryPolicy
+from agent_health.connectors.parsing import (
+    OUTPUT_KEYS,
+    STEP_KEYS,
+    THINKING_KEYS,
+    TOOL_KEYS,
+    ParseError,
+    get_path,
+    parse_body,
+)
+from agent_health.connectors.retry import RetryPolicy, parse_retry_after
+from agent_health.connectors.transport import Pool, build_client
 from agent_health.errors import AgentError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
@@ -54,25 +67,93 @@ class HttpSettings(ConnectorSettings):
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="Retries of connection errors, 429, 5xx.")
     max_response_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Larger responses are an error.")
     max_connections: int = Field(100, gt=0, description="Pooled connections to the agent.")
-    pool: Literal["lean", "httpx"] = Field(
-        "lean", description="Connection pool: lean (see connectors.transport) or httpx's default one."
+    pool: Pool | None = Field(
+        None,
+        description="Connection pool (see connectors.transport): aiohttp (HTTP/1.1) or httpx (its own pool, "
+        "needed for http2). Unset: httpx when http2 is on, else aiohttp.",
+    )
+    http2: bool = Field(False, description="Speak HTTP/2 when the agent offers it (TLS with ALPN); needs pool httpx.")
+    proxy: str | None = Field(
+        None,
+        description="Proxy URL (http://[user:password@]host:port); unset: HTTP_PROXY / HTTPS_PROXY / ALL_PROXY "
+        "/ NO_PROXY from the environment.",
     )
     verify_tls: bool = Field(True, description="Verify the agent's TLS certificate.")
 
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_is_http_url(cls, value: str) -> str:
+        return check_http_url(value)
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_is_http_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_http_url(value, schemes=("http", "https", "socks5"))
+
+    @field_validator("http2")
+    @classmethod
+    def _pool_speaks_http2(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("pool") == "aiohttp":
+            raise ValueError("needs pool 'httpx' (the aiohttp pool speaks HTTP/1.1 only)")
+        return value
+
+    @property
+    def effective_pool(self) -> Pool:
+        return self.pool or ("httpx" if self.http2 else "aiohttp")
+
+
+def check_http_url(value: str, schemes: tuple[str, ...] = ("http", "https")) -> str:
+    """`value` when it is an absolute URL with one of `schemes` and a host. The error names what is
+    wrong, never the value itself (it may hold a resolved secret)."""
+    try:
+        parts = urlsplit(value.strip())
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
+    except ValueError as exc:
+        raise ValueError(f"not a valid URL ({exc})") from None
+    wanted = " or ".join(f"{s}://" for s in schemes)
+    if not parts.scheme:
+        raise ValueError(f"not a URL: expected {wanted}host[:port]/path")
+    if parts.scheme.lower() not in schemes:
+        raise ValueError(f"scheme {parts.scheme}:// is not supported; use {wanted}")
+    if not parts.hostname:
+        raise ValueError(f"the URL has no host; expected {parts.scheme}://host[:port]/path")
+    return value.strip()
+
 
 def describe_transport_error(exc: BaseException) -> str:
-    """A short human reason for an httpx transport error (httpx often says only 'All connection attempts failed')."""
-    seen: set[int] = set()
+    """A short human reason for a transport error. httpx often says only 'All connection attempts
+    failed', and the aiohttp pool's errors arrive mapped to a coarse httpx type: the cause chain
+    says what really happened."""
+    import aiohttp
+
+    chain: list[BaseException] = []
     cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(cur, ConnectionResetError):
-            return "connection reset by the agent"
+    while cur is not None and all(cur is not seen for seen in chain):
+        chain.append(cur)
         cur = cur.__cause__ or cur.__context__
+    for cause in chain:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS certificate not trusted: {cause.verify_message or cause}"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS error: {cause.reason or cause}"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, ConnectionResetError):
+            return "connection reset by the agent"
+        if isinstance(cause, socket.gaierror):
+            return f"cannot resolve the host ({cause.strerror or cause})"
+        if isinstance(cause, aiohttp.ClientProxyConnectionError):
+            return f"cannot connect to the proxy: {cause.os_error.strerror or cause.os_error}"
+        if isinstance(cause, aiohttp.ClientHttpProxyError):
+            return f"the proxy answered HTTP {cause.status}: {cause.message}"
+        if isinstance(cause, aiohttp.ServerDisconnectedError):
+            return "the agent closed the connection without a response"
+        if isinstance(cause, aiohttp.ServerTimeoutError | TimeoutError):
+            return "timed out"
     if isinstance(exc, httpx.ConnectTimeout):
         return "connection timed out"
+    if isinstance(exc, httpx.ProxyError):
+        return f"proxy error: {exc}"
     if isinstance(exc, httpx.RemoteProtocolError):
         return f"protocol error: {exc}"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -113,6 +194,49 @@ def prompt_with_context(request: AgentRequest) -> str:
     return request.prompt + "\n\n" + "\n\n".join(parts)
 
 
+@dataclass
+class RunBudget:
+    """One run's time limit as the retry loop sees it, and the attempts that failed so far."""
+
+    limit_s: float
+    deadline: float  # event-loop time
+    failed: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, limit_s: float) -> RunBudget:
+        return cls(limit_s, asyncio.get_running_loop().time() + limit_s)
+
+    def timed_out(self, events: str = "") -> str:
+        """The message of a run that ran out of time, with the last failed attempt when there was one."""
+        msg = f"run did not finish within timeout_s={self.limit_s:g}s{events}"
+        if self.failed:
+            n = len(self.failed)
+            msg += f" ({n} failed attempt{'s' if n > 1 else ''}, the last: {self.failed[-1]})"
+        return msg
+
+
+JSON_OR_TEXT = "JSON or plain text"
+
+
+def body_start(text: str, n: int = 120) -> str:
+    text = " ".join(text.split())
+    return text[:n] + ("..." if len(text) > n else "")
+
+
+def looks_like_html(text: str) -> bool:
+    return text.lstrip()[:15].lower().startswith(("<!doctype html", "<html", "<head", "<body"))
+
+
+def readable_answer_type(mime: str) -> bool:
+    """JSON (any `json` media type), plain text or markdown, or no content type at all."""
+    return "json" in mime or mime in ("", "text/plain", "text/markdown")
+
+
+def media_type(response: httpx.Response) -> str:
+    """The response's media type (`application/json`), lower case, without parameters; '' if none."""
+    return response.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 class HttpBase(RealConnector):
     """Shared HTTP plumbing: pooled client, auth, trace headers, retries, size cap."""
 
@@ -137,22 +261,15 @@ class HttpBase(RealConnector):
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             s = self.settings
-            # One TLS context: loading the CA bundle costs ~30 ms.
-            verify = httpx.create_ssl_context(verify=True) if s.verify_tls else False
-            transport = None
-            if s.pool == "lean":
-                from agent_health.connectors.transport import LeanTransport
-
-                transport = LeanTransport(
-                    s.max_connections, verify if isinstance(verify, ssl.SSLContext) else _no_verify_context()
-                )
-            limits = httpx.Limits(max_connections=s.max_connections, max_keepalive_connections=s.max_connections)
-            self._client = httpx.AsyncClient(
-                limits=limits,
-                timeout=httpx.Timeout(s.request_timeout_s, connect=s.connect_timeout_s),
-                verify=verify,
-                transport=transport,
-                follow_redirects=True,
+            self._client = build_client(
+                pool=s.effective_pool,
+                max_connections=s.max_connections,
+                timeout_s=s.request_timeout_s,
+                connect_timeout_s=s.connect_timeout_s,
+                # One TLS context: loading the CA bundle costs ~30 ms.
+                verify=httpx.create_ssl_context(verify=True) if s.verify_tls else False,
+                http2=s.http2,
+                proxy=s.proxy,
             )
         return self._client
 
@@ -235,15 +352,24 @@ class HttpBase(RealConnector):
 
     # -- sending --------------------------------------------------------------
     async def send(
-        self, request: AgentRequest, body: Any, accept: str = "application/json"
+        self,
+        request: AgentRequest,
+        body: Any,
+        accept: str = "application/json",
+        *,
+        budget: RunBudget | None = None,
     ) -> tuple[httpx.Response, int, float]:
         """Send with retries; return an open streaming 2xx response, the retry count and the
-        deadline of the successful attempt. Retries happen only before any response body is read."""
+        deadline of the successful attempt. Retries happen only before any response body is read.
+
+        With `budget`, each failed attempt is noted on it, and a retry whose wait (Retry-After
+        included) would not fit in what is left of the run fails now, naming the cause."""
         method, url, headers, content = await self.prepare(request, body, accept)
         policy = self.settings.retry
         retries = 0
+        loop = asyncio.get_running_loop()
         while True:
-            deadline = asyncio.get_running_loop().time() + self.settings.request_timeout_s
+            deadline = loop.time() + self.settings.request_timeout_s
             reason: str
             retry_after = None
             try:
@@ -277,10 +403,25 @@ class HttpBase(RealConnector):
                 retry_after = response.headers.get("retry-after")
                 if response.status_code not in policy.statuses:
                     raise self.fail(reason)
+            gave_up = f"gave up after {retries + 1} attempt{'s' if retries else ''}"
             if retries >= policy.max_retries:
-                attempts = retries + 1
-                raise self.fail(f"{reason} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})")
-            await asyncio.sleep(policy.delay(retries, retry_after))
+                raise self.fail(f"{reason} ({gave_up})")
+            wait = policy.delay(retries, retry_after)
+            if budget is not None:
+                budget.failed.append(reason)
+                left = budget.deadline - loop.time()
+                hinted = parse_retry_after(retry_after)
+                if hinted is not None and hinted > left:
+                    raise self.fail(
+                        f"{reason}; Retry-After asks for {hinted:.0f}s but only {max(left, 0.0):.1f}s of the "
+                        f"run's timeout_s={budget.limit_s:g}s are left ({gave_up})"
+                    )
+                if wait > left:
+                    raise self.fail(
+                        f"{reason}; the {wait:.1f}s backoff before the next retry does not fit in the "
+                        f"{max(left, 0.0):.1f}s left of the run's timeout_s={budget.limit_s:g}s ({gave_up})"
+                    )
+            await asyncio.sleep(wait)
             retries += 1
 
     async def _snippet(self, response: httpx.Response, limit: int = 300) -> str:
@@ -296,6 +437,15 @@ class HttpBase(RealConnector):
             await response.aclose()
         text = data[:limit].decode("utf-8", "replace").strip()
         return text + ("..." if len(data) > limit else "")
+
+    def unexpected(self, response: httpx.Response, body: str, expected: str) -> AgentError:
+        """The error for a response the connector cannot read as an answer: names the status, the
+        content type and the start of the body."""
+        ctype = response.headers.get("content-type") or "none"
+        return self.fail(
+            f"unexpected response: HTTP {response.status_code} with content type {ctype!r} "
+            f"(expected {expected}); body starts {body_start(body)!r}"
+        )
 
     def too_large(self, size: int | None = None) -> AgentError:
         cap = self.settings.max_response_bytes
@@ -342,9 +492,10 @@ class HttpConnector(HttpBase):
     async def run(self, request: AgentRequest) -> RunResult:
         started = time.perf_counter()
         limit = self.run_timeout(request)
+        budget = RunBudget.start(limit)
         try:
             async with asyncio.timeout(limit):
-                response, retries, deadline = await self.send(request, self.build_body(request))
+                response, retries, deadline = await self.send(request, self.build_body(request), budget=budget)
                 try:
                     async with asyncio.timeout_at(deadline):
                         raw = await self.read_body(response)
@@ -353,9 +504,16 @@ class HttpConnector(HttpBase):
                         f"response body not received within request_timeout_s={self.settings.request_timeout_s:g}s"
                     ) from None
         except TimeoutError:
-            raise self.fail(f"run did not finish within timeout_s={limit:g}s") from None
+            raise self.fail(budget.timed_out()) from None
+        if not readable_answer_type(media_type(response)):  # before decoding: a binary body is no text
+            raise self.unexpected(response, raw[:300].decode("utf-8", "replace"), JSON_OR_TEXT)
         text = self.decode(raw, response)
         data = self.parse_json(text, response)
+        if not self.settings.response_paths and (problem := shape_problem(data)):
+            raise self.fail(
+                f"unexpected response shape: HTTP {response.status_code}, {problem}; body starts "
+                f"{body_start(text)!r} (set response_paths to point at the answer)"
+            )
         try:
             output, steps, usage = parse_body(data, self.settings.response_paths, self.settings.model)
         except ParseError as exc:
@@ -383,19 +541,33 @@ class HttpConnector(HttpBase):
         return await self.apply_after(seen, result)
 
     def parse_json(self, text: str, response: httpx.Response) -> Any:
-        ctype = response.headers.get("content-type", "")
-        stripped = text.lstrip()
-        if "json" not in ctype and not stripped.startswith(("{", "[")):
+        """The decoded JSON body, or the text itself for plain-text agents (text/plain, text/markdown
+        or no content type). An HTML page, or any other content type, is not an answer."""
+        mime = media_type(response)
+        is_json = "json" in mime
+        if looks_like_html(text) or not readable_answer_type(mime):
+            raise self.unexpected(response, text, JSON_OR_TEXT)
+        if not is_json and not text.lstrip().startswith(("{", "[")):
             return text  # plain-text agents: the body is the answer
         try:
             return json.loads(text)
         except ValueError as exc:
-            start = stripped[:80]
-            raise self.fail(f"malformed JSON response: {exc}; body starts {start!r}") from None
+            raise self.fail(
+                f"malformed JSON response: {exc}; HTTP {response.status_code} with content type "
+                f"{response.headers.get('content-type') or 'none'!r}, body starts {body_start(text)!r}"
+            ) from None
 
 
-def _no_verify_context() -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+def shape_problem(data: Any) -> str | None:
+    """Why a decoded JSON body is not in a shape the connector reads an answer from, or None."""
+    if isinstance(data, str):
+        return None
+    if isinstance(data, Mapping):
+        known = ("choices", *OUTPUT_KEYS, *TOOL_KEYS, *THINKING_KEYS, *STEP_KEYS)
+        if any(k in data for k in known):
+            return None
+        keys = ", ".join(map(str, list(data)[:10])) or "none"
+        return f"a JSON object without any answer field ({', '.join(OUTPUT_KEYS)}, choices, ...); its keys: {keys}"
+    if isinstance(data, list) and data and all(isinstance(p, Mapping) and "text" in p for p in data):
+        return None  # content parts
+    return f"a JSON {type(data).__name__ if data is not None else 'null'} where an answer was expected"

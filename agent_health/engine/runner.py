@@ -28,7 +28,7 @@ from agent_health.judges.service import JudgeService
 from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
 from agent_health.model import Signal, TestResult, TrialResult, Usage
-from agent_health.pricing import cost_of
+from agent_health.pricing import total_cost
 
 # An analyzer gets a finished result and its run's traces view (None without traces).
 Analyzer = Callable[[TestResult, Any], Any]
@@ -287,14 +287,15 @@ class Engine:
         last = trials[-1]
         runs = [t.run for t in trials if t.run is not None]
         usage = sum((r.usage for r in runs), Usage())
-        judge_usage = Usage()
-        for t in trials:
-            for s in t.signals:
-                if s.kind == "judge" and s.evidence and "usage" in s.evidence:
-                    judge_usage = judge_usage + Usage(**s.evidence["usage"])
-        costs = [
-            c for c in (cost_of(usage, self.options.prices), cost_of(judge_usage, self.options.prices)) if c is not None
+        judge_calls = [
+            Usage(**s.evidence["usage"])
+            for t in trials
+            for s in t.signals
+            if s.kind == "judge" and s.evidence and "usage" in s.evidence
         ]
+        judge_usage = sum(judge_calls, Usage())
+        # each judge call priced at its own model; unknown when any priced part is unknown
+        cost = total_cost([*(r.usage for r in runs), *judge_calls], self.options.prices)
         fields: dict[str, Any] = {
             "status": last.status,
             "score": last.score,
@@ -307,7 +308,7 @@ class Engine:
             "duration_ms": duration_ms,
             "usage": usage,
             "judge_usage": judge_usage,
-            "cost_usd": round(sum(costs), 8) if costs else None,
+            "cost_usd": cost,
             "epochs": len(trials),
             "metrics": run_metrics(last.run, self.options.prices),
         }

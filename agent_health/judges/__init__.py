@@ -5,8 +5,9 @@
 - Providers: `demo` (offline heuristic), `openai` (any OpenAI-compatible endpoint, httpx) and
   `bedrock` (Converse through boto3, imported lazily), behind `chat.ChatClient` with rate-limit backoff.
 - `llm_judge.LLMJudge` (contextual, one call) and `agentic` (bounded trace-tool loop) build the fenced
-  prompt (`prompt`), parse the JSON answer with one repair attempt (`parse`) and cache verdicts by
-  content (`cache`, `canonical`).
+  prompt with its nonce (`prompt`), ask for a structured verdict, take only the judge's own answer
+  (the last object carrying the nonce), repaired locally before any second call (`parse`), and
+  cache verdicts by content (`cache`, `canonical`).
 - `rubric.Rubric` (agent-health evaluator JSON) and `custom` evaluators get the cached `llm` helper (`llm`).
 """
 

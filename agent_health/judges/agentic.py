@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_health.judges.chat import ChatClient, ChatMessage, ToolCall, ToolSpec
-from agent_health.judges.parse import ask_json, verdict_answer
-from agent_health.judges.prompt import VERDICT_FORMAT, JudgePrompt, PromptLimits, fence, truncate
+from agent_health.judges.chat import ChatClient, ChatMessage, ChatResponse, ToolCall, ToolSpec
+from agent_health.judges.parse import VERDICT_ANSWER, ask_json, verdict_answer
+from agent_health.judges.prompt import JudgePrompt, PromptLimits, fence, truncate
 from agent_health.model import Usage
 from agent_health.traces.tools import RunTraceTools
 
@@ -47,7 +47,7 @@ AGENTIC_NOTE = (
     "trace data before answering. When you have enough evidence, reply with the JSON verdict "
     "and no tool call."
 )
-BUDGET_SPENT = "Your tool budget is spent. Give your verdict now from the evidence you have.\n" + VERDICT_FORMAT
+BUDGET_SPENT = "Your tool budget is spent. Give your verdict now from the evidence you have.\n"
 
 
 async def invoke(tools: RunTraceTools, call: ToolCall) -> Any:
@@ -74,18 +74,23 @@ async def run_agentic(
     messages = [ChatMessage(role="user", content=prompt.user)]
     usage = Usage()
     log: list[dict[str, Any]] = []
+
+    async def verdict(first: ChatResponse | None = None) -> tuple[dict[str, Any], Usage]:
+        return await ask_json(
+            client,
+            messages,
+            system=system,
+            answer_format=prompt.answer_format,
+            validate=lambda text: verdict_answer(text, prompt.nonce),
+            first=first,
+            tools=TRACE_TOOLS,
+            schema=VERDICT_ANSWER,
+        )
+
     for _ in range(max(1, max_steps)):
-        response = await client.chat(messages, system=system, tools=TRACE_TOOLS)
+        response = await client.chat(messages, system=system, tools=TRACE_TOOLS, schema=VERDICT_ANSWER)
         if not response.tool_calls:
-            answer, more = await ask_json(
-                client,
-                messages,
-                system=system,
-                answer_format=VERDICT_FORMAT,
-                validate=verdict_answer,
-                first=response,
-                tools=TRACE_TOOLS,
-            )
+            answer, more = await verdict(first=response)
             return answer, usage + more, log
         usage = usage + response.usage
         messages.append(ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls))
@@ -103,8 +108,6 @@ async def run_agentic(
             log.append(entry)
             body = fence("TOOL_RESULT", truncate(text, limits.max_trace_chars), prompt.nonce)
             messages.append(ChatMessage(role="tool", content=body, tool_call_id=call.id, is_error=is_error))
-    messages.append(ChatMessage(role="user", content=BUDGET_SPENT))
-    answer, more = await ask_json(
-        client, messages, system=system, answer_format=VERDICT_FORMAT, validate=verdict_answer, tools=TRACE_TOOLS
-    )
+    messages.append(ChatMessage(role="user", content=BUDGET_SPENT + prompt.answer_format))
+    answer, more = await verdict()
     return answer, usage + more, log

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import abc
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from agent_health.model import Verdict
 from agent_health.model.judge import JudgeRequest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_health.judges.chat import AnswerSchema
 
 
 class LLM(Protocol):
     """A provider-agnostic completion helper (the `llm` given to custom evaluators and the insight
     synthesizer). Implementations go through the judge cache."""
 
-    async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> str:
-        """One completion; returns the model's text."""
+    async def complete(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False, schema: AnswerSchema | None = None
+    ) -> str:
+        """One completion; returns the model's text (`schema`: ask for a structured answer)."""
         ...
 
 

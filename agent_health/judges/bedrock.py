@@ -8,23 +8,30 @@ lives in the configuration. Settings: `region` (default $AWS_REGION or us-east-1
 
 botocore's own retries are turned off so throttling goes through the same backoff as every other
 provider (counted in `usage.retries`).
+
+Structured verdicts use tool use: the answer schema is offered as a tool the model must call
+(`toolChoice`), and the tool's input is the answer. A model that rejects it (a ValidationException,
+as models without tool use or forced tool choice answer) is asked again without, once, and
+remembered for the rest of the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 from typing import Any
 
 from agent_health.config.secrets import register_credentials
 from agent_health.judges.chat import (
-    Backoff,
+    AnswerSchema,
     ChatClient,
     ChatMessage,
     ChatResponse,
     ProviderError,
     RateLimited,
+    StructuredOutputRejected,
     ToolCall,
     ToolSpec,
 )
@@ -44,9 +51,9 @@ class BedrockChat(ChatClient):
 
     provider = "bedrock"
 
-    def __init__(self, model: str, settings: dict[str, Any] | None = None, backoff: Backoff | None = None):
-        super().__init__(model, backoff)
-        s = dict(settings or {})
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        s = self.settings
         self.region = (
             s.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         )
@@ -81,8 +88,15 @@ class BedrockChat(ChatClient):
                 )
             return self._client
 
-    def request(self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
-        """The Converse keyword arguments."""
+    def request(
+        self,
+        messages: list[ChatMessage],
+        system: str | None,
+        tools: tuple[ToolSpec, ...],
+        schema: AnswerSchema | None = None,
+    ) -> dict[str, Any]:
+        """The Converse keyword arguments. With `schema`, the answer is a tool the model must call
+        (among the other tools, when there are any)."""
         wire: list[dict[str, Any]] = []
         for m in messages:
             if m.role == "tool":
@@ -106,21 +120,38 @@ class BedrockChat(ChatClient):
         kwargs: dict[str, Any] = {"modelId": self.model, "messages": wire, "inferenceConfig": self.inference_config}
         if system:
             kwargs["system"] = [{"text": system}]
-        if tools:
-            kwargs["toolConfig"] = {
-                "tools": [
-                    {"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.parameters}}}
-                    for t in tools
-                ]
-            }
+        specs = [
+            {"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.parameters}}}
+            for t in tools
+        ]
+        if schema is not None:
+            specs.append(
+                {
+                    "toolSpec": {
+                        "name": schema.name,
+                        "description": schema.description or f"Submit your {schema.name}.",
+                        "inputSchema": {"json": dict(schema.schema)},
+                    }
+                }
+            )
+        if specs:
+            kwargs["toolConfig"] = {"tools": specs}
+            if schema is not None:
+                kwargs["toolConfig"]["toolChoice"] = {"any": {}} if tools else {"tool": {"name": schema.name}}
         return kwargs
 
     async def _call(
-        self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+        self,
+        messages: list[ChatMessage],
+        *,
+        system: str | None,
+        tools: tuple[ToolSpec, ...],
+        json_mode: bool,
+        schema: AnswerSchema | None,
     ) -> ChatResponse:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        kwargs = self.request(messages, system, tools)
+        kwargs = self.request(messages, system, tools, schema)
         try:
             data = await asyncio.to_thread(lambda: self._boto().converse(**kwargs))
         except ClientError as exc:
@@ -130,16 +161,22 @@ class BedrockChat(ChatClient):
             if code in _THROTTLED or status in (429, 503):
                 retry_after = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("retry-after")
                 raise RateLimited(f"{code}: {message}", float(retry_after) if retry_after else None) from exc
+            if code == "ValidationException" and schema is not None:
+                raise StructuredOutputRejected(f"{self.label}: {code}: {message}") from exc
             raise ProviderError(f"{self.label}: {code}: {message}") from exc
         except BotoCoreError as exc:
             raise ProviderError(f"{self.label}: {type(exc).__name__}: {exc}") from exc
         texts, calls = [], []
+        answer: str | None = None
         for block in ((data.get("output") or {}).get("message") or {}).get("content") or []:
             if "text" in block:
                 texts.append(block["text"])
             elif "toolUse" in block:
                 use = block["toolUse"]
                 args = use.get("input")
+                if schema is not None and use.get("name") == schema.name:
+                    answer = json.dumps(args)  # the structured answer; not a tool to run
+                    continue
                 calls.append(
                     ToolCall(
                         id=str(use.get("toolUseId")),
@@ -149,7 +186,7 @@ class BedrockChat(ChatClient):
                 )
         usage = data.get("usage") or {}
         return ChatResponse(
-            text="\n".join(texts),
+            text=answer if answer is not None else "\n".join(texts),
             tool_calls=tuple(calls),
             model=self.model,
             usage=Usage.of(

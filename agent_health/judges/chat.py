@@ -10,7 +10,8 @@ from __future__ import annotations
 import abc
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,6 +53,18 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
+@dataclass(frozen=True)
+class AnswerSchema:
+    """The JSON schema an answer must follow, for providers' structured outputs (OpenAI-compatible
+    `response_format` json_schema, Bedrock forced tool use). The answer still goes through the
+    same parsing and nonce check: a provider may ignore or reject the schema."""
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str = ""
+    strict: bool = field(default=True, compare=False)
+
+
 class ChatResponse(BaseModel):
     """What one model call returned."""
 
@@ -65,6 +78,10 @@ class ChatResponse(BaseModel):
 
 class ProviderError(Exception):
     """A provider call failed for good (bad request, auth, server error, unreachable)."""
+
+
+class StructuredOutputRejected(ProviderError):
+    """The endpoint refused a request because of its structured-output part (a 400 naming it)."""
 
 
 class RateLimited(Exception):
@@ -106,9 +123,34 @@ class ChatClient(abc.ABC):
 
     provider: str = ""
 
-    def __init__(self, model: str, backoff: Backoff | None = None):
+    def __init__(
+        self,
+        model: str,
+        settings: dict[str, Any] | None = None,
+        backoff: Backoff | None = None,
+        *,
+        no_structured: set[str] | None = None,
+    ):
         self.model = model
+        self.settings = dict(settings or {})  # the provider's settings (each subclass reads its own)
         self.backoff = backoff or Backoff()
+        # Endpoints (or models) found to reject structured outputs; shared by the clients of one
+        # judge service, so each is tried once per run.
+        self.no_structured = no_structured if no_structured is not None else set()
+        self.structured_output = bool(self.settings.get("structured_output", True))
+
+    @property
+    def structured_key(self) -> str:
+        """What decides whether structured outputs are accepted (an endpoint, or a model)."""
+        return f"{self.provider}:{self.identity or self.model}"
+
+    @property
+    def structured(self) -> bool:
+        """Whether to ask for structured outputs (False once the provider rejected them)."""
+        return self.structured_output and self.structured_key not in self.no_structured
+
+    def reject_structured(self) -> None:
+        self.no_structured.add(self.structured_key)
 
     @property
     def label(self) -> str:
@@ -126,20 +168,40 @@ class ChatClient(abc.ABC):
         system: str | None = None,
         tools: tuple[ToolSpec, ...] = (),
         json_mode: bool = False,
+        schema: AnswerSchema | None = None,
     ) -> ChatResponse:
-        """One model call, rate limits retried; `usage.retries` counts the retries."""
-        response, retries = await self.backoff.run(
-            lambda: self._call(messages, system=system, tools=tools, json_mode=json_mode), self.label
-        )
+        """One model call, rate limits retried; `usage.retries` counts the retries.
+
+        With `schema`, the provider is asked for a structured answer where it can give one; an
+        endpoint that rejects the request for it is asked again without, once, and remembered."""
+        wanted = schema if schema is not None and self.structured else None
+        try:
+            response, retries = await self.backoff.run(
+                lambda: self._call(messages, system=system, tools=tools, json_mode=json_mode, schema=wanted),
+                self.label,
+            )
+        except StructuredOutputRejected:
+            response, retries = await self.backoff.run(
+                lambda: self._call(messages, system=system, tools=tools, json_mode=json_mode, schema=None),
+                self.label,
+            )
+            self.reject_structured()  # only now: the plain request worked, so the schema was the problem
         if retries:
             response = response.model_copy(update={"usage": response.usage.model_copy(update={"retries": retries})})
         return response
 
     @abc.abstractmethod
     async def _call(
-        self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+        self,
+        messages: list[ChatMessage],
+        *,
+        system: str | None,
+        tools: tuple[ToolSpec, ...],
+        json_mode: bool,
+        schema: AnswerSchema | None,
     ) -> ChatResponse:
-        """One attempt; raise RateLimited to be retried, ProviderError to fail."""
+        """One attempt; raise RateLimited to be retried, ProviderError to fail, and
+        StructuredOutputRejected when the request for `schema` was refused."""
 
     async def aclose(self) -> None:
         """Release connections."""

@@ -7,7 +7,7 @@ import asyncio
 
 from agent_health.judges.base import LLM
 from agent_health.judges.cache import JudgeCache, cache_key
-from agent_health.judges.chat import ChatClient, ChatMessage, ProviderError
+from agent_health.judges.chat import AnswerSchema, ChatClient, ChatMessage, ProviderError
 from agent_health.model import Usage
 
 
@@ -30,7 +30,9 @@ class CachedLLM(LLM):
     def model(self) -> str | None:
         return self.client.model if self.client else None
 
-    async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> str:
+    async def complete(
+        self, prompt: str, *, system: str | None = None, json_mode: bool = False, schema: AnswerSchema | None = None
+    ) -> str:
         """One completion; a cache hit returns the stored text and makes no call."""
         if self.client is None:
             raise ProviderError(f"llm helper: {self.unavailable}")
@@ -42,6 +44,7 @@ class CachedLLM(LLM):
             system=system,
             prompt=prompt,
             json_mode=json_mode,
+            schema=dict(schema.schema) if schema else None,
         )
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -49,7 +52,7 @@ class CachedLLM(LLM):
                 self.hits += 1
                 return hit["text"]
         response = await self.client.chat(
-            [ChatMessage(role="user", content=prompt)], system=system, json_mode=json_mode
+            [ChatMessage(role="user", content=prompt)], system=system, json_mode=json_mode, schema=schema
         )
         self.calls += 1
         self.usage = self.usage + response.usage

@@ -12,8 +12,8 @@ from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache, cache_key
 from agent_health.judges.canonical import canonical_run, gather_traces
 from agent_health.judges.chat import ChatClient, ChatMessage
-from agent_health.judges.parse import ask_json, verdict_answer
-from agent_health.judges.prompt import PROMPT_VERSION, SYSTEM, VERDICT_FORMAT, PromptLimits, build_prompt
+from agent_health.judges.parse import VERDICT_ANSWER, ask_json, verdict_answer
+from agent_health.judges.prompt import PROMPT_VERSION, SYSTEM, PromptLimits, build_prompt
 from agent_health.model import Usage, Verdict
 from agent_health.model.judge import JudgeRequest
 
@@ -99,8 +99,9 @@ class LLMJudge(JudgeProvider):
                 self.client,
                 [ChatMessage(role="user", content=prompt.user)],
                 system=SYSTEM,
-                answer_format=VERDICT_FORMAT,
-                validate=verdict_answer,
+                answer_format=prompt.answer_format,
+                validate=lambda text: verdict_answer(text, prompt.nonce),
+                schema=VERDICT_ANSWER,
             )
         details["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
         verdict = Verdict(

@@ -3,8 +3,12 @@
 
 Settings: `base_url` (default https://api.openai.com/v1), `api_key_env` (name of the environment
 variable holding the key; default OPENAI_API_KEY, optional when unset for keyless local servers),
-`temperature` (0), `max_tokens`, `json_mode` (send response_format json_object), `timeout_s` (60),
-`headers` (extra, non-secret headers).
+`temperature` (0), `max_tokens`, `structured_output` (default true: ask for the verdict with
+`response_format` json_schema), `json_mode` (send response_format json_object when no schema is
+sent), `timeout_s` (60), `headers` (extra, non-secret headers).
+
+Many OpenAI-compatible servers reject `response_format` json_schema with a 400 (or 422): the call
+is made again without it, once, and the endpoint is remembered for the rest of the run.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from agent_health.config.secrets import register_secret
+from agent_health.connectors.transport import build_client
 from agent_health.errors import ConfigError
 from agent_health.judges.chat import (
-    Backoff,
+    AnswerSchema,
     ChatClient,
     ChatMessage,
     ChatResponse,
     ProviderError,
     RateLimited,
+    StructuredOutputRejected,
     ToolCall,
     ToolSpec,
 )
@@ -61,9 +67,9 @@ class OpenAIChat(ChatClient):
 
     provider = "openai"
 
-    def __init__(self, model: str, settings: dict[str, Any] | None = None, backoff: Backoff | None = None):
-        super().__init__(model, backoff)
-        s = dict(settings or {})
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        s = self.settings
         if "api_key" in s:
             raise ConfigError(
                 "judge settings: put the OpenAI key in an environment variable and name it with "
@@ -81,8 +87,10 @@ class OpenAIChat(ChatClient):
         headers = {str(k): str(v) for k, v in (s.get("headers") or {}).items()}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=float(s.get("timeout_s", 60.0))
+        timeout_s = float(s.get("timeout_s", 60.0))
+        # the connectors' pool (aiohttp): one HTTP stack, and judge calls as concurrent as tests
+        self._client = build_client(
+            base_url=self.base_url, headers=headers, timeout_s=timeout_s, connect_timeout_s=timeout_s
         )
 
     @property
@@ -95,7 +103,12 @@ class OpenAIChat(ChatClient):
         return redact_url(self.base_url)
 
     def _body(
-        self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+        self,
+        messages: list[ChatMessage],
+        system: str | None,
+        tools: tuple[ToolSpec, ...],
+        json_mode: bool,
+        schema: AnswerSchema | None = None,
     ) -> dict[str, Any]:
         wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         for m in messages:
@@ -129,19 +142,35 @@ class OpenAIChat(ChatClient):
                 }
                 for t in tools
             ]
-        elif json_mode and self.json_mode:
+        if schema is not None:
+            spec: dict[str, Any] = {"name": schema.name, "schema": dict(schema.schema), "strict": schema.strict}
+            if schema.description:
+                spec["description"] = schema.description
+            body["response_format"] = {"type": "json_schema", "json_schema": spec}
+        elif json_mode and self.json_mode and not tools:
             body["response_format"] = {"type": "json_object"}
         return body
 
     async def _call(
-        self, messages: list[ChatMessage], *, system: str | None, tools: tuple[ToolSpec, ...], json_mode: bool
+        self,
+        messages: list[ChatMessage],
+        *,
+        system: str | None,
+        tools: tuple[ToolSpec, ...],
+        json_mode: bool,
+        schema: AnswerSchema | None,
     ) -> ChatResponse:
+        body = self._body(messages, system, tools, json_mode, schema)
         try:
-            response = await self._client.post("/chat/completions", json=self._body(messages, system, tools, json_mode))
+            response = await self._client.post("/chat/completions", json=body)
         except httpx.HTTPError as exc:
             raise ProviderError(f"{self.label}: {type(exc).__name__}: {exc}") from exc
         if response.status_code in (429, 502, 503, 504):
             raise RateLimited(f"HTTP {response.status_code}: {_excerpt(response.text)}", _retry_after(response))
+        if response.status_code in (400, 422) and schema is not None:
+            # servers word this every way ("response_format", "json_schema", "extra fields not
+            # permitted", ...): the plain request decides whether the schema was the problem
+            raise StructuredOutputRejected(f"{self.label}: HTTP {response.status_code}: {_excerpt(response.text)}")
         if response.status_code >= 400:
             raise ProviderError(f"{self.label}: HTTP {response.status_code}: {_excerpt(response.text)}")
         try:

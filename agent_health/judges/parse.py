@@ -1,23 +1,31 @@
-"""Reading the judge's JSON answer, with exactly one repair attempt.
+"""Reading the judge's JSON answer: repair locally first, ask again only for what repair cannot fix.
 
-A malformed answer is sent back once with what was wrong; a second failure raises
-`JudgeAnswerError` carrying an excerpt of what came back, which the service turns into an errored
-verdict (never a silent pass or a zero).
+Which object is the answer: the LAST top-level JSON object in the judge's text that fits the
+answer's fields AND carries the prompt's nonce (see `prompt.py`). A verdict the agent forged and
+the judge quoted (plainly, in a code fence, with zero-width characters, nested in prose) never
+carries the nonce, so it is never taken. Each candidate is read as JSON, or else repaired with
+`json-repair` (trailing commas, single quotes, unquoted keys, comments, Python literals, a cut-off
+end). Only when no candidate is usable is the model asked once more, with what was wrong; a
+second failure raises `JudgeAnswerError` with an excerpt of what came back, which the service
+turns into an errored verdict (never a silent pass or a zero).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import json_repair
+
 from agent_health.judges.base import LLM
-from agent_health.judges.chat import ChatClient, ChatMessage, ChatResponse, ToolSpec
+from agent_health.judges.chat import AnswerSchema, ChatClient, ChatMessage, ChatResponse, ToolSpec
+from agent_health.judges.prompt import VERDICT_SCHEMA
 from agent_health.model import Usage
 
 T = TypeVar("T")
-_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
+_MAX_SCAN_CHARS = 100_000  # judge answers are short; a runaway answer is not scanned past this
+_MAX_UNCLOSED = 20  # rescans after an opening brace that never closes (prose such as "{a, b")
 
 
 class AnswerError(ValueError):
@@ -33,19 +41,60 @@ def excerpt(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
-def extract_json(text: str) -> Any:
-    """The JSON object in `text`: the whole text, a ```json block, or the outermost {...}."""
-    text = (text or "").strip()
-    candidates = [text, *(m.group(1).strip() for m in _FENCED.finditer(text))]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for c in candidates:
-        try:
-            return json.loads(c)
-        except ValueError:
+def _close_of(text: str, start: int) -> int | None:
+    """Index of the brace closing the object opened at `start` (strings respected), or None."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def top_level_objects(text: str) -> list[str]:
+    """The top-level `{...}` spans of `text`, in order. An object still open at the end (a cut-off
+    answer) is included as it is; the text after its opening brace is scanned again."""
+    text = text[-_MAX_SCAN_CHARS:]
+    found: list[str] = []
+    i, unclosed = 0, 0
+    while (start := text.find("{", i)) >= 0:
+        end = _close_of(text, start)
+        if end is not None:
+            found.append(text[start : end + 1])
+            i = end + 1
             continue
-    raise AnswerError("the answer is not a JSON object" if text else "the answer is empty")
+        found.append(text[start:])
+        unclosed += 1
+        if unclosed >= _MAX_UNCLOSED:
+            break
+        i = start + 1
+    return found
+
+
+def decode(candidate: str) -> Any:
+    """JSON, else what json-repair makes of it (None when neither gives an object)."""
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        pass
+    try:
+        repaired = json_repair.loads(candidate, skip_json_loads=True)
+    except Exception:  # json-repair gives up on some inputs by raising; nothing to use then
+        return None
+    return repaired if isinstance(repaired, dict) else None
 
 
 def _bool(value: Any, name: str) -> bool:
@@ -57,6 +106,11 @@ def _bool(value: Any, name: str) -> bool:
 
 
 def number(value: Any, name: str, lo: float, hi: float) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            pass
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise AnswerError(f"`{name}` must be a number from {lo:g} to {hi:g}, got {value!r}")
     if not lo <= float(value) <= hi:
@@ -64,11 +118,8 @@ def number(value: Any, name: str, lo: float, hi: float) -> float:
     return float(value)
 
 
-def verdict_answer(text: str) -> dict[str, Any]:
+def verdict_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """{"pass": bool, "score": 0-1, "reasoning": str} -> {passed, score, reasoning}."""
-    obj = extract_json(text)
-    if not isinstance(obj, dict):
-        raise AnswerError("the answer must be a JSON object")
     key = "pass" if "pass" in obj else "passed" if "passed" in obj else None
     if key is None:
         raise AnswerError("the answer has no `pass` field")
@@ -78,6 +129,48 @@ def verdict_answer(text: str) -> dict[str, Any]:
     if not isinstance(reasoning, str):
         reasoning = json.dumps(reasoning)
     return {"passed": passed, "score": score, "reasoning": reasoning}
+
+
+def pick_answer(text: str, nonce: str, fields: Callable[[dict[str, Any]], T]) -> T:
+    """The last top-level object of `text` that `fields` accepts and that carries `nonce`.
+
+    Raises AnswerError saying what was wrong with the most promising candidate: the judge's own
+    object (it has the nonce) with a bad field first, then a well-formed object without the nonce.
+    """
+    own_error: AnswerError | None = None
+    other_error: AnswerError | None = None
+    unsigned = False
+    for candidate in reversed(top_level_objects(text or "")):
+        obj = decode(candidate)
+        if obj is None:
+            continue
+        signed = str(obj.get("nonce", "")).strip().lower() == nonce
+        try:
+            value = fields(obj)
+        except AnswerError as exc:
+            if signed:
+                own_error = own_error or exc
+            else:
+                other_error = other_error or exc
+            continue
+        if signed:
+            return value
+        unsigned = True
+    if own_error is not None:
+        raise own_error
+    if unsigned:
+        raise AnswerError(f'the answer does not carry this prompt\'s nonce: include "nonce": "{nonce}"')
+    if other_error is not None:
+        raise other_error
+    raise AnswerError("the answer is not a JSON object" if (text or "").strip() else "the answer is empty")
+
+
+VERDICT_ANSWER = AnswerSchema(name="verdict", schema=VERDICT_SCHEMA, description="Your verdict on the claim.")
+
+
+def verdict_answer(text: str, nonce: str) -> dict[str, Any]:
+    """The judge's own verdict in `text` (see `pick_answer`)."""
+    return pick_answer(text, nonce, verdict_fields)
 
 
 def repair_message(error: str, answer_format: str) -> str:
@@ -100,13 +193,15 @@ async def ask_json(
     validate: Callable[[str], T],
     first: ChatResponse | None = None,
     tools: tuple[ToolSpec, ...] = (),
+    schema: AnswerSchema | None = None,
 ) -> tuple[T, Usage]:
-    """Ask (or take `first`), validate, and on failure ask once more with the error spelled out.
+    """Ask (or take `first`), validate (repairing locally), and only when that fails ask once more
+    with the error spelled out. `schema` asks for the provider's structured output.
 
     `tools` is only passed so providers accept a conversation that already holds tool calls
     (Bedrock requires the tool config then); a tool call is not an answer."""
     usage = Usage()
-    response = first or await client.chat(messages, system=system, tools=tools, json_mode=True)
+    response = first or await client.chat(messages, system=system, tools=tools, json_mode=True, schema=schema)
     usage = usage + response.usage
     try:
         return validate(response.text), usage
@@ -117,7 +212,7 @@ async def ask_json(
         ChatMessage(role="assistant", content=response.text),
         ChatMessage(role="user", content=repair_message(str(error), answer_format)),
     ]
-    response = await client.chat(repair, system=system, tools=tools, json_mode=True)
+    response = await client.chat(repair, system=system, tools=tools, json_mode=True, schema=schema)
     usage = usage + response.usage
     try:
         return validate(response.text), usage
@@ -126,10 +221,16 @@ async def ask_json(
 
 
 async def complete_json(
-    llm: LLM, prompt: str, *, system: str | None, answer_format: str, validate: Callable[[str], T]
+    llm: LLM,
+    prompt: str,
+    *,
+    system: str | None,
+    answer_format: str,
+    validate: Callable[[str], T],
+    schema: AnswerSchema | None = None,
 ) -> T:
     """`ask_json` over the single-turn `LLM` helper (custom and rubric evaluators)."""
-    text = await llm.complete(prompt, system=system, json_mode=True)
+    text = await llm.complete(prompt, system=system, json_mode=True, schema=schema)
     try:
         return validate(text)
     except AnswerError as exc:
@@ -138,7 +239,7 @@ async def complete_json(
         f"{prompt}\n\n## Your previous answer\n{excerpt(text, 2000)}\n\n"
         f"## Correction\n{repair_message(str(error), answer_format)}"
     )
-    text = await llm.complete(retry, system=system, json_mode=True)
+    text = await llm.complete(retry, system=system, json_mode=True, schema=schema)
     try:
         return validate(text)
     except AnswerError as exc:

@@ -29,9 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent_health.errors import ConfigError
 from agent_health.judges.canonical import canonical_run, gather_traces
+from agent_health.judges.chat import AnswerSchema
 from agent_health.judges.llm import CachedLLM
-from agent_health.judges.parse import AnswerError, complete_json, extract_json, number
-from agent_health.judges.prompt import FENCE_RULES, PromptLimits, build_prompt
+from agent_health.judges.parse import AnswerError, complete_json, number, pick_answer
+from agent_health.judges.prompt import FENCE_RULES, NONCE_RULE, NONCE_SLOT, PromptLimits, build_prompt
 from agent_health.model import Verdict
 from agent_health.model.judge import JudgeRequest
 
@@ -130,15 +131,41 @@ class Rubric(BaseModel):
         )
         return (
             "Answer with ONLY a JSON object, no prose and no code fences:\n"
-            '{"metrics": {<metric name>: <score>, ...}, "reasoning": "one short paragraph", '
-            '"suggestions": ["concrete improvement", ...]}\nMetrics and scales:\n' + lines
+            f'{{"nonce": "{NONCE_SLOT}", "metrics": {{<metric name>: <score>, ...}}, '
+            '"reasoning": "one short paragraph", "suggestions": ["concrete improvement", ...]}\n'
+            f"{NONCE_RULE}\nMetrics and scales:\n" + lines
         )
 
-    def parse(self, text: str) -> dict[str, Any]:
-        """Validate the model's answer: every metric present and within its scale."""
-        obj = extract_json(text)
-        if not isinstance(obj, dict):
-            raise AnswerError("the answer must be a JSON object")
+    def answer_schema(self) -> AnswerSchema:
+        """The answer's JSON schema, for providers' structured outputs."""
+        names = [m.name for m in self.metrics]
+        return AnswerSchema(
+            name="rubric_scores",
+            description=f"Your scores for the {self.name} rubric.",
+            schema={
+                "type": "object",
+                "properties": {
+                    "nonce": {"type": "string"},
+                    "metrics": {
+                        "type": "object",
+                        "properties": {n: {"type": "number"} for n in names},
+                        "required": names,
+                        "additionalProperties": False,
+                    },
+                    "reasoning": {"type": "string"},
+                    "suggestions": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["nonce", "metrics", "reasoning", "suggestions"],
+                "additionalProperties": False,
+            },
+        )
+
+    def parse(self, text: str, nonce: str) -> dict[str, Any]:
+        """The model's own answer in `text` (the last object carrying `nonce`): every metric present
+        and within its scale."""
+        return pick_answer(text, nonce, self.fields)
+
+    def fields(self, obj: dict[str, Any]) -> dict[str, Any]:
         raw = obj.get("metrics", obj.get("scores"))
         if isinstance(raw, list):
             raw = {str(m.get("name")): m.get("score") for m in raw if isinstance(m, dict)}
@@ -189,7 +216,12 @@ class Rubric(BaseModel):
             claim_heading="What to evaluate",
         )
         answer = await complete_json(
-            llm, prompt.user, system=prompt.system, answer_format=self.answer_format(), validate=self.parse
+            llm,
+            prompt.user,
+            system=prompt.system,
+            answer_format=prompt.answer_format,
+            validate=lambda text: self.parse(text, prompt.nonce),
+            schema=self.answer_schema(),
         )
         weighted, per = self.score(answer["scores"])
         passed = weighted >= self.pass_threshold

@@ -58,6 +58,7 @@ class JudgeService:
         self._cache_path = Path(cache) if isinstance(cache, (str, Path)) else None
         self._limit = asyncio.Semaphore(max(1, concurrency))
         self._clients: dict[tuple[str, str], ChatClient] = {}
+        self._no_structured: set[str] = set()  # providers that rejected structured outputs this run
         self._judges: dict[tuple[str, str], JudgeProvider] = {}
         if settings is not None and not skip:
             # fail fast on a missing model or key, naming the setting (skip mode needs no credentials)
@@ -144,11 +145,11 @@ class JudgeService:
             if kind == "openai":
                 from agent_health.judges.openai import OpenAIChat
 
-                self._clients[key] = OpenAIChat(model, conf, backoff)
+                self._clients[key] = OpenAIChat(model, conf, backoff, no_structured=self._no_structured)
             else:
                 from agent_health.judges.bedrock import BedrockChat
 
-                self._clients[key] = BedrockChat(model, conf, backoff)
+                self._clients[key] = BedrockChat(model, conf, backoff, no_structured=self._no_structured)
         return self._clients[key]
 
     def resolve(self, spec: str | None) -> JudgeProvider:

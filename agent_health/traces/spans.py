@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agent_health.model import Usage
-from agent_health.pricing import price_for
+from agent_health.pricing import call_cost
 
 RUN_ID_ATTRIBUTES: tuple[str, ...] = ("agent_health.run.id", "gen_ai.conversation.id")
 """Span attributes that carry a run id, in the order they are tried."""
@@ -102,7 +102,6 @@ def span_metrics(
     cost: float | None = 0.0
     unpriced: set[str] = set()
     by_model: dict[str, dict[str, int]] = {}
-    price_of: dict[Any, tuple[float, float] | None] = {}
     for s in counted_spans:
         i, o = usage_of(s)
         input_tokens, output_tokens = input_tokens + i, output_tokens + o
@@ -111,13 +110,11 @@ def span_metrics(
         m["input_tokens"] += i
         m["output_tokens"] += o
         m["calls"] += 1
-        if model not in price_of:
-            price_of[model] = price_for(model, prices)
-        price = price_of[model]
-        if price is None:
+        call = call_cost(str(model) if model else None, i, o, prices)
+        if call is None:
             unpriced.add(str(model or "?"))
         elif cost is not None:
-            cost += (i * price[0] + o * price[1]) / 1_000_000
+            cost += call
     tools, llm = [], []
     for s in spans:  # one pass: a span is a tool call, a model call, or neither
         if is_tool_span(s):

@@ -205,11 +205,13 @@ def test_run_timeout_caps_retries(server):
         runtime(
             "http",
             endpoint=server.url + "/500",
-            timeout_s=0.3,
+            timeout_s=1.0,
             retry={"max_retries": 50, "backoff_s": 0.2, "max_backoff_s": 0.2},
         )
     )
-    assert "run did not finish within timeout_s=0.3s" in msg
+    # the run stops within its budget (at a backoff that does not fit what is left, or at the
+    # limit itself, depending on the jitter) and names the failure that used it up
+    assert "timeout_s=1s" in msg and "HTTP 500" in msg
 
 
 def test_malformed_json(server):

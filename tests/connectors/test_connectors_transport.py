@@ -1,14 +1,18 @@
-"""The lean connection pool under the http connector: keep-alive reuse, stale connections, limits."""
+"""The connection pools under the http connector (aiohttp by default, httpx's own on request):
+keep-alive reuse, connections the agent drops, the connection limit, the settings that choose them."""
 
 from __future__ import annotations
 
 import asyncio
 
-import httpx
+import pytest
 
-from agent_health.connectors.transport import LeanTransport
+from agent_health.connectors.transport import build_client
+from agent_health.errors import ConfigError
 from agent_health.model.agent import AgentRequest
 from tests.connectors.servers import invoke, runtime
+
+POOLS = ["aiohttp", "httpx"]
 
 
 def run_many(rt, n: int, prompt: str = "p"):
@@ -21,28 +25,33 @@ def run_many(rt, n: int, prompt: str = "p"):
     return asyncio.run(go())
 
 
-def test_sequential_runs_reuse_one_keep_alive_connection(server):
+def test_the_default_pool_is_aiohttp():
+    rt = runtime("http", endpoint="http://127.0.0.1:9/chat")
+    assert rt.connector.settings.effective_pool == "aiohttp"
+    assert type(rt.connector.client).__name__ == "HttpxAiohttpClient"
+    asyncio.run(rt.aclose())
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_sequential_runs_reuse_one_keep_alive_connection(server, pool):
     before = len(server.requests)
-    results = run_many(runtime("http", endpoint=server.url + "/chat"), 5)
+    results = run_many(runtime("http", endpoint=server.url + "/chat", pool=pool), 5)
     assert [r.output for r in results] == [f"answer to: p{i}" for i in range(5)]
     assert len({r["client_port"] for r in server.requests[before:]}) == 1
 
 
-def test_connection_dropped_by_the_agent_is_replaced(server):
+@pytest.mark.parametrize("pool", POOLS)
+def test_connection_dropped_by_the_agent_is_replaced(server, pool):
     before = len(server.requests)
-    results = run_many(runtime("http", endpoint=server.url + "/drop-after"), 3)
+    results = run_many(runtime("http", endpoint=server.url + "/drop-after", pool=pool), 3)
     assert all(r.output == "dropped after" for r in results)
     assert len({r["client_port"] for r in server.requests[before:]}) == 3
 
 
-def test_httpx_pool_remains_available(server):
-    assert invoke(runtime("http", endpoint=server.url + "/chat", pool="httpx"), "x").output == "answer to: x"
-
-
-def test_limit_caps_connections_in_use(server):
+@pytest.mark.parametrize("pool", POOLS)
+def test_limit_caps_connections_in_use(server, pool):
     async def go():
-        transport = LeanTransport(max_connections=2)
-        async with httpx.AsyncClient(transport=transport) as client:
+        async with build_client(pool=pool, max_connections=2) as client:
 
             async def one(i):
                 r = await client.post(server.url + "/chat", json={"prompt": f"c{i}"})
@@ -54,3 +63,23 @@ def test_limit_caps_connections_in_use(server):
 
     out, ports = asyncio.run(go())
     assert out == [f"answer to: c{i}" for i in range(8)] and len(ports) <= 2
+
+
+def test_http2_picks_the_httpx_pool_and_refuses_aiohttp(server):
+    rt = runtime("http", endpoint=server.url + "/chat", http2=True)
+    assert rt.connector.settings.effective_pool == "httpx"
+    assert invoke(rt, "x").output == "answer to: x"  # plain http:// stays HTTP/1.1
+    with pytest.raises(ConfigError, match=r"agents\.agent\.settings\.http2: .*needs pool 'httpx'"):
+        runtime("http", endpoint=server.url + "/chat", http2=True, pool="aiohttp")
+    with pytest.raises(ConfigError, match=r"agents\.agent\.settings\.pool"):
+        runtime("http", endpoint=server.url + "/chat", pool="lean")
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_credentials_in_the_url_are_sent_as_basic_auth(server, pool):
+    import base64
+
+    host = server.url.split("://", 1)[1]
+    r = invoke(runtime("http", endpoint=f"http://svc:pa55@{host}/echo", pool=pool))
+    received = {k.lower(): v for k, v in r.raw_events[0]["body"]["received"]["headers"].items()}
+    assert received["authorization"] == "Basic " + base64.b64encode(b"svc:pa55").decode()

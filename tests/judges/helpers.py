@@ -4,6 +4,7 @@ in-memory trace source implementing RunTraceTools."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -16,6 +17,31 @@ from agent_health.traces.tools import RunTraceTools
 from tests.support import LocalHTTPServer, QuietHandler
 
 Reply = tuple[int, dict[str, str], Any]  # status, headers, JSON body (or str)
+NONCE = "{{nonce}}"  # in a scripted reply: replaced by the nonce of the prompt it answers, as a judge echoes it
+_FENCE_NONCE = re.compile(r"^<<<UNTRUSTED [A-Z_]+ ([0-9a-f]{16})>>>$", re.M)
+_FORMAT_NONCE = re.compile(r'"nonce": "([0-9a-f]{16})"')
+
+
+def strings(value: Any) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return []
+
+
+def nonce_of(rec: Recorded) -> str | None:
+    """The nonce of the judge prompt in a request: from its fence lines (agent text cannot forge
+    one: it is defanged), else from its answer format."""
+    texts = strings(rec.json)
+    for pattern in (_FENCE_NONCE, _FORMAT_NONCE):
+        for text in texts:
+            if m := pattern.search(text):
+                return m.group(1)
+    return None
 
 
 class Recorded:
@@ -61,6 +87,8 @@ class ScriptedServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
+                if NONCE in (text := body if isinstance(body, str) else json.dumps(body)):
+                    body = text.replace(NONCE, nonce_of(rec) or "no-nonce-in-prompt")
                 self._send(status, headers, body)
 
             def _send(self, status: int, headers: dict[str, str], body: Any) -> None:
@@ -114,8 +142,12 @@ def chat(
     )
 
 
-def verdict_json(passed: bool = True, score: float = 0.9, reasoning: str = "the output names the database") -> str:
-    return json.dumps({"pass": passed, "score": score, "reasoning": reasoning})
+def verdict_json(
+    passed: bool = True, score: float = 0.9, reasoning: str = "the output names the database", nonce: str | None = NONCE
+) -> str:
+    """A verdict as a judge writes it; it echoes the prompt's nonce unless `nonce` is None."""
+    verdict = {"pass": passed, "score": score, "reasoning": reasoning}
+    return json.dumps(verdict if nonce is None else {"nonce": nonce, **verdict})
 
 
 class MemoryTraceTools(RunTraceTools):
@@ -185,3 +217,12 @@ def openai_settings(server: ScriptedServer, **kw: Any) -> dict[str, Any]:
     }
     base.update(kw)
     return base
+
+
+def fenced(text: str, label: str) -> str:
+    """The body of the `label` fence in a prompt."""
+    m = re.search(
+        rf"^<<<UNTRUSTED {label} ([0-9a-f]{{16}})>>>\n(.*?)\n<<<END UNTRUSTED {label} \1>>>$", text, re.M | re.S
+    )
+    assert m, f"no {label} fence in the prompt"
+    return m.group(2)

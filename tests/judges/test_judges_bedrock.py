@@ -13,7 +13,7 @@ import pytest
 from agent_health.config.model import JudgeSettings
 from agent_health.judges.service import JudgeService
 
-from .helpers import MemoryTraceTools, make_request, verdict_json
+from .helpers import NONCE, MemoryTraceTools, make_request, verdict_json
 
 AK, SK, REGION = "AKIDJUDGETEST0001", "judge-test-secret-key", "eu-west-1"
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -116,7 +116,9 @@ def test_converse_request_is_serialized_and_signed(bedrock_server):
     assert "NEVER instructions" in body["system"][0]["text"]
     assert body["messages"][0]["role"] == "user"
     assert "identifies that the payment service" in body["messages"][0]["content"][0]["text"]
-    assert "toolConfig" not in body
+    # the verdict is asked for as a forced tool call (Bedrock's structured output)
+    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]] == ["verdict"]
+    assert body["toolConfig"]["toolChoice"] == {"tool": {"name": "verdict"}}
     assert SK not in rec.raw.decode()
 
 
@@ -155,7 +157,8 @@ def test_agentic_tool_use_round_trips_through_converse(bedrock_server):
     for rec in (first, second):
         check_signature(bedrock_server.url, rec)
     names = [t["toolSpec"]["name"] for t in first.json["toolConfig"]["tools"]]
-    assert sorted(names) == ["get_logs", "get_spans", "metrics", "query"]
+    assert sorted(names) == ["get_logs", "get_spans", "metrics", "query", "verdict"]
+    assert first.json["toolConfig"]["toolChoice"] == {"any": {}}  # investigate or answer, through a tool
     msgs = second.json["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
     assert [b["toolUse"]["name"] for b in msgs[1]["content"]] == ["get_spans", "metrics"]
@@ -184,3 +187,41 @@ def test_boto3_is_not_imported_for_other_providers(tmp_path):
         env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_bedrock_verdict_comes_from_the_forced_tool_call(bedrock_server):
+    verdict = {"nonce": NONCE, "pass": False, "score": 0.3, "reasoning": "the database is not named"}
+    bedrock_server.script.append(converse_reply("Let me submit my verdict.", tool_uses=[("verdict", verdict)]))
+    v = run_one(bedrock_server)
+    assert (v.passed, v.score, v.errored) == (False, 0.3, False), v.error
+    assert len(bedrock_server.posts()) == 1
+
+
+def test_bedrock_model_rejecting_tool_choice_falls_back_to_text_once(bedrock_server):
+    def reply(rec):
+        if "toolConfig" in rec.json:
+            return (
+                400,
+                {"x-amzn-ErrorType": "ValidationException"},
+                {"message": "This model doesn't support the toolConfig.toolChoice.tool field."},
+            )
+        return converse_reply(verdict_json(True, 0.8))
+
+    bedrock_server.default = reply
+
+    async def main():
+        settings = JudgeSettings(
+            provider="bedrock",
+            model=MODEL,
+            backoff_s=0.01,
+            settings={"region": REGION, "endpoint_url": bedrock_server.url},
+        )
+        service = JudgeService.from_settings(settings)
+        try:
+            return [await service.judge(make_request(criteria=c)) for c in ("claim one", "claim two")]
+        finally:
+            await service.aclose()
+
+    verdicts = asyncio.run(main())
+    assert [(v.passed, v.errored) for v in verdicts] == [(True, False), (True, False)], verdicts[0].error
+    assert ["toolConfig" in r.json for r in bedrock_server.posts()] == [True, False, False]

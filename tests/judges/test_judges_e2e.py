@@ -9,7 +9,7 @@ import pytest
 from agent_health import EngineOptions, define_config, load_tests, run_tests
 from agent_health.judges.rubric import Rubric
 
-from .helpers import chat, verdict_json
+from .helpers import NONCE, chat, verdict_json
 
 EVALS = """
 from agent_health import test, expect
@@ -62,9 +62,11 @@ def config_for(server, root, **judge):
 
 def responder(passed=True):
     def reply(rec):
+        model = rec.json["model"]  # the server answers with the model it was asked for
         if "Metrics and scales" in rec.json["messages"][-1]["content"]:
-            return chat(json.dumps({"metrics": {"accuracy": 2}, "reasoning": "ok", "suggestions": ["cite logs"]}))
-        return chat(verdict_json(passed, 0.9 if passed else 0.1), usage=(1000, 100))
+            metrics = {"nonce": NONCE, "metrics": {"accuracy": 2}, "reasoning": "ok", "suggestions": ["cite logs"]}
+            return chat(json.dumps(metrics), model=model)
+        return chat(verdict_json(passed, 0.9 if passed else 0.1), usage=(1000, 100), model=model)
 
     return reply
 
@@ -129,3 +131,28 @@ def test_demo_judge_stays_the_default(suite):
     results = run_tests(tests, define_config(root=str(root), state_dir="state"), "demo@v2")
     judged = [s for r in results for s in r.signals if s.kind == "judge" and s.evidence["evaluator"] == "demo"]
     assert judged and not (root / "state" / "judge_cache.sqlite").exists()
+
+
+def test_judge_calls_are_priced_at_their_own_model_and_unknown_stays_unknown(openai_server, suite):
+    from agent_health.pricing import cost_of, total_cost
+
+    root, tests = suite
+    payment = [t for t in tests if t.case.name == "payment outage"]
+    openai_server.default = responder(True)
+    config = config_for(openai_server, root, model="gpt-4o-mini", cache=False)
+    (known,) = run_tests(payment, config.model_copy(update={"prices": {}}), "demo@v2")
+    judge_calls = [s.evidence["usage"] for s in known.signals if s.kind == "judge" and "usage" in s.evidence]
+    assert [u["model"] for u in judge_calls] == ["gpt-4o-mini", "gpt-4o-mini"]
+    expected = total_cost([known.usage, *(cost_usage(u) for u in judge_calls)])
+    assert known.cost_usd == expected and known.cost_usd > cost_of(known.usage)  # the judge's tokens cost too
+
+    # a judge model without a price makes the whole cost unknown, not the agent's part alone
+    config = config_for(openai_server, root, cache=False)
+    (unknown,) = run_tests(payment, config.model_copy(update={"prices": {}}), "demo@v2")
+    assert unknown.judge_usage.total_tokens > 0 and unknown.cost_usd is None
+
+
+def cost_usage(data):
+    from agent_health.model import Usage
+
+    return Usage(**data)

@@ -28,7 +28,7 @@ def skeleton(user: str) -> list[str]:
             out.append(re.sub(r"[0-9a-f]{16}>>>$", "<nonce>>>>", line))
             inside = not line.startswith("<<<END")
         elif not inside:
-            out.append(line)
+            out.append(re.sub(r'"nonce": "[0-9a-f]{16}"', '"nonce": "<nonce>"', line))  # the answer format
     return out
 
 

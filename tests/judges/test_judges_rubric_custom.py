@@ -13,7 +13,7 @@ from agent_health.judges.rubric import Rubric, load_rubric
 from agent_health.judges.service import JudgeService
 from agent_health.model import Verdict
 
-from .helpers import MemoryTraceTools, chat, make_request, openai_settings
+from .helpers import NONCE, MemoryTraceTools, chat, make_request, openai_settings
 
 RCA_EVALUATOR = {
     "name": "rca-quality",
@@ -47,6 +47,7 @@ def rubric_answer(acc, ev, act, suggestions=("Quote the failing log line",)):
     return chat(
         json.dumps(
             {
+                "nonce": NONCE,
                 "metrics": {"accuracy": acc, "evidence": ev, "actionability": act},
                 "reasoning": "correct root cause, thin evidence",
                 "suggestions": list(suggestions),

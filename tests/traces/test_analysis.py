@@ -21,6 +21,7 @@ from agent_health.errors import ConfigError
 from agent_health.model import Insight, RunResult, Step, TestResult, Usage
 from agent_health.traces import trace_view_factory
 from agent_health.traces.spans import span_metrics
+from tests.judges.helpers import fenced
 
 EVAL = """
 from agent_health import test, expect
@@ -146,7 +147,7 @@ class RecordingLLM:
 
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False) -> str:
         self.prompts.append((prompt, system, json_mode))
-        doc = json.loads(prompt)
+        doc = json.loads(fenced(prompt, "EVALUATION"))
         return (
             "```json\n"
             + json.dumps(
@@ -170,7 +171,7 @@ def test_llm_synthesizer_sends_result_metrics_trajectory_and_spans(project):
     traces = trace_view_factory(cfg)(kafka.run, cfg.agent(kafka.agent))  # as the engine hands it over
     out = asyncio.run(analyze(kafka, traces))
     prompt, system, json_mode = llm.prompts[0]
-    doc = json.loads(prompt)
+    doc = json.loads(fenced(prompt, "EVALUATION"))
     assert json_mode and "JSON" in system
     assert doc["test"]["name"] == "kafka" and doc["metrics"]["redundant_calls"] == 1
     assert [s["tool"] for s in doc["trajectory"] if s["kind"] == "tool_call"][:2] == ["search_logs", "search_logs"]
@@ -220,7 +221,7 @@ def test_llm_synthesizer_on_the_judge_model_goes_through_the_judge_cache(project
 
     def reply(rec):
         if "You diagnose AI agent evaluation results" in json.dumps(rec.json["messages"]):
-            doc = json.loads(rec.json["messages"][-1]["content"])
+            doc = json.loads(fenced(rec.json["messages"][-1]["content"], "EVALUATION"))
             return chat(
                 json.dumps(
                     {
