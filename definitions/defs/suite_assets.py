@@ -81,13 +81,15 @@ def current_results(store: ResultStore, suite: str, agent: str, test_ids: list[s
 
 
 def previous_version(agents: list[str], agent: str, configured: str | None) -> str | None:
-    """Baseline of `agent`: the configured one, else the version registered just before it."""
+    """Baseline of `agent`: the configured one, else the version of the same agent registered just
+    before it (demo@v2 -> demo@v1); None for an agent's first version."""
     if configured:
         return configured if configured != agent else None
-    if agent not in agents:
+    same = [a for a in agents if a.partition("@")[0] == agent.partition("@")[0]]
+    if agent not in same:
         return None
-    i = agents.index(agent)
-    return agents[i - 1] if i > 0 else None
+    i = same.index(agent)
+    return same[i - 1] if i > 0 else None
 
 
 def unknown_versions_message(project: Project, unknown: list[str]) -> str:
