@@ -20,12 +20,18 @@ from typing import Any
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
 
-# Run monitoring marks runs whose worker died (SIGKILL, OOM, a lost machine) as failed instead of
-# leaving them STARTED forever; it needs the daemon (`dagster dev` runs one).
+# Run monitoring (the daemon's; `dagster dev` runs one) ends runs that can no longer finish: a run
+# stuck starting or cancelling, and a STARTED run past its maximum runtime -- which is what becomes
+# of a run whose process was killed (SIGKILL, OOM, a lost machine) when no code server saw it die
+# (headless and CLI runs, or a restarted `dagster dev`). A run launched by the webserver or the
+# daemon whose process dies is failed at once by its code server. A single run may set a tighter
+# limit with the `dagster/max_runtime` tag (seconds).
+MAX_RUNTIME_ENV = "AGENT_HEALTH_MAX_RUN_SECONDS"
 RUN_MONITORING = {
     "enabled": True,
     "start_timeout_seconds": 180,
     "cancel_timeout_seconds": 180,
+    "max_runtime_seconds": 6 * 3600,
     "max_resume_run_attempts": 0,
     "poll_interval_seconds": 30,
     "free_slots_after_run_end_seconds": 300,
@@ -33,10 +39,17 @@ RUN_MONITORING = {
 
 
 def instance_yaml(run_monitoring: dict[str, Any] | None = None) -> str:
-    """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on."""
+    """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on
+    (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours)."""
     import yaml
 
-    settings = {**RUN_MONITORING, **(run_monitoring or {})}
+    settings: dict[str, Any] = dict(RUN_MONITORING)
+    raw = os.environ.get(MAX_RUNTIME_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"${MAX_RUNTIME_ENV} must be a whole number of seconds >= 1, got {raw!r}")
+        settings["max_runtime_seconds"] = int(raw)
+    settings.update(run_monitoring or {})
     return yaml.safe_dump({"telemetry": {"enabled": False}, "run_monitoring": settings}, sort_keys=False)
 
 

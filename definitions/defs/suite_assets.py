@@ -10,6 +10,8 @@ through the result store (one run covers many partitions); each partition's outc
 score, duration, tokens, cost, metrics, insights, and why it did not pass) is its evaluation of the
 partitioned `test_outcome` check, so failed and errored tests show per partition at a glance."""
 
+import time
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetRecordsFilter,
     AssetSpec,
     AutomationCondition,
     BackfillPolicy,
@@ -248,13 +251,9 @@ def build_suite_assets(
             unknown = [a for a in by_agent if a not in known]
             if unknown:
                 raise Failure(unknown_versions_message(project, unknown))
-            outcomes: list[AssetCheckEvaluation] = []
-
-            def on_result(r: TestResult) -> None:
-                outcomes.append(outcome_evaluation(key("results"), r))
-
+            started = time.time()
             try:
-                out = run_partitions(project, suite, by_agent, agent_health.run_settings(config), on_result)
+                out = run_partitions(project, suite, by_agent, agent_health.run_settings(config), None)
             except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
                 raise Failure(f"{suite}: {exc}") from exc
             counts = {s: sum(r.status == s for r in out) for s in ("passed", "failed", "errored")}
@@ -264,7 +263,11 @@ def build_suite_assets(
             yield MaterializeResult(asset_key=key("results"))
             yield MaterializeResult(asset_key=key("metrics"))
             yield MaterializeResult(asset_key=key("insights"))
-            yield from outcomes
+            # Each evaluation targets its partition's new materialization, so the UI shows it current.
+            targets = run_materializations(context, key("results"), started)
+            for r in out:
+                part = str(multi_key(r.agent, r.test_id))
+                yield outcome_evaluation(key("results"), r, targets.get(part))
             # The check's output: its per-partition evaluations were logged above.
             yield Output(None, output_name=outcome_spec.get_python_identifier())
 
@@ -354,8 +357,9 @@ def build_suite_assets(
     )
 
 
-def outcome_evaluation(results_key: AssetKey, r: TestResult) -> AssetCheckEvaluation:
-    """One partition's test_outcome: failed tests WARN, errored ones (infrastructure) ERROR."""
+def outcome_evaluation(results_key: AssetKey, r: TestResult, target: Any = None) -> AssetCheckEvaluation:
+    """One partition's test_outcome: failed tests WARN, errored ones (infrastructure) ERROR;
+    `target` is the materialization it evaluates."""
     meta = partition_metadata(r)
     why = meta.get("failure") or meta.get("error")
     return AssetCheckEvaluation(
@@ -366,7 +370,31 @@ def outcome_evaluation(results_key: AssetKey, r: TestResult) -> AssetCheckEvalua
         metadata=meta,
         severity=AssetCheckSeverity.ERROR if r.status == "errored" else AssetCheckSeverity.WARN,
         description=f"{r.status}: {why}"[:300] if why else r.status,
+        target_materialization_data=target,
     )
+
+
+def run_materializations(context: AssetExecutionContext, asset_key: AssetKey, since: float) -> dict[str, Any]:
+    """partition -> the target (storage id, run, time) of this run's materialization of it; one
+    query per 10,000 partitions."""
+    out: dict[str, Any] = {}
+    cursor = None
+    records_filter = AssetRecordsFilter(asset_key=asset_key, after_timestamp=since - 1)
+    while True:
+        page = context.instance.fetch_materializations(records_filter, limit=10_000, cursor=cursor)
+        for record in page.records:
+            if record.run_id == context.run.run_id and record.partition_key and record.partition_key not in out:
+                out[record.partition_key] = _TARGET(
+                    storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+                )
+        if not page.has_more:
+            return out
+        cursor = page.cursor
+
+
+# The type of AssetCheckEvaluation's public `target_materialization_data` argument; Dagster does not
+# export it by name, so it is taken from that argument's annotation.
+_TARGET = typing.get_args(typing.get_type_hints(AssetCheckEvaluation.__new__)["target_materialization_data"])[0]
 
 
 def rollup_numbers(ru: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dagster import (
     build_schedule_context,
     build_sensor_context,
 )
+
 from definitions.defs.partitions import DATA_VERSION_TAG
 from definitions.defs.partitions import RANGE_END_TAG as ASSET_PARTITION_RANGE_END_TAG
 from definitions.defs.partitions import RANGE_START_TAG as ASSET_PARTITION_RANGE_START_TAG

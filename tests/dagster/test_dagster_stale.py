@@ -18,7 +18,7 @@ from tests.dagster.test_dagster_pipeline import evaluate
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
-HELPERS = '''
+HELPERS = """
 from agent_health import test, expect
 
 NEEDLE = "search_logs"
@@ -38,7 +38,7 @@ async def a(agent):
 async def b(agent):
     result = await agent.run()
     expect(result.output).to_be_truthy()
-'''
+"""
 
 
 def stale_status(pipeline, instance, key, agent, test):
@@ -73,7 +73,9 @@ def test_changing_a_helper_only_one_test_uses_marks_only_that_test_stale(make_pi
         return stale_status(pipeline, instance, key, agent, test)
 
     assert {status(v, t) for v in ("demo@v1", "demo@v2") for t in (a, b)} == {StaleStatus.FRESH}
-    path.write_text(HELPERS.replace("# nothing", "").replace("def used_by_a(result):", "def used_by_a(result):\n    # why"))
+    path.write_text(
+        HELPERS.replace("# nothing", "").replace("def used_by_a(result):", "def used_by_a(result):\n    # why")
+    )
     cursor = sync(pipeline, instance, cursor)  # a comment: nothing is stale
     assert {status(v, t) for v in ("demo@v1", "demo@v2") for t in (a, b)} == {StaleStatus.FRESH}
     path.write_text(HELPERS.replace("return result.tool_calls(NEEDLE)", "return result.tool_calls('get_metrics')"))

@@ -58,7 +58,7 @@ def test_webserver_serves_asset_graph_and_partitions(make_pipeline, project_dir,
     home.mkdir()
     from definitions.headless import instance_yaml
 
-    (home / "dagster.yaml").write_text(instance_yaml(home, pooled=True))  # the webserver imports it too
+    (home / "dagster.yaml").write_text(instance_yaml())
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
