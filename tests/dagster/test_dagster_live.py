@@ -158,6 +158,38 @@ def live(tmp_path_factory):
             proc.wait()
 
 
+QUERY = """{
+  assetNodes { assetKey { path } groupName partitionDefinition { type dimensionTypes { name
+    dynamicPartitionsDefinitionName } } }
+  assetNodeOrError(assetKey: {path: ["rca", "payments", "results"]}) {
+    ... on AssetNode { partitionKeysByDimension { name partitionKeys } } }
+}"""
+
+
+def test_webserver_serves_asset_graph_and_partitions(live):
+    data = graphql(live["port"], QUERY)
+    nodes = {"/".join(n["assetKey"]["path"]): n for n in data["assetNodes"]}
+    assert {
+        "rca/payments/cases",
+        "rca/payments/results",
+        "rca/payments/metrics",
+        "rca/payments/rollup",
+        "smoke_checks/results",
+        "agents/settings",
+        "benchmark/leaderboard",
+        "benchmark/comparison",
+    } <= set(nodes)
+    results = nodes["rca/payments/results"]
+    assert results["groupName"] == "suite_rca__payments"
+    dims = {d["name"]: d["dynamicPartitionsDefinitionName"] for d in results["partitionDefinition"]["dimensionTypes"]}
+    assert dims == {"agent": "agent_versions", "test": "tests__rca__payments"}
+    keys = {d["name"]: d["partitionKeys"] for d in data["assetNodeOrError"]["partitionKeysByDimension"]}
+    assert keys == {
+        "agent": ["demo@v1", "demo@v2", "slow@v1"],
+        "test": ["rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"],
+    }
+
+
 LAUNCH = """
 mutation($params: LaunchBackfillParams!) {
   launchPartitionBackfill(backfillParams: $params) {
