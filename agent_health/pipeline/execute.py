@@ -37,8 +37,10 @@ async def _run_agent(
     on_result: OnResult | None,
     out: list[TestResult],
 ) -> None:
-    overrides = {}
+    overrides: dict[str, object] = {}
+    replay, no_cache = None, False
     if settings is not None:
+        replay, no_cache = settings.replay, not settings.judge.cache
         overrides = {
             "concurrency": settings.concurrency,
             "timeout_s": settings.timeout_s,
@@ -46,7 +48,7 @@ async def _run_agent(
             "skip_judge": settings.judge.skip,
         }
     options = engine_options(project.config, **overrides)
-    async for result in iter_results(tests, project.config, agent, options):
+    async for result in iter_results(tests, project.config, agent, options, no_cache=no_cache, replay=replay):
         project.store.put(result)
         out.append(result)
         if on_result:

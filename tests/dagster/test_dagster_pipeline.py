@@ -162,8 +162,9 @@ def test_run_config_sets_the_run_settings_of_the_step(make_pipeline, instance):
     pipeline = make_pipeline()
     register(instance, pipeline)
     s = suite_of(pipeline, "cases")
-    config = {**QUIET, "ops": {s.names.step: {"config": {"epochs": 2, "skip_judge": True, "timeout_s": 30}}}}
-    evaluate(pipeline, instance, "cases", ["demo@v2"], run_config=config)
+    run = {"epochs": 2, "skip_judge": True, "timeout_s": 30, "replay": "record"}
+    evaluate(pipeline, instance, "cases", ["demo@v2"], run_config={**QUIET, "ops": {s.names.step: {"config": run}}})
+    assert list((pipeline.project.config.state_path / "recordings").rglob("*.json"))  # the run recorded
     r = pipeline.project.store.get(ResultKey("demo@v2", "cases", "cases::queue-backlog"))
     assert r.epochs == 2 and len(r.trials) == 2
     assert all(sig.skipped for sig in r.signals if sig.kind == "judge")  # the judge was skipped
