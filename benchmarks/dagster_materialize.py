@@ -55,12 +55,15 @@ def write_project(root: Path, suites: int, tests: int) -> None:
     )
 
 
-def fresh_home(root: Path) -> Path:
+def fresh_home(root: Path, postgres_url: str | None = None) -> Path:
     from definitions.headless import instance_yaml
 
     home = root / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(instance_yaml())
+    text = instance_yaml()
+    if postgres_url:  # a PostgreSQL-backed instance (needs dagster-postgres)
+        text += f"storage:\n  postgres:\n    postgres_url: {postgres_url}\n"
+    (home / "dagster.yaml").write_text(text)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -90,11 +93,16 @@ def main() -> None:
     parser.add_argument("--load-suites", type=int, default=20)
     parser.add_argument("--load-tests", type=int, default=250)
     parser.add_argument("--skip-load", action="store_true", help="Skip the code location load figure.")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="Measure on a PostgreSQL-backed instance (postgresql://...; dagster-postgres).",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="ah-bench-"))
     write_project(root, 1, args.tests)
     os.environ["AGENT_HEALTH_CONFIG"] = str(root / "agent_health_config.py")
-    home = fresh_home(root)
+    home = fresh_home(root, args.postgres)
 
     from dagster import DagsterInstance
 
@@ -137,7 +145,8 @@ def main() -> None:
         engine_alone = time.perf_counter() - start
 
     n = args.tests
-    print(f"local default instance (SQLite, {home}); {n} partitions of one suite, agent {args.agent}")
+    where = "PostgreSQL instance" if args.postgres else "local default instance (SQLite)"
+    print(f"{where}, DAGSTER_HOME {home}; {n} partitions of one suite, agent {args.agent}")
     print(f"register {n} test partitions with their data versions: {registration:.2f} s  (target <= 3 s for 5,000)")
     print(f"results + metrics + insights step, one run, end to end: {step:.2f} s")
     print(f"engine inside the run: {in_run_engine:.2f} s; the same tests outside Dagster: {engine_alone:.2f} s")
