@@ -29,7 +29,7 @@ def percent(rate: float | None) -> float | None:
 
 def ms(value: float | None) -> float | None:
     """Milliseconds to 0.1 ms."""
-    return None if value is None else round(value, 1)
+    return None if value is None else round(value, 1) + 0.0  # + 0.0: no "-0.0"
 
 
 @dataclass(frozen=True)
