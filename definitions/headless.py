@@ -9,6 +9,7 @@ comparison; prints both and how to open the Dagster UI on the same instance."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -19,37 +20,46 @@ from typing import Any
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
 
-def _installed() -> bool:
-    """Whether this project is pip-installed, so every Dagster process can import `definitions`."""
-    from importlib import metadata
-
-    try:
-        metadata.distribution("agent-health")
-        return True
-    except metadata.PackageNotFoundError:
-        return False
-
-
-def instance_yaml(home: Path, pooled: bool) -> str:
-    """dagster.yaml for a local SQLite instance: no telemetry (offline), and when possible the
-    event log that keeps its connections open (see definitions/storage.py; 4x less bookkeeping
-    per partition)."""
-    text = "telemetry:\n  enabled: false\n"
-    if pooled:
-        text += (
-            "event_log_storage:\n  module: definitions.storage\n  class: PooledSqliteEventLogStorage\n"
-            f"  config:\n    base_dir: {home / 'history' / 'runs'}\n"
-        )
-    return text
+# Run monitoring (the daemon's; `dagster dev` runs one) ends runs that can no longer finish: a run
+# stuck starting or cancelling, and a STARTED run past its maximum runtime -- which is what becomes
+# of a run whose process was killed (SIGKILL, OOM, a lost machine) when no code server saw it die
+# (headless and CLI runs, or a restarted `dagster dev`). A run launched by the webserver or the
+# daemon whose process dies is failed at once by its code server. A single run may set a tighter
+# limit with the `dagster/max_runtime` tag (seconds).
+MAX_RUNTIME_ENV = "AGENT_HEALTH_MAX_RUN_SECONDS"
+RUN_MONITORING = {
+    "enabled": True,
+    "start_timeout_seconds": 180,
+    "cancel_timeout_seconds": 180,
+    "max_runtime_seconds": 6 * 3600,
+    "max_resume_run_attempts": 0,
+    "poll_interval_seconds": 30,
+    "free_slots_after_run_end_seconds": 300,
+}
 
 
-def prepare_home(path: Path, pooled: bool | None = None) -> Path:
+def instance_yaml(run_monitoring: dict[str, Any] | None = None) -> str:
+    """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on
+    (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours)."""
+    import yaml
+
+    settings: dict[str, Any] = dict(RUN_MONITORING)
+    raw = os.environ.get(MAX_RUNTIME_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"${MAX_RUNTIME_ENV} must be a whole number of seconds >= 1, got {raw!r}")
+        settings["max_runtime_seconds"] = int(raw)
+    settings.update(run_monitoring or {})
+    return yaml.safe_dump({"telemetry": {"enabled": False}, "run_monitoring": settings}, sort_keys=False)
+
+
+def prepare_home(path: Path) -> Path:
     """Create DAGSTER_HOME (SQLite storage) unless it has a dagster.yaml, and point Dagster at it."""
     path = path.resolve()
     path.mkdir(parents=True, exist_ok=True)
     yaml = path / "dagster.yaml"
     if not yaml.exists():
-        yaml.write_text(instance_yaml(path, _installed() if pooled is None else pooled))
+        yaml.write_text(instance_yaml())
     os.environ["DAGSTER_HOME"] = str(path)
     return path
 
@@ -68,13 +78,20 @@ def apply_sensor_result(instance: Any, result: Any) -> None:
         instance.report_runless_asset_event(event)
 
 
-def register(instance: Any, pipeline: Any) -> list[str]:
-    """Register agent versions and test partitions; returns the problems the eval sync found."""
+def register(instance: Any, pipeline: Any, cursor_file: Path | None = None) -> list[str]:
+    """Register agent versions and test partitions; returns the problems the eval sync found.
+    `cursor_file` keeps the hashes seen last time (as the sensors keep theirs)."""
     from definitions.defs.automation import sync_agent_versions, sync_eval_files
 
-    apply_sensor_result(instance, sync_agent_versions(instance, pipeline.project, pipeline.suites))
-    result, problems = sync_eval_files(instance, pipeline.project, pipeline.suites, {})
+    saved = json.loads(cursor_file.read_text()) if cursor_file and cursor_file.is_file() else {}
+    agents = sync_agent_versions(instance, pipeline.project, pipeline.suites, saved.get("agents"))
+    apply_sensor_result(instance, agents)
+    result, problems = sync_eval_files(instance, pipeline.project, pipeline.suites, saved.get("evals", {}))
     apply_sensor_result(instance, result)
+    if cursor_file:
+        cursor_file.write_text(
+            json.dumps({"agents": json.loads(agents.cursor or "{}"), "evals": json.loads(result.cursor or "{}")})
+        )
     return problems
 
 
@@ -89,9 +106,6 @@ def _check(result: Any, what: str) -> None:
 
 def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None:
     """Evaluate every suite for `agents` (one run per suite), then rollups and the benchmark."""
-    from dagster import RunConfig
-
-    from definitions.defs.benchmark_assets import ComparisonConfig
     from definitions.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
 
     defs = pipeline.defs
@@ -112,35 +126,47 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None
                 f"  {s.suite}: {len(tests)} test(s) x {len(block)} version(s) in "
                 f"{time.perf_counter() - start:.1f}s (run {result.run_id[:8]})"
             )
-    if pipeline.suites:
-        for agent in agents:
-            _check(
-                defs.resolve_job_def("rollups").execute_in_process(
-                    instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
-                ),
-                f"rollups for {agent}",
+    for agent in agents:
+        if pipeline.suites:
+            run = defs.resolve_job_def("rollups").execute_in_process(
+                instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
             )
-    baseline, candidate = (agents[-2], agents[-1]) if len(agents) >= 2 else (None, None)
-    config = RunConfig(
-        ops={"benchmark__comparison": ComparisonConfig(baseline=baseline, candidate=candidate)},
-        loggers=QUIET["loggers"],
-    )
+            _check(run, f"rollups for {agent}")
+        run = defs.resolve_job_def("comparison").execute_in_process(
+            instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
+        )
+        _check(run, f"comparison for {agent}")
     _check(
-        defs.resolve_job_def("benchmark").execute_in_process(
-            instance=instance, run_config=config, raise_on_error=False
+        defs.resolve_job_def("leaderboard").execute_in_process(
+            instance=instance, run_config=QUIET, raise_on_error=False
         ),
-        "leaderboard and comparison",
+        "leaderboard",
     )
 
 
-def latest_markdown(instance: Any, key: list[str], field: str) -> str:
+def latest_table(instance: Any, key: list[str], field: str, partition: str | None = None) -> str:
+    """A table of the latest materialization as aligned text (for the terminal)."""
     from dagster import AssetKey
 
-    event = instance.get_latest_materialization_event(AssetKey(key))
-    if event is None or event.asset_materialization is None:
+    records = instance.fetch_materializations(AssetKey(key), limit=200).records
+    record = next((r for r in records if partition is None or r.partition_key == partition), None)
+    if record is None or record.asset_materialization is None:
         return "(not materialized)"
-    value = event.asset_materialization.metadata.get(field)
-    return value.value if value is not None else "(no table)"
+    value = record.asset_materialization.metadata.get(field)
+    if value is None:
+        return (
+            "(no table: " + ", ".join(f"{k}={v.value}" for k, v in record.asset_materialization.metadata.items()) + ")"
+        )
+    columns = [c.name for c in value.schema.columns]
+    rows = [[_cell(r.data.get(c)) for c in columns] for r in value.records]
+    widths = [max([len(c)] + [len(row[i]) for row in rows]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,11 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     home = prepare_home(Path(args.dagster_home))
 
-    import warnings
-
-    from dagster import BetaWarning, DagsterInstance
-
-    warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy, observable assets: known beta
+    from dagster import DagsterInstance
 
     from agent_health.errors import AgentHealthError
     from definitions.defs.build import build_pipeline
@@ -176,11 +198,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"Eval root {pipeline.project.eval_root}: {len(pipeline.suites)} suite(s); Dagster instance {home}")
         with DagsterInstance.get() as instance:
-            for problem in register(instance, pipeline):
+            for problem in register(instance, pipeline, home / "agent_health_sync.json"):
                 print(f"  warning: {problem}", file=sys.stderr)
             materialize_all(instance, pipeline, agents)
-            print("\nLeaderboard\n" + latest_markdown(instance, ["benchmark", "leaderboard"], "leaderboard"))
-            print("\nComparison\n" + latest_markdown(instance, ["benchmark", "comparison"], "comparison"))
+            print("\nLeaderboard\n" + latest_table(instance, ["benchmark", "leaderboard"], "leaderboard"))
+            if len(agents) > 1:
+                print(
+                    f"\nComparison ({agents[-1]} against its baseline)\n"
+                    + latest_table(instance, ["benchmark", "comparison"], "comparison", agents[-1])
+                )
     except AgentHealthError as exc:
         print(f"agent-health: {exc}", file=sys.stderr)
         return 2

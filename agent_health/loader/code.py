@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import inspect
 import itertools
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agent_health.errors import EvalFileError
+from agent_health.loader.fingerprint import Fingerprinter
 from agent_health.loader.ids import content_hash, suite_name, test_id
-from agent_health.loader.registry import BUILTIN_FIXTURES, FileRegistry, TestSpec, activate, deactivate, parameters
+from agent_health.loader.registry import (
+    BUILTIN_FIXTURES,
+    HOOK_KINDS,
+    FileRegistry,
+    FixtureDef,
+    TestSpec,
+    activate,
+    deactivate,
+    parameters,
+)
 from agent_health.loader.types import LoadedTest
 from agent_health.model import TestCase
 
@@ -57,20 +68,37 @@ def import_eval_file(path: Path, rel: str) -> FileRegistry:
     return registry
 
 
-def _body_source(spec: TestSpec, cache: dict[object, str]) -> str:
-    """Source of the body; bodies defined in a loop share one code object, so parse it once."""
-    code = getattr(spec.body, "__code__", None)
-    if code in cache:
-        return cache[code]
-    try:
-        source = inspect.getsource(spec.body)
-    except (OSError, TypeError):
-        source = code.co_code.hex() if code else repr(spec.body)
-    cache[code] = source
-    return source
+def _fixture(name: str, spec: TestSpec, registry: FileRegistry) -> FixtureDef | None:
+    """The fixture a parameter names, as the engine resolves it (test.extend ones first)."""
+    return spec.fixtures.get(name) or registry.fixtures.get(name)
 
 
-def code_case(spec: TestSpec, suite: str, rel: str, sources: dict[object, str] | None = None) -> TestCase:
+def test_callables(spec: TestSpec, registry: FileRegistry) -> list[Callable[..., Any]]:
+    """Everything that runs for this test, in a stable order: the body, the hooks of its scopes
+    (outermost first), and every fixture those ask for, transitively."""
+    hooks = [h for scope in spec.scope.chain() for kind in HOOK_KINDS for h in scope.hooks[kind]]
+    out: list[Callable[..., Any]] = [spec.body, *hooks]
+    seen: set[str] = set()
+    todo = list(out)
+    while todo:
+        fn = todo.pop(0)
+        for name in parameters(fn):
+            if name in seen:
+                continue
+            seen.add(name)
+            fixture = _fixture(name, spec, registry)
+            if fixture is not None:
+                out.append(fixture.fn)
+                todo.append(fixture.fn)
+    return out
+
+
+def code_case(
+    spec: TestSpec, suite: str, rel: str, registry: FileRegistry, fingerprints: Fingerprinter | None = None
+) -> TestCase:
+    """The test's case; its content hash covers its options and the normalised code of everything
+    that runs for it (see agent_health/loader/fingerprint.py and docs/staleness.md)."""
+    fingerprints = fingerprints or Fingerprinter(_code_file(spec))
     options = {
         "name": spec.name,
         "prompt": spec.prompt,
@@ -82,8 +110,7 @@ def code_case(spec: TestSpec, suite: str, rel: str, sources: dict[object, str] |
         "expected_trajectory": [s.model_dump() for s in spec.expected_trajectory],
         "skip_judge": spec.skip_judge,
         "epochs": spec.epochs,
-        "body": _body_source(spec, {} if sources is None else sources),
-        "fixtures": sorted(spec.fixtures),
+        "code": fingerprints.of(test_callables(spec, registry)),
     }
     return TestCase(
         id=test_id(suite, spec.name),
@@ -103,6 +130,11 @@ def code_case(spec: TestSpec, suite: str, rel: str, sources: dict[object, str] |
         epochs=spec.epochs,
         content_hash=content_hash(options),
     )
+
+
+def _code_file(spec: TestSpec) -> str:
+    code = getattr(spec.body, "__code__", None)
+    return code.co_filename if code else ""
 
 
 def missing_fixtures(spec: TestSpec, registry: FileRegistry) -> list[str]:
@@ -128,7 +160,7 @@ def load_code_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
     tests: list[LoadedTest] = []
     errors = list(registry.errors)
     ids: dict[str, str] = {}
-    sources: dict[object, str] = {}
+    fingerprints = Fingerprinter(str(path))
     for spec in registry.tests:
         missing = missing_fixtures(spec, registry)
         if missing:
@@ -142,7 +174,7 @@ def load_code_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
                 )
             )
             continue
-        case = code_case(spec, suite, rel, sources)
+        case = code_case(spec, suite, rel, registry, fingerprints)
         if case.id in ids:
             errors.append(
                 EvalFileError(

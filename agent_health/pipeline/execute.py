@@ -10,6 +10,7 @@ from typing import Any
 from agent_health.loader import LoadedTest
 from agent_health.model import RunSettings, TestResult
 from agent_health.pipeline.project import Project
+from agent_health.pipeline.tables import ms, sig
 from agent_health.session import engine_options, iter_results
 
 OnResult = Callable[[TestResult], None]
@@ -36,8 +37,10 @@ async def _run_agent(
     on_result: OnResult | None,
     out: list[TestResult],
 ) -> None:
-    overrides = {}
+    overrides: dict[str, object] = {}
+    replay, no_cache = None, False
     if settings is not None:
+        replay, no_cache = settings.replay, not settings.judge.cache
         overrides = {
             "concurrency": settings.concurrency,
             "timeout_s": settings.timeout_s,
@@ -45,7 +48,7 @@ async def _run_agent(
             "skip_judge": settings.judge.skip,
         }
     options = engine_options(project.config, **overrides)
-    async for result in iter_results(tests, project.config, agent, options):
+    async for result in iter_results(tests, project.config, agent, options, no_cache=no_cache, replay=replay):
         project.store.put(result)
         out.append(result)
         if on_result:
@@ -100,15 +103,31 @@ def run_partitions(
 
 
 def partition_metadata(result: TestResult) -> dict[str, Any]:
-    """What each results partition shows: status, score, duration, tokens, cost (plus provenance)."""
+    """What each results partition shows: status, score, duration, tokens, cost, the derived
+    metrics and insights that matter at a glance, and why it did not pass. A failed test's reason
+    is under `failure`; an errored test's real error text under `error`."""
+    metrics = result.metrics or {}
     meta: dict[str, Any] = {
         "status": result.status,
-        "score": float(result.score) if result.score is not None else None,
-        "duration_ms": round(float(result.duration_ms), 3),
+        "score": sig(float(result.score)) if result.score is not None else None,
+        "duration_ms": ms(float(result.duration_ms)),
         "total_tokens": int(result.usage.total_tokens + result.judge_usage.total_tokens),
-        "cost_usd": float(result.cost_usd) if result.cost_usd is not None else None,
-        "content_hash": result.content_hash[:16],
+        "cost_usd": sig(float(result.cost_usd)) if result.cost_usd is not None else None,
+        "tool_calls": metrics.get("tool_calls"),
+        "llm_calls": metrics.get("llm_calls"),
+        "insights": len(result.insights),
+        "insight_rules": ", ".join(sorted({i.rule for i in result.insights})) or None,
+        "content_hash": result.content_hash[:16] or None,
     }
-    if result.error:
+    if result.status == "failed":
+        meta["failure"] = failure_reason(result)[:500]
+    elif result.error:
         meta["error"] = result.error[:500]
     return {k: v for k, v in meta.items() if v is not None}
+
+
+def failure_reason(result: TestResult) -> str:
+    """Why a failed test failed: its failing gate signals, in body order (or its own message)."""
+    failing = [s for s in result.signals if s.role == "gate" and s.passed is False and not s.skipped]
+    parts = [f"{s.name}: {s.reasoning}" if s.reasoning else s.name for s in failing]
+    return "; ".join(parts) or result.error or "a gate signal failed"

@@ -31,6 +31,7 @@ def plan_suite_sync(
     current: Sequence[str],
     known_hashes: Mapping[str, str],
     load_error: str | None = None,
+    hash_length: int | None = None,
 ) -> SuiteSync:
     """Compare the loaded tests with the current partitions and the hashes seen last time.
 
@@ -39,7 +40,7 @@ def plan_suite_sync(
     if load_error is not None or loaded is None or (loaded.errors and not loaded.tests):
         error = load_error or (str(loaded.errors[0]) if loaded and loaded.errors else f"{suite}: not loaded")
         return SuiteSync(suite=suite, hashes={t: known_hashes[t] for t in current if t in known_hashes}, error=error)
-    hashes = {t.id: t.case.content_hash for t in loaded.tests if t.case.suite == suite}
+    hashes = {t.id: t.case.content_hash[:hash_length] for t in loaded.tests if t.case.suite == suite}
     have = set(current)
     plan = SuiteSync(suite=suite, hashes=hashes)
     plan.add = [t for t in hashes if t not in have]

@@ -1,22 +1,32 @@
-"""Across suites: the leaderboard (every agent version x suite) and the baseline-vs-candidate
-comparison. Both read the result store for the suites' current tests."""
+"""Across suites: the leaderboard (every agent version x suite, retired versions marked) and the
+comparison of each version against its baseline, kept per candidate version. Both read the
+result store for the suites' current tests."""
 
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetExecutionContext, AutomationCondition, Config, Failure, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    AutomationCondition,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 from pydantic import Field
 
-from agent_health.analysis.compare import compare, default_pair
+from agent_health.analysis.compare import compare
 from agent_health.analysis.rollup import leaderboard as build_leaderboard
 from agent_health.analysis.rollup import rollup as build_rollup
-from agent_health.errors import ConfigError
+from agent_health.pipeline import percent, sig
+from agent_health.pipeline.tables import comparison_table, leaderboard_table
 from agent_health.stores.atomic import write_atomic
-from definitions.defs.partitions import AGENT_VERSIONS
+from definitions.defs.partitions import AGENT_VERSIONS, agent_versions
 from definitions.defs.resources import AgentHealthResource
-from definitions.defs.suite_assets import OWNERS, SuiteAssets, clean, current_results
+from definitions.defs.suite_assets import OWNERS, SuiteAssets, clean, current_results, previous_version
+from definitions.defs.tables import table_value
 
 GROUP = "benchmark"
 
@@ -28,11 +38,20 @@ def write_report(state: Path, name: str, payload: dict[str, Any]) -> Path:
     return folder / f"{name}.json"
 
 
+def follow_rollups() -> AutomationCondition:
+    """Materialize after any rollup it reads changed, once none of them is still running (a
+    version or suite without results yet does not hold the others back)."""
+    return (
+        AutomationCondition.any_deps_updated().since_last_handled()
+        & ~AutomationCondition.any_deps_in_progress()
+        & ~AutomationCondition.in_progress()
+    )
+
+
 class ComparisonConfig(Config):
-    """Which versions to compare (run config); defaults come from the resource, then the two newest."""
+    """Override the baseline of a comparison run (default: the resource's, else the previous version)."""
 
     baseline: str | None = Field(None, description="Baseline agent version, e.g. demo@v1.")
-    candidate: str | None = Field(None, description="Candidate agent version, e.g. demo@v2.")
 
 
 def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
@@ -45,13 +64,14 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         kinds={"python", "table"},
         tags={"agent_health/layer": "benchmark"},
         deps=rollup_keys,
-        automation_condition=AutomationCondition.eager(),
-        description="Every agent version x suite in one table (pass rate, mean score, cost, tokens, p95), "
-        "plus a total per agent version.",
+        automation_condition=follow_rollups(),
+        description="Every agent version x suite in one table (pass rate, mean score, cost, tokens, p95), a total "
+        "per version first; versions no longer in the agent configuration stay, marked retired.",
     )
     def leaderboard(context: AssetExecutionContext, agent_health: AgentHealthResource) -> MaterializeResult:
         project = agent_health.project()
         agents = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
+        configured = set(project.config.agent_refs())
         rollups = []
         for s in suites:
             tests = list(context.instance.get_dynamic_partitions(s.names.tests_partitions))
@@ -60,13 +80,18 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
                 if results:
                     rollups.append(build_rollup(results, s.suite, agent))
         board = build_leaderboard(rollups)
-        write_report(project.config.state_path, "leaderboard", board.model_dump())
-        meta: dict[str, Any] = {"leaderboard": MetadataValue.md(board.to_markdown()), "rows": len(board.rows)}
-        for row in board.totals:
+        retired = sorted({r.agent for r in board.totals} - configured)
+        write_report(project.config.state_path, "leaderboard", {**board.model_dump(), "retired": retired})
+        meta: dict[str, Any] = {
+            "leaderboard": table_value(leaderboard_table(board, retired)),
+            "rows": len(board.rows),
+            "retired": ", ".join(retired) or "none",
+        }
+        for row in board.totals:  # one plottable number per version
             if row.pass_rate is not None:
-                meta[f"pass_rate {row.agent}"] = round(row.pass_rate, 4)
+                meta[f"pass_rate_pct {row.agent}"] = percent(row.pass_rate)
             if row.cost_usd is not None:
-                meta[f"cost_usd {row.agent}"] = row.cost_usd
+                meta[f"cost_usd {row.agent}"] = sig(row.cost_usd)
         return MaterializeResult(metadata=clean(meta))
 
     @asset(
@@ -75,42 +100,44 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         owners=OWNERS,
         kinds={"python", "table"},
         tags={"agent_health/layer": "benchmark"},
+        partitions_def=agent_versions,
         deps=rollup_keys,
-        automation_condition=AutomationCondition.eager(),
-        description="A baseline agent version against a candidate: per-test flips, score, cost and latency "
-        "deltas. Baseline and candidate are configurable; default the two newest versions.",
+        automation_condition=follow_rollups(),
+        description="Per candidate version: its results against its baseline (the configured one, else the "
+        "version registered before it): per-test flips, score, cost and latency deltas.",
     )
     def comparison(
         context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource
     ) -> MaterializeResult:
         project = agent_health.project()
+        cand = context.partition_key
         agents = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
-        try:
-            base, cand = default_pair(
-                agents, config.baseline or agent_health.baseline, config.candidate or agent_health.candidate
+        base = previous_version(agents, cand, config.baseline or agent_health.baseline)
+        if base is None:
+            return MaterializeResult(
+                metadata={"baseline": "none", "candidate": cand, "note": f"{cand} is the first version"}
             )
-        except ConfigError as exc:
-            raise Failure(str(exc)) from exc
         base_results, cand_results = [], []
         for s in suites:
             tests = list(context.instance.get_dynamic_partitions(s.names.tests_partitions))
             base_results += current_results(project.store, s.suite, base, tests)
             cand_results += current_results(project.store, s.suite, cand, tests)
         cmp = compare(base_results, cand_results, base, cand)
-        write_report(project.config.state_path, "comparison", cmp.model_dump())
-        counts = cmp.counts()
+        write_report(project.config.state_path, f"comparison-{cand.replace('@', '_')}", cmp.model_dump())
         meta = {
-            "comparison": MetadataValue.md(cmp.to_markdown()),
+            "comparison": table_value(comparison_table(cmp)),
             "baseline": base,
             "candidate": cand,
             "regressed": len(cmp.regressions),
             "fixed": len(cmp.fixes),
             "tests": len(cmp.tests),
-            "flips": MetadataValue.json(counts),
-            "pass_rate_delta": cmp.pass_rate_delta,
-            "mean_score_delta": cmp.mean_score_delta,
-            "cost_delta_usd": cmp.cost_delta_usd,
-            "latency_delta_ms": cmp.latency_delta_ms,
+            "flips": MetadataValue.json(cmp.counts()),
+            "baseline_pass_rate_pct": percent(cmp.baseline_pass_rate),
+            "candidate_pass_rate_pct": percent(cmp.candidate_pass_rate),
+            "pass_rate_delta_pct": percent(cmp.pass_rate_delta),
+            "mean_score_delta": sig(cmp.mean_score_delta),
+            "cost_delta_usd": sig(cmp.cost_delta_usd),
+            "latency_delta_ms": None if cmp.latency_delta_ms is None else round(cmp.latency_delta_ms, 1),
             "regressed_tests": MetadataValue.json([t.test_id for t in cmp.regressions][:200]),
         }
         return MaterializeResult(metadata=clean(meta))

@@ -6,12 +6,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from dagster import AssetSelection, Definitions, define_asset_job
+from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 
 from agent_health.pipeline import Project
 from definitions.defs.automation import build_automation
 from definitions.defs.benchmark_assets import build_benchmark_assets
 from definitions.defs.names import suite_names
+from definitions.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
 from definitions.defs.resources import AgentHealthResource, resource_from_env
 from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
 
@@ -52,12 +53,27 @@ def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
         jobs["rollups"] = define_asset_job(
             "rollups", selection=rollups, description="Every suite rollup (and its checks) for one agent version."
         )
-    jobs["benchmark"] = define_asset_job(
-        "benchmark",
-        selection=AssetSelection.groups("benchmark"),
-        description="Leaderboard and comparison across suites.",
+    jobs["leaderboard"] = define_asset_job(
+        "leaderboard",
+        selection=AssetSelection.assets(["benchmark", "leaderboard"]),
+        description="The leaderboard across suites and agent versions.",
+    )
+    jobs["comparison"] = define_asset_job(
+        "comparison",
+        selection=AssetSelection.assets(["benchmark", "comparison"]),
+        description="One agent version against its baseline, across suites.",
     )
     return jobs
+
+
+AGENT_SETTINGS = AssetSpec(
+    key=AGENT_SETTINGS_KEY,
+    partitions_def=agent_versions,
+    group_name="agents",
+    kinds={"python"},
+    description="Per agent version: its effective settings (secrets excluded) and the judge settings, reported "
+    "as a data version by the agent_versions sensor; results depend on it, so a change marks them stale.",
+)
 
 
 @dataclass
@@ -76,7 +92,7 @@ def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
     resource = resource or resource_from_env()
     project = resource.project()
     suites = build_suites(project)
-    assets = [a for s in suites for a in s.definitions] + build_benchmark_assets(suites)
+    assets = [AGENT_SETTINGS, *[a for s in suites for a in s.definitions], *build_benchmark_assets(suites)]
     jobs = build_jobs(suites)
     sensors, schedules = build_automation(suites, jobs)
     defs = Definitions(

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+RESERVED_PREFIXES = ("benchmark", "agents")  # asset key prefixes the code location uses itself
 
 
 def safe(part: str) -> str:
@@ -41,6 +42,11 @@ class SuiteNames:
     def job(self) -> str:
         return f"evaluate__{self.flat}"
 
+    @property
+    def step(self) -> str:
+        """Name of the one evaluation step (the multi-asset's op; run config goes under it)."""
+        return f"{self.flat}__evaluate"
+
 
 def suite_names(suites: Iterable[str]) -> dict[str, SuiteNames]:
     """Names for every suite; two suites that sanitize alike ('a-b', 'a_b') get a hash suffix."""
@@ -48,7 +54,7 @@ def suite_names(suites: Iterable[str]) -> dict[str, SuiteNames]:
     taken: set[tuple[str, ...]] = set()
     for suite in sorted(suites):
         prefix = tuple(safe(p) for p in suite.split("/") if p) or ("suite",)
-        if prefix in taken or prefix[0] == "benchmark":
+        if prefix in taken or prefix[0] in RESERVED_PREFIXES:
             prefix = (*prefix[:-1], f"{prefix[-1]}_{hashlib.sha1(suite.encode()).hexdigest()[:6]}")
         taken.add(prefix)
         out[suite] = SuiteNames(suite, prefix)

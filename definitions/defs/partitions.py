@@ -5,14 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from dagster import DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from dagster import AssetKey, DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
+
+# The run tags that make one run cover a range of partitions (Dagster's single-run backfill
+# shape, as its CLI's --partition-range writes them). Dagster exports no constant for them.
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 AGENT_DIM = "agent"
 TEST_DIM = "test"
 
 AGENT_VERSIONS = "agent_versions"
 agent_versions = DynamicPartitionsDefinition(name=AGENT_VERSIONS)
+
+# Per agent version, its effective settings and the judge settings as a data version: results
+# depend on it, so changing either marks that version's results stale.
+AGENT_SETTINGS_KEY = AssetKey(["agents", "settings"])
+# The tag Dagster reads an observation's data version from (what ObserveResult(data_version=)
+# writes); runless observations reported by the sensors carry it themselves.
+DATA_VERSION_TAG = "dagster/data_version"
 
 
 def tests_partitions(name: str) -> DynamicPartitionsDefinition:
@@ -43,8 +54,8 @@ def range_tags(agents: Sequence[str], tests: Sequence[str]) -> dict[str, str]:
     """Run tags selecting the rectangle agents[0]..agents[-1] x tests[0]..tests[-1] (both in the
     order the dynamic partitions were added): one run, the single-run backfill shape."""
     return {
-        ASSET_PARTITION_RANGE_START_TAG: str(multi_key(agents[0], tests[0])),
-        ASSET_PARTITION_RANGE_END_TAG: str(multi_key(agents[-1], tests[-1])),
+        RANGE_START_TAG: str(multi_key(agents[0], tests[0])),
+        RANGE_END_TAG: str(multi_key(agents[-1], tests[-1])),
     }
 
 

@@ -1,16 +1,34 @@
-"""The one resource: where the project is and the limits its checks enforce. Every field falls
-back to an environment variable, so `dagster dev` from the project root needs no config."""
+"""The one resource: where the project is, the run settings of evaluation runs, and the limits
+the checks enforce. Every field falls back to an environment variable, so `dagster dev` from the
+project root needs no config; a run's own config (`EvaluateConfig`) overrides the run settings.
+
+Precedence (as for the CLI, see docs/running.md): a test's own `timeout=` / `epochs=`, then the
+run config, then the resource (or its environment variables), then the configuration file, then
+the built-in defaults."""
 
 from __future__ import annotations
 
 import json
 import os
 
-from dagster import ConfigurableResource
+from dagster import Config, ConfigurableResource
 from pydantic import Field
 
-from agent_health.model import RunSettings
+from agent_health.model import JudgeRunSettings, RunSettings
+from agent_health.model.settings import check_replay_mode
 from agent_health.pipeline import Project, Thresholds
+
+
+class EvaluateConfig(Config):
+    """Run settings of one evaluation run (the Launchpad's config of an `evaluate__*` step).
+    Unset fields come from the resource, then the configuration file."""
+
+    concurrency: int | None = Field(None, ge=1, description="Tests in flight at once, over all agent versions.")
+    timeout_s: float | None = Field(None, gt=0, description="Per-test timeout for tests without their own.")
+    epochs: int | None = Field(None, ge=1, description="Trials per test for tests without their own.")
+    skip_judge: bool | None = Field(None, description="Skip every judge() call (neutral verdicts).")
+    judge_model: str | None = Field(None, description="Judge model for this run (`provider:model`).")
+    replay: str | None = Field(None, description="Record/replay mode: off, record, auto or strict.")
 
 
 class AgentHealthResource(ConfigurableResource):
@@ -24,8 +42,13 @@ class AgentHealthResource(ConfigurableResource):
     )
     state_dir: str | None = Field(None, description="State folder override (results live in <state>/results).")
     concurrency: int | None = Field(
-        None, description="Tests in flight per agent version within one run (else the configuration's concurrency)."
+        None, description="Tests in flight at once over all agent versions of a run (else the configuration's)."
     )
+    timeout_s: float | None = Field(None, description="Per-test timeout (else the configuration's timeout_s).")
+    epochs: int | None = Field(None, description="Trials per test (else 1).")
+    skip_judge: bool = Field(False, description="Skip every judge() call.")
+    judge_model: str | None = Field(None, description="Judge model for every run (`provider:model`).")
+    replay: str | None = Field(None, description="Record/replay mode (else $AGENT_HEALTH_REPLAY, else the config's).")
     min_pass_rate: float = Field(0.5, description="Rollup check: pass rate at least this (0..1).")
     suite_min_pass_rate: dict[str, float] = Field(
         default_factory=dict, description="Per-suite pass-rate thresholds (suite -> 0..1)."
@@ -33,18 +56,33 @@ class AgentHealthResource(ConfigurableResource):
     max_errored_share: float = Field(0.1, description="Rollup check: errored share at most this (0..1).")
     baseline: str | None = Field(
         None,
-        description="Baseline agent version for comparisons and regression "
-        "checks (default: the previous / second-newest version).",
+        description="Baseline agent version of every comparison and regression check (default: the version "
+        "registered just before the candidate).",
     )
-    candidate: str | None = Field(None, description="Candidate agent version for the comparison (default: the newest).")
 
     def project(self) -> Project:
+        """The project (cached per process; reloaded when the configuration file changes)."""
         return Project.load(self.config_path, self.eval_root, self.state_dir)
 
-    def run_settings(self) -> RunSettings:
-        """The typed settings of the runs this resource starts (the same model the CLI builds)."""
+    def run_settings(self, run: EvaluateConfig | None = None) -> RunSettings:
+        """The typed settings of an evaluation run (the same model the CLI builds): the run's
+        config over this resource over the configuration file."""
+        run = run or EvaluateConfig(
+            concurrency=None, timeout_s=None, epochs=None, skip_judge=None, judge_model=None, replay=None
+        )
         config = self.project().config
-        return RunSettings(concurrency=self.concurrency or config.concurrency, timeout_s=config.timeout_s)
+        replay = run.replay or self.replay or os.environ.get("AGENT_HEALTH_REPLAY") or config.replay
+        return RunSettings(
+            concurrency=run.concurrency or self.concurrency or config.concurrency,
+            timeout_s=run.timeout_s or self.timeout_s or config.timeout_s,
+            epochs=run.epochs or self.epochs or 1,
+            judge=JudgeRunSettings(
+                skip=run.skip_judge if run.skip_judge is not None else self.skip_judge,
+                model=run.judge_model or self.judge_model,
+            ),
+            replay=check_replay_mode(replay, "replay"),
+            store=config.store,
+        )
 
     def thresholds(self) -> Thresholds:
         return Thresholds(
@@ -54,14 +92,17 @@ class AgentHealthResource(ConfigurableResource):
         )
 
 
-def _float(name: str, default: float) -> float:
+def _number(name: str, kind: type, default: float | None = None) -> float | None:
     raw = os.environ.get(name)
     if not raw:
         return default
     try:
-        return float(raw)
+        value = kind(raw)
     except ValueError:
-        raise ValueError(f"${name} must be a number between 0 and 1, got {raw!r}") from None
+        raise ValueError(f"${name} must be a {'whole ' if kind is int else ''}number, got {raw!r}") from None
+    if value <= 0 and kind is int:
+        raise ValueError(f"${name} must be at least 1, got {raw!r}")
+    return value
 
 
 def resource_from_env() -> AgentHealthResource:
@@ -73,15 +114,20 @@ def resource_from_env() -> AgentHealthResource:
         raise ValueError(
             f'$AGENT_HEALTH_SUITE_MIN_PASS_RATE must be a JSON object like {{"rca/payments": 0.8}}, got {suites!r}'
         ) from None
-    concurrency = os.environ.get("AGENT_HEALTH_CONCURRENCY")
+    concurrency = _number("AGENT_HEALTH_CONCURRENCY", int)
+    epochs = _number("AGENT_HEALTH_EPOCHS", int)
     return AgentHealthResource(
         config_path=os.environ.get("AGENT_HEALTH_CONFIG") or None,
         eval_root=os.environ.get("AGENT_HEALTH_EVAL_ROOT") or None,
         state_dir=os.environ.get("AGENT_HEALTH_STATE_DIR") or None,
         concurrency=int(concurrency) if concurrency else None,
-        min_pass_rate=_float("AGENT_HEALTH_MIN_PASS_RATE", 0.5),
+        timeout_s=_number("AGENT_HEALTH_TIMEOUT", float),
+        epochs=int(epochs) if epochs else None,
+        skip_judge=os.environ.get("AGENT_HEALTH_SKIP_JUDGE", "").lower() in ("1", "true", "yes"),
+        judge_model=os.environ.get("AGENT_HEALTH_JUDGE_MODEL") or None,
+        replay=os.environ.get("AGENT_HEALTH_REPLAY") or None,
+        min_pass_rate=_number("AGENT_HEALTH_MIN_PASS_RATE", float, 0.5) or 0.0,
         suite_min_pass_rate=per_suite,
-        max_errored_share=_float("AGENT_HEALTH_MAX_ERRORED_SHARE", 0.1),
+        max_errored_share=_number("AGENT_HEALTH_MAX_ERRORED_SHARE", float, 0.1) or 0.0,
         baseline=os.environ.get("AGENT_HEALTH_BASELINE") or None,
-        candidate=os.environ.get("AGENT_HEALTH_CANDIDATE") or None,
     )

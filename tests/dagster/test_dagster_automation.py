@@ -16,9 +16,10 @@ from dagster import (
     build_schedule_context,
     build_sensor_context,
 )
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from definitions.defs.partitions import DATA_VERSION_TAG
+from definitions.defs.partitions import RANGE_END_TAG as ASSET_PARTITION_RANGE_END_TAG
+from definitions.defs.partitions import RANGE_START_TAG as ASSET_PARTITION_RANGE_START_TAG
 from definitions.headless import apply_sensor_result
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -81,8 +82,11 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
         "demo@v2|rca/payments::checkout-latency",
     ) in ranges(first)  # new tests run without a click
     assert len(first.run_requests) == 3  # one run per suite
-    versions = case_versions(instance, AssetKey(["rca", "payments", "cases"]))
-    assert set(versions) == {"rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"}
+    # new tests need no event (their results are missing); only each cases asset's first test is
+    # reported, so that later changes compare against something
+    assert len(first.asset_events) == 3
+    hashes = json.loads(first.cursor)["rca/payments"]
+    versions = dict(hashes)
 
     # change one test, add one, remove one
     rca = project_dir / "evals" / "rca" / "payments.eval.py"
@@ -107,12 +111,18 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
         "smoke-checks::pure-data-check",
         "smoke-checks::new-check",
     ]
+    # exactly the changed test is reported, with its new hash
+    rca_events = [e for e in second.asset_events if e.asset_key == AssetKey(["rca", "payments", "cases"])]
+    assert [e.partition for e in rca_events] == ["rca/payments::checkout-latency"]
     changed = case_versions(instance, AssetKey(["rca", "payments", "cases"]))
     assert changed["rca/payments::checkout-latency"] != versions["rca/payments::checkout-latency"]
     assert (
-        changed["rca/payments::payment-rca-finds-the-database"]
-        == versions["rca/payments::payment-rca-finds-the-database"]
+        changed["rca/payments::checkout-latency"]
+        == json.loads(second.cursor)["rca/payments"]["rca/payments::checkout-latency"]
     )
+    # a lost cursor (a new sensor, the headless job) compares with what the instance was told
+    again, _ = run_sensor(pipeline, instance, "eval_files_sensor", None)
+    assert not [e for e in again.asset_events if e.asset_key == AssetKey(["rca", "payments", "cases"])]
 
     # a file that fails to load is reported and keeps its partitions
     rca.write_text("def broken(:\n")
@@ -122,7 +132,8 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
     # ... and the cursor still remembers its hashes, so fixing the file is not a 'change'
     assert json.loads(ctx.cursor)["rca/payments"] == json.loads(second.cursor)["rca/payments"]
 
-    # agent versions follow the configuration: a new version gets every suite, a removed one goes
+    # agent versions follow the configuration: a new version gets every suite; a removed one is
+    # retired, never deleted (its history stays; deleting is an explicit command)
     (project_dir / "agent_health_config.py").write_text(
         "from agent_health import AgentSpec, define_config\n"
         "config = define_config(agents=[AgentSpec(key='bot', connector='demo', versions={'a': {}})])\n"
@@ -136,7 +147,8 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
         "from agent_health import define_config\nconfig = define_config()\n"
     )
     shrunk, _ = run_sensor(make_pipeline(), instance, "agent_versions_sensor")
-    assert deletes(shrunk, "agent_versions") == ["bot@a"] and not shrunk.run_requests
+    assert deletes(shrunk, "agent_versions") == [] and not shrunk.run_requests
+    assert "bot@a" in instance.get_dynamic_partitions("agent_versions")
 
 
 def test_nightly_schedule_requests_every_suite_for_current_versions(make_pipeline, instance):
@@ -145,11 +157,19 @@ def test_nightly_schedule_requests_every_suite_for_current_versions(make_pipelin
     schedule = repo.get_schedule_def("nightly__rca__payments")
     assert schedule.cron_schedule == "0 2 * * *"
     when = dt.datetime(2026, 1, 2, 2, 0, tzinfo=dt.UTC)
-    empty = schedule(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    empty = schedule(
+        build_schedule_context(
+            instance=instance, scheduled_execution_time=when, resources={"agent_health": pipeline.resource}
+        )
+    )
     assert isinstance(empty, SkipReason)
     run_sensor(pipeline, instance, "agent_versions_sensor")
     run_sensor(pipeline, instance, "eval_files_sensor")
-    request = schedule(build_schedule_context(instance=instance, scheduled_execution_time=when))
+    [request] = schedule(
+        build_schedule_context(
+            instance=instance, scheduled_execution_time=when, resources={"agent_health": pipeline.resource}
+        )
+    )
     assert request.job_name == "evaluate__rca__payments"
     assert request.tags[ASSET_PARTITION_RANGE_START_TAG] == "demo@v1|rca/payments::payment-rca-finds-the-database"
     assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2|rca/payments::checkout-latency"

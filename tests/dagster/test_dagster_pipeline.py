@@ -1,15 +1,15 @@
-"""The code location against a temporary SQLite instance: definitions, many-partition and
-single-partition runs, metrics, insights, rollups with checks, leaderboard and comparison."""
+"""The code location against a temporary SQLite instance: definitions, the one evaluation step
+(many partitions in a run, one alone, any selection), per-partition outcomes, rollups with
+partitioned checks, the leaderboard and the per-candidate comparison, and the run settings."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from dagster import AssetKey, Definitions, RunConfig
+from dagster import AssetCheckKey, AssetKey, Definitions, TableMetadataValue
 
 from agent_health.stores import ResultKey
-from definitions.defs.benchmark_assets import ComparisonConfig
 from definitions.defs.partitions import multi_key, range_tags
 from definitions.headless import QUIET, register
 
@@ -20,50 +20,72 @@ def suite_of(pipeline, name):
     return next(s for s in pipeline.suites if s.suite == name)
 
 
-def evaluate(pipeline, instance, suite, agents, tests=None):
+def evaluate(pipeline, instance, suite, agents, tests=None, run_config=None, raise_on_error=True):
     s = suite_of(pipeline, suite)
     tests = tests or list(instance.get_dynamic_partitions(s.names.tests_partitions))
     result = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-        instance=instance, tags=range_tags(agents, tests), run_config=QUIET
+        instance=instance, tags=range_tags(agents, tests), run_config=run_config or QUIET, raise_on_error=raise_on_error
     )
-    assert result.success
+    if raise_on_error:
+        assert result.success
     return result
 
 
-def partition_events(instance, key, run_id):
+def materialized(instance, key, run_id):
     records = instance.fetch_materializations(key, limit=1000).records
-    return {r.partition_key: r.asset_materialization.metadata for r in records if r.run_id == run_id}
+    return {r.partition_key for r in records if r.run_id == run_id}
 
 
-def check_evals(instance, key, name):
-    from dagster import AssetCheckKey
+def outcomes(instance, key, run_id=None):
+    """Latest test_outcome evaluation per partition: partition -> (passed, severity, metadata)."""
+    history = instance.event_log_storage.get_asset_check_execution_history(
+        AssetCheckKey(key, "test_outcome"), limit=1000
+    )
+    out = {}
+    for h in history:  # newest first
+        if h.evaluation is None or (run_id and h.run_id != run_id) or h.partition in out:
+            continue
+        out[h.partition] = (h.evaluation.passed, h.evaluation.severity.value, h.evaluation.metadata)
+    return out
 
-    return instance.event_log_storage.get_asset_check_execution_history(AssetCheckKey(key, name), limit=10)
+
+def check_evals(instance, key, name, partition=None):
+    history = instance.event_log_storage.get_asset_check_execution_history(AssetCheckKey(key, name), limit=50)
+    return [h for h in history if partition is None or h.partition == partition]
 
 
 def test_definitions_load_validate_and_name_suites(make_pipeline):
     pipeline = make_pipeline()
     Definitions.validate_loadable(pipeline.defs)
-    keys = {k.to_user_string() for k in pipeline.defs.resolve_asset_graph().get_all_asset_keys()}
+    graph = pipeline.defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     for prefix in ("rca/payments", "smoke_checks", "cases"):  # '/' nests, '-' is sanitized
         assert {f"{prefix}/{n}" for n in ("cases", "results", "metrics", "insights", "rollup")} <= keys
-    assert {"benchmark/leaderboard", "benchmark/comparison"} <= keys
-    graph = pipeline.defs.resolve_asset_graph()
+    assert {"benchmark/leaderboard", "benchmark/comparison", "agents/settings"} <= keys
     results = graph.get(AssetKey(["rca", "payments", "results"]))
     assert results.group_name == "suite_rca__payments" and results.backfill_policy.max_partitions_per_run is None
     assert results.pools == {"agent_health_agents"}
-    assert AssetKey(["rca", "payments", "cases"]) in results.parent_keys
+    assert results.parent_keys == {AssetKey(["rca", "payments", "cases"]), AssetKey(["agents", "settings"])}
+    # one step: results, metrics and insights cannot be materialized apart
+    evaluate_def = pipeline.defs.get_assets_def(AssetKey(["rca", "payments", "results"]))
+    assert not evaluate_def.can_subset
+    assert {k.to_user_string() for k in evaluate_def.keys} == {
+        "rca/payments/results",
+        "rca/payments/metrics",
+        "rca/payments/insights",
+    }
     rollup = graph.get(AssetKey(["rca", "payments", "rollup"]))
     assert {AssetKey(["rca", "payments", "metrics"]), AssetKey(["rca", "payments", "insights"])} == rollup.parent_keys
     assert AssetKey(["rca", "payments", "rollup"]) in graph.get(AssetKey(["benchmark", "leaderboard"])).parent_keys
+    assert graph.get(AssetKey(["benchmark", "comparison"])).partitions_def.name == "agent_versions"
     jobs = {j.name for j in pipeline.defs.resolve_all_job_defs()}
-    assert {"evaluate__rca__payments", "evaluate__smoke_checks", "evaluate__cases", "rollups", "benchmark"} <= jobs
+    assert {"evaluate__rca__payments", "evaluate__smoke_checks", "evaluate__cases", "rollups", "leaderboard"} <= jobs
     repo = pipeline.defs.get_repository_def()
     assert {s.name for s in repo.sensor_defs} >= {"eval_files_sensor", "agent_versions_sensor"}
     assert {s.name for s in repo.schedule_defs} == {"nightly__rca__payments", "nightly__smoke_checks", "nightly__cases"}
 
 
-def test_many_partitions_in_one_run_then_one_alone(make_pipeline, instance, project_dir):
+def test_many_partitions_in_one_step_then_one_alone(make_pipeline, instance, project_dir):
     pipeline = make_pipeline()
     assert register(instance, pipeline) == []
     assert list(instance.get_dynamic_partitions("agent_versions")) == ["demo@v1", "demo@v2"]
@@ -71,48 +93,115 @@ def test_many_partitions_in_one_run_then_one_alone(make_pipeline, instance, proj
     assert tests == ["rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"]
 
     run = evaluate(pipeline, instance, "rca/payments", ["demo@v1", "demo@v2"])
+    every = {str(multi_key(a, t)) for a in ("demo@v1", "demo@v2") for t in tests}
+    for name in ("results", "metrics", "insights"):  # all three, every partition, one run
+        assert materialized(instance, AssetKey(["rca", "payments", name]), run.run_id) == every
     key = AssetKey(["rca", "payments", "results"])
-    events = partition_events(instance, key, run.run_id)
-    assert len(events) == 4  # every partition of the run has its own materialization ...
-    for meta in events.values():  # ... with its own status, score, duration, tokens and cost
-        assert {"status", "score", "duration_ms", "total_tokens", "cost_usd"} <= set(meta)
-    v2_db = events[str(multi_key("demo@v2", tests[0]))]
-    assert v2_db["status"].value == "passed" and v2_db["total_tokens"].value > 0 and v2_db["cost_usd"].value > 0
-    assert events[str(multi_key("demo@v1", tests[1]))]["status"].value == "failed"
+    found = outcomes(instance, key, run.run_id)
+    assert set(found) == every  # each partition has its own outcome ...
+    for _passed, _severity, meta in found.values():  # ... with status, score, duration, tokens, cost
+        assert {"status", "score", "duration_ms", "total_tokens", "cost_usd", "tool_calls"} <= set(meta)
+    passed, severity, meta = found[str(multi_key("demo@v2", tests[0]))]
+    assert passed and meta["status"].value == "passed" and meta["total_tokens"].value > 0
+    passed, severity, meta = found[str(multi_key("demo@v1", tests[1]))]
+    assert not passed and severity == "WARN" and meta["status"].value == "failed"
+    assert "error" not in meta and "query_metrics" in meta["failure"].value  # a failure says why, as a failure
+    assert meta["duration_ms"].value == round(meta["duration_ms"].value, 1)
     store = pipeline.project.store
     assert len(store.list(suite="rca/payments")) == 4
     assert (project_dir / ".agent_health" / "results").is_dir()
-    metrics = partition_events(instance, AssetKey(["rca", "payments", "metrics"]), run.run_id)
-    assert len(metrics) == 4 and all("total_tokens" in m and "tool_calls" in m for m in metrics.values())
-    insights = partition_events(instance, AssetKey(["rca", "payments", "insights"]), run.run_id)
-    assert len(insights) == 4 and all("insights" in m for m in insights.values())
-    [check] = check_evals(instance, key, "no_errored_tests")
-    assert check.evaluation.passed
 
-    # one partition alone goes through the same asset code and replaces exactly its result
-    before = store.get(ResultKey("demo@v1", "smoke-checks", "smoke-checks::always-fails"))
-    assert before is None
+    # one partition alone goes through the same step and replaces exactly its result
     s = suite_of(pipeline, "smoke-checks")
+    assert store.get(ResultKey("demo@v1", "smoke-checks", "smoke-checks::always-fails")) is None
     one = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
         instance=instance, partition_key=str(multi_key("demo@v1", "smoke-checks::always-fails")), run_config=QUIET
     )
     assert one.success
-    events = partition_events(instance, AssetKey(["smoke_checks", "results"]), one.run_id)
-    assert list(events) == ["demo@v1|smoke-checks::always-fails"]
-    assert events["demo@v1|smoke-checks::always-fails"]["status"].value == "failed"
+    for name in ("results", "metrics", "insights"):
+        assert materialized(instance, AssetKey(["smoke_checks", name]), one.run_id) == {
+            "demo@v1|smoke-checks::always-fails"
+        }
     assert store.get(ResultKey("demo@v1", "smoke-checks", "smoke-checks::always-fails")).status == "failed"
     assert len(store.list()) == 5
 
 
-def test_removed_test_partition_gets_an_errored_result_and_the_check_flags_it(make_pipeline, instance, project_dir):
+def test_results_cannot_be_materialized_without_metrics_and_insights(make_pipeline, instance):
+    from dagster import AssetSelection, DagsterInvalidSubsetError
+
+    pipeline = make_pipeline()
+    s = suite_of(pipeline, "cases")
+    # what the UI's Materialize does with a selection of results: it takes the step's neighbours along
+    selected = AssetSelection.assets(s.key("results")).required_multi_asset_neighbors()
+    assert selected.resolve(pipeline.defs.resolve_asset_graph()) == set(s.evaluate_keys)
+    # and a run of results alone cannot be built
+    with pytest.raises(DagsterInvalidSubsetError):
+        pipeline.defs.get_implicit_global_asset_job_def().get_subset(asset_selection={s.key("results")})
+
+
+def test_the_step_runs_every_agent_version_in_one_engine_call(make_pipeline, instance, monkeypatch):
+    import definitions.defs.suite_assets as suite_assets
+
+    calls = []
+    real = suite_assets.run_partitions
+
+    def spy(project, suite, by_agent, settings, on_result):
+        calls.append((suite, {a: list(t) for a, t in by_agent.items()}, settings))
+        return real(project, suite, by_agent, settings, on_result)
+
+    monkeypatch.setattr(suite_assets, "run_partitions", spy)
+    pipeline = make_pipeline(concurrency=3)
+    register(instance, pipeline)
+    evaluate(pipeline, instance, "rca/payments", ["demo@v1", "demo@v2"])
+    [(suite, by_agent, settings)] = calls  # one call, both versions: one concurrency limit bounds them
+    assert suite == "rca/payments" and set(by_agent) == {"demo@v1", "demo@v2"}
+    assert settings.concurrency == 3
+
+
+def test_run_config_sets_the_run_settings_of_the_step(make_pipeline, instance):
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    s = suite_of(pipeline, "cases")
+    run = {"epochs": 2, "skip_judge": True, "timeout_s": 30, "replay": "record"}
+    evaluate(pipeline, instance, "cases", ["demo@v2"], run_config={**QUIET, "ops": {s.names.step: {"config": run}}})
+    assert list((pipeline.project.config.state_path / "recordings").rglob("*.json"))  # the run recorded
+    r = pipeline.project.store.get(ResultKey("demo@v2", "cases", "cases::queue-backlog"))
+    assert r.epochs == 2 and len(r.trials) == 2
+    assert all(sig.skipped for sig in r.signals if sig.kind == "judge")  # the judge was skipped
+    settings = pipeline.resource.run_settings()
+    assert settings.epochs == 1 and settings.judge.skip is False  # the resource's defaults are untouched
+
+
+def test_removed_test_partition_gets_an_errored_outcome(make_pipeline, instance):
     pipeline = make_pipeline()
     register(instance, pipeline)
     instance.add_dynamic_partitions("tests__smoke_checks", ["smoke-checks::gone"])
     run = evaluate(pipeline, instance, "smoke-checks", ["demo@v1"], ["smoke-checks::gone"])
     r = pipeline.project.store.get(ResultKey("demo@v1", "smoke-checks", "smoke-checks::gone"))
     assert r.status == "errored" and "smoke-checks.eval.py" in r.error
-    [check] = check_evals(instance, AssetKey(["smoke_checks", "results"]), "no_errored_tests")
-    assert not check.evaluation.passed and run.success
+    found = outcomes(instance, AssetKey(["smoke_checks", "results"]), run.run_id)
+    passed, severity, meta = found["demo@v1|smoke-checks::gone"]
+    assert not passed and severity == "ERROR" and "smoke-checks.eval.py" in meta["error"].value
+
+
+def test_an_agent_version_the_configuration_does_not_know_fails_at_once(make_pipeline, instance, project_dir):
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    instance.add_dynamic_partitions("agent_versions", ["demo@v9"])  # as the UI's "Add a partition" does
+    run = evaluate(pipeline, instance, "cases", ["demo@v9"], raise_on_error=False)
+    assert not run.success
+    message = next(e for e in run.all_events if e.is_step_failure).step_failure_data.error.message
+    assert "demo@v9" in message and str(project_dir / "agent_health_config.py") in message
+    assert "add it there" in message
+    assert pipeline.project.store.list(agent="demo@v9") == []
+    assert "demo@v9" in instance.get_dynamic_partitions("agent_versions")  # nothing deleted under the user
+
+
+def rollups(pipeline, instance, agent, **resource):
+    p = pipeline if not resource else resource.pop("pipeline")
+    return p.defs.resolve_job_def("rollups").execute_in_process(
+        instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
+    )
 
 
 def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, project_dir):
@@ -120,59 +209,98 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
     register(instance, pipeline)
     for s in pipeline.suites:
         evaluate(pipeline, instance, s.suite, ["demo@v1", "demo@v2"])
-    rollups = pipeline.defs.resolve_job_def("rollups")
     for agent in ("demo@v1", "demo@v2"):
-        assert rollups.execute_in_process(instance=instance, partition_key=agent, run_config=QUIET).success
+        assert rollups(pipeline, instance, agent).success
 
     key = AssetKey(["cases", "rollup"])
     latest = {
         r.partition_key: r.asset_materialization.metadata
         for r in instance.fetch_materializations(key, limit=10).records
     }
-    assert latest["demo@v1"]["pass_rate"].value == 0.0 and latest["demo@v2"]["pass_rate"].value == 1.0
+    assert latest["demo@v1"]["pass_rate_pct"].value == 0.0 and latest["demo@v2"]["pass_rate_pct"].value == 100.0
     assert "latency_p95_ms" in latest["demo@v2"] and "cost_usd" in latest["demo@v2"]
-    assert "cases::queue-backlog" in latest["demo@v1"]["summary"].value
-    history = check_evals(instance, key, "pass_rate_threshold")
-    assert sorted(h.evaluation.passed for h in history) == [False, True]  # v1 at 0% fails, v2 at 100% passes
-    assert all(h.evaluation.passed for h in check_evals(instance, key, "errored_share_threshold"))
-    regression = check_evals(instance, key, "no_regression")
-    assert len(regression) == 2 and all(h.evaluation.passed for h in regression)  # v2 only fixes tests
+    assert latest["demo@v1"]["missing_results"].value == 0
+    problems = latest["demo@v1"]["failed_and_errored"]
+    assert isinstance(problems, TableMetadataValue)
+    assert [r.data["test_id"] for r in problems.records] == ["cases::queue-backlog"]
+    labels = latest["demo@v1"]["labels"]
+    assert {c.name for c in labels.schema.columns} >= {"label", "pass_rate_pct", "mean_score"}
+    # checks belong to their version's partition
+    assert not check_evals(instance, key, "pass_rate_threshold", "demo@v1")[0].evaluation.passed
+    assert check_evals(instance, key, "pass_rate_threshold", "demo@v2")[0].evaluation.passed
+    assert check_evals(instance, key, "no_regression", "demo@v2")[0].evaluation.passed  # v2 only fixes tests
 
-    # a failing regression check names the flipped test: compare v1 against v2 as the baseline
-    strict = make_pipeline(baseline="demo@v2", min_pass_rate=0.0)
-    assert (
-        strict.defs.resolve_job_def("rollups")
-        .execute_in_process(instance=instance, partition_key="demo@v1", run_config=QUIET)
-        .success
-    )
-    newest = check_evals(instance, key, "no_regression")[0].evaluation
-    assert not newest.passed and "cases::queue-backlog" in newest.description
-    assert check_evals(instance, key, "pass_rate_threshold")[0].evaluation.passed  # threshold 0 passes
-
-    bench = pipeline.defs.resolve_job_def("benchmark").execute_in_process(
-        instance=instance,
-        run_config=RunConfig(ops={"benchmark__comparison": ComparisonConfig()}, loggers=QUIET["loggers"]),
-    )
-    assert bench.success
-    board = instance.get_latest_materialization_event(AssetKey(["benchmark", "leaderboard"]))
-    table = board.asset_materialization.metadata["leaderboard"].value
-    assert "| demo@v2 | * |" in table and "| demo@v1 | rca/payments |" in table
-    cmp = instance.get_latest_materialization_event(AssetKey(["benchmark", "comparison"])).asset_materialization
-    assert cmp.metadata["baseline"].value == "demo@v1" and cmp.metadata["candidate"].value == "demo@v2"
-    assert cmp.metadata["fixed"].value == 1 and cmp.metadata["regressed"].value == 0
-    saved = json.loads((project_dir / ".agent_health" / "benchmark" / "comparison.json").read_text())
+    for agent in ("demo@v1", "demo@v2"):
+        cmp_run = pipeline.defs.resolve_job_def("comparison").execute_in_process(
+            instance=instance, partition_key=agent, run_config=QUIET
+        )
+        assert cmp_run.success
+    board_run = pipeline.defs.resolve_job_def("leaderboard").execute_in_process(instance=instance, run_config=QUIET)
+    assert board_run.success
+    board = instance.get_latest_materialization_event(AssetKey(["benchmark", "leaderboard"])).asset_materialization
+    table = board.metadata["leaderboard"]
+    assert isinstance(table, TableMetadataValue) and len(table.records) == 2 + 6  # totals, then per suite
+    first = table.records[0].data
+    assert first["agent"] == "demo@v2" and first["suite"] == "*" and first["pass_rate_pct"] == 60.0
+    assert all(len(repr(v)) < 12 for r in table.records for v in r.data.values() if isinstance(v, float))
+    records = instance.fetch_materializations(AssetKey(["benchmark", "comparison"]), limit=10).records
+    by_candidate = {r.partition_key: r.asset_materialization.metadata for r in records}
+    assert by_candidate["demo@v1"]["baseline"].value == "none"
+    v2 = by_candidate["demo@v2"]
+    assert v2["baseline"].value == "demo@v1" and v2["fixed"].value == 1 and v2["regressed"].value == 0
+    assert v2["comparison"].records[0].data["flip"] == "fixed"
+    saved = json.loads((project_dir / ".agent_health" / "benchmark" / "comparison-demo_v2.json").read_text())
     assert saved["tests"][0]["test_id"] == "cases::queue-backlog" and saved["tests"][0]["flip"] == "fixed"
 
 
-def test_comparison_needs_two_versions(make_pipeline, instance):
-    pipeline = make_pipeline()
-    instance.add_dynamic_partitions("agent_versions", ["demo@v1"])
-    result = pipeline.defs.resolve_job_def("benchmark").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=QUIET
+def test_a_regression_stays_visible_after_a_newer_version_runs(make_pipeline, instance, project_dir):
+    """bot@v2 regresses against bot@v1 on the DNS scenario; bot@v3 runs later: v2's failing
+    no_regression check stays failing on v2's own partition."""
+    (project_dir / "agent_health_config.py").write_text(
+        "from agent_health import AgentSpec, define_config\n"
+        "config = define_config(agents=[AgentSpec(key='bot', connector='demo',"
+        " versions={'v2': {}, 'v1': {}, 'v3': {}})])\n"
     )
-    assert not result.success
-    failure = next(e for e in result.all_events if e.is_step_failure)
-    assert "comparison needs two agent versions" in failure.step_failure_data.error.message
+    (project_dir / "evals" / "cases.json").unlink()
+    (project_dir / "evals" / "smoke-checks.eval.py").unlink()
+    (project_dir / "evals" / "rca" / "payments.eval.py").unlink()
+    (project_dir / "evals" / "dns.yaml").write_text(
+        "tests:\n  - name: dns outage\n    prompt: Users cannot resolve api.example.com. Why?\n"
+        "    expected_outcomes: [identifies DNS as the root cause]\n"
+    )
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    bots = [a for a in instance.get_dynamic_partitions("agent_versions") if a.startswith("bot@")]
+    assert bots == ["bot@v2", "bot@v1", "bot@v3"]
+    # the demo agent answers by its version name: 'v1' gets DNS right, 'v2' blames the network
+    evaluate(pipeline, instance, "dns", ["bot@v2", "bot@v1"])
+    key = AssetKey(["dns", "rollup"])
+    for agent in ("bot@v2", "bot@v1"):
+        assert rollups(pipeline, instance, agent).success
+    # v1's baseline is v2 (registered before it): v1 fixes the DNS test
+    assert check_evals(instance, key, "no_regression", "bot@v1")[0].evaluation.passed
+    # with bot@v1 as the configured baseline, v2's check fails and names the test
+    strict = make_pipeline(baseline="bot@v1")
+    assert rollups(strict, instance, "bot@v2").success
+    [latest_v2, *_] = check_evals(instance, key, "no_regression", "bot@v2")
+    assert not latest_v2.evaluation.passed and "dns::dns-outage" in latest_v2.evaluation.description
+    # a newer version runs and rolls up; v2's regression is still there, on v2's partition
+    evaluate(strict, instance, "dns", ["bot@v3"])
+    assert rollups(strict, instance, "bot@v3").success
+    assert not check_evals(instance, key, "no_regression", "bot@v2")[0].evaluation.passed
+    assert check_evals(instance, key, "no_regression", "bot@v3")[0].partition == "bot@v3"
+
+
+def test_a_rollup_with_missing_results_fails_naming_them(make_pipeline, instance):
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    tests = list(instance.get_dynamic_partitions("tests__rca__payments"))
+    evaluate(pipeline, instance, "rca/payments", ["demo@v1"], tests[:1])
+    run = rollups(pipeline, instance, "demo@v1")
+    assert not run.success
+    failures = [e.step_failure_data.error.message for e in run.all_events if e.is_step_failure]
+    assert any("no stored result for 1 of 2" in m and tests[1] in m for m in failures), failures
+    assert instance.get_latest_materialization_event(AssetKey(["rca", "payments", "rollup"])) is None
 
 
 def test_max_partitions_per_run_is_configurable(make_pipeline, monkeypatch):

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from dagster._serdes import serialize_value
+from dagster import serialize_value
 
 from definitions.headless import register
 from tests.dagster.test_dagster_pipeline import evaluate

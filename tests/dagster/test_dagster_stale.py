@@ -1,6 +1,7 @@
-"""A changed test shows its results as stale in Dagster (the `cases` data version per test feeds
-the results' staleness), while the results of unchanged tests stay fresh. Uses the same stale
-status resolver the Dagster UI uses (an internal API)."""
+"""Staleness in Dagster tells the truth: a results partition is stale exactly when its test's
+definition changed (the `cases` data version per test), or its agent version's settings or the
+judge settings changed (the `agents/settings` data version per version). Uses the stale status
+resolver the Dagster UI uses (an internal API, in this test only)."""
 
 import json
 
@@ -10,40 +11,133 @@ from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, Temp
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._time import get_current_datetime
 
-from definitions.defs.automation import sync_eval_files
+from definitions.defs.automation import sync_agent_versions, sync_eval_files
 from definitions.defs.partitions import multi_key
 from definitions.headless import apply_sensor_result, register
 from tests.dagster.test_dagster_pipeline import evaluate
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
+HELPERS = """
+from agent_health import test, expect
 
-def test_changed_test_shows_its_results_as_stale(make_pipeline, instance, project_dir):
+NEEDLE = "search_logs"
+
+
+def used_by_a(result):
+    return result.tool_calls(NEEDLE)
+
+
+@test("a", prompt="Diagnose why the payment service is failing.")
+async def a(agent):
+    result = await agent.run()
+    expect(len(used_by_a(result))).to_be_greater_than(0)
+
+
+@test("b", prompt="Why is checkout slow? p99 latency is up.")
+async def b(agent):
+    result = await agent.run()
+    expect(result.output).to_be_truthy()
+"""
+
+
+def stale_status(pipeline, instance, key, agent, test):
+    graph = pipeline.defs.resolve_asset_graph()
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+    return resolver.get_status(key, multi_key(agent, test))
+
+
+def sync(pipeline, instance, cursor):
+    result, problems = sync_eval_files(instance, pipeline.project, pipeline.suites, cursor)
+    assert not problems
+    apply_sensor_result(instance, result)
+    return json.loads(result.cursor)
+
+
+def test_changing_a_helper_only_one_test_uses_marks_only_that_test_stale(make_pipeline, instance, project_dir):
+    path = project_dir / "evals" / "helpers.eval.py"
+    path.write_text(HELPERS)
     pipeline = make_pipeline()
     register(instance, pipeline)
-    first, _ = sync_eval_files(instance, pipeline.project, pipeline.suites, {})
+    cursor = sync(pipeline, instance, {})
+    evaluate(pipeline, instance, "helpers", ["demo@v1", "demo@v2"])
+    key = AssetKey(["helpers", "results"])
+    a, b = "helpers::a", "helpers::b"
+
+    def status(agent, test):
+        return stale_status(pipeline, instance, key, agent, test)
+
+    assert {status(v, t) for v in ("demo@v1", "demo@v2") for t in (a, b)} == {StaleStatus.FRESH}
+    path.write_text(
+        HELPERS.replace("# nothing", "").replace("def used_by_a(result):", "def used_by_a(result):\n    # why")
+    )
+    cursor = sync(pipeline, instance, cursor)  # a comment: nothing is stale
+    assert {status(v, t) for v in ("demo@v1", "demo@v2") for t in (a, b)} == {StaleStatus.FRESH}
+    path.write_text(HELPERS.replace("return result.tool_calls(NEEDLE)", "return result.tool_calls('get_metrics')"))
+    cursor = sync(pipeline, instance, cursor)
+    assert status("demo@v1", a) == status("demo@v2", a) == StaleStatus.STALE
+    assert status("demo@v1", b) == status("demo@v2", b) == StaleStatus.FRESH
+    # re-running the stale one makes it fresh again
+    evaluate(pipeline, instance, "helpers", ["demo@v1", "demo@v2"], [a])
+    assert status("demo@v2", a) == StaleStatus.FRESH
+
+
+def test_changed_test_in_a_file_registered_earlier_shows_its_results_as_stale(make_pipeline, instance, project_dir):
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    first = sync(pipeline, instance, {})
     evaluate(pipeline, instance, "rca/payments", ["demo@v1", "demo@v2"])
     key = AssetKey(["rca", "payments", "results"])
     tests = list(instance.get_dynamic_partitions("tests__rca__payments"))
-
-    def status(agent, test):
-        graph = pipeline.defs.resolve_asset_graph()
-        view = AssetGraphView(
-            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-            instance=instance,
-            asset_graph=graph,
-        )
-        resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
-        return resolver.get_status(key, multi_key(agent, test))
-
-    assert status("demo@v2", tests[1]) == StaleStatus.FRESH
+    assert stale_status(pipeline, instance, key, "demo@v2", tests[1]) == StaleStatus.FRESH
     path = project_dir / "evals" / "rca" / "payments.eval.py"
     path.write_text(
         path.read_text().replace('to_have_called_tool("query_metrics")', 'to_have_called_tool("get_metrics")')
     )
-    result, problems = sync_eval_files(instance, pipeline.project, pipeline.suites, json.loads(first.cursor))
-    assert not problems
-    apply_sensor_result(instance, result)
-    assert status("demo@v2", tests[1]) == StaleStatus.STALE
-    assert status("demo@v1", tests[1]) == StaleStatus.STALE
-    assert status("demo@v2", tests[0]) == StaleStatus.FRESH
+    sync(pipeline, instance, first)
+    assert stale_status(pipeline, instance, key, "demo@v2", tests[1]) == StaleStatus.STALE
+    assert stale_status(pipeline, instance, key, "demo@v1", tests[1]) == StaleStatus.STALE
+    assert stale_status(pipeline, instance, key, "demo@v2", tests[0]) == StaleStatus.FRESH
+
+
+CONFIG = """
+from agent_health import AgentSpec, define_config
+config = define_config(
+    agents=[AgentSpec(key="bot", connector="demo", settings={{"latency_ms": {latency}}},
+                      versions={{"v1": {{}}, "v2": {{}}}})],
+    judge={{"provider": "demo", "model": {model!r}}},
+)
+"""
+
+
+def test_agent_and_judge_settings_feed_the_results_data_version(make_pipeline, instance, project_dir):
+    config = project_dir / "agent_health_config.py"
+    config.write_text(CONFIG.format(latency=0, model="m1"))
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    evaluate(pipeline, instance, "cases", ["bot@v1", "bot@v2"])
+    key = AssetKey(["cases", "results"])
+    test = "cases::queue-backlog"
+
+    def status(agent):
+        return stale_status(pipeline, instance, key, agent, test)
+
+    def resync(**values):
+        config.write_text(CONFIG.format(**values))
+        p = make_pipeline()
+        apply_sensor_result(instance, sync_agent_versions(instance, p.project, p.suites))
+
+    assert status("bot@v1") == status("bot@v2") == StaleStatus.FRESH
+    resync(latency=0, model="m1")  # nothing changed: nothing reported, nothing stale
+    assert status("bot@v1") == status("bot@v2") == StaleStatus.FRESH
+    resync(latency=5, model="m1")  # the agent's settings changed: its versions' results are stale
+    assert status("bot@v1") == status("bot@v2") == StaleStatus.STALE
+    evaluate(pipeline, instance, "cases", ["bot@v1", "bot@v2"])
+    assert status("bot@v1") == StaleStatus.FRESH
+    resync(latency=5, model="m2")  # the judge model changed: every result is stale
+    assert status("bot@v1") == status("bot@v2") == StaleStatus.STALE
