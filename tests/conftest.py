@@ -13,6 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Session-wide real services any test folder may use (each starts once, on first use).
+pytest_plugins = ["tests.support.opensearch", "tests.support.s3"]
+
 
 @pytest.fixture
 def write_eval(tmp_path: Path):

@@ -1,0 +1,64 @@
+"""pytest plugin: a real S3-compatible server (moto's server mode) on 127.0.0.1 and a free port,
+started once per session, with dummy credentials in the environment (the AWS chain every boto3
+client and worker subprocess reads)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.services import skip_or_fail
+
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "AKIAAGENTHEALTHTEST",
+    "AWS_SECRET_ACCESS_KEY": "agent-health-test-secret-key-4f9c2a",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """The endpoint URL of a running moto S3 server; AWS_* test credentials set for the session."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:  # moto[server] is a dev dependency
+        skip_or_fail(f"moto[server] is not installed: {exc}")
+    saved = {k: os.environ.get(k) for k in S3_ENV}
+    os.environ.update(S3_ENV)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def new_bucket(endpoint: str) -> str:
+    """Create a bucket with a fresh name on the server and return the name."""
+    import boto3
+
+    name = f"ah-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=name)
+    return name
+
+
+def all_objects(endpoint: str, bucket: str) -> dict[str, bytes]:
+    """Every object of a bucket (for tests that inspect what was stored)."""
+    import boto3
+
+    client: Any = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    out: dict[str, bytes] = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", ()):
+            out[item["Key"]] = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+    return out
