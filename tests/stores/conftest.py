@@ -20,9 +20,8 @@ from tests.support.s3 import all_objects, new_bucket
 STORE_TYPES = ["local", "s3", "opensearch"]
 
 
-@pytest.fixture(params=STORE_TYPES)
-def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
-    kind = request.param
+def new_store_settings(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
+    """Settings of a fresh, empty store of `kind` (starting its session service on first use)."""
     if kind == "local":
         return StoreSettings(type="local", settings={"path": str(tmp_path / "results")})
     if kind == "s3":
@@ -32,6 +31,17 @@ def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSetti
         )
     url = request.getfixturevalue("opensearch_url")
     return StoreSettings(type="opensearch", settings={"url": url, "index": f"ah-results-{uuid.uuid4().hex[:10]}"})
+
+
+@pytest.fixture(params=STORE_TYPES)
+def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
+    return new_store_settings(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=["s3", "opensearch"])
+def shared_settings(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
+    """A fresh shared store (S3 or OpenSearch): results, judge cache and recordings."""
+    return new_store_settings(request.param, request, tmp_path)
 
 
 @pytest.fixture
@@ -62,3 +72,9 @@ def stored_bytes(store_settings: StoreSettings) -> Callable[[], bytes]:
         return out
 
     return read
+
+
+@pytest.fixture
+def s3_store(request: pytest.FixtureRequest, tmp_path: Path, project_config: Config) -> ResultStore:
+    """A fresh S3 store alone (for tests of the S3 read path)."""
+    return open_store(project_config, new_store_settings("s3", request, tmp_path))

@@ -4,6 +4,7 @@ client and worker subprocess reads)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ def s3_endpoint() -> Iterator[str]:
         from moto.server import ThreadedMotoServer
     except ImportError as exc:  # moto[server] is a dev dependency
         skip_or_fail(f"moto[server] is not installed: {exc}")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server logs every request at INFO
     saved = {k: os.environ.get(k) for k in S3_ENV}
     os.environ.update(S3_ENV)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
