@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote, unquote
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from agent_health.config import Config
 from agent_health.model import EvalRun, StoreSettings, TestResult
@@ -20,7 +20,7 @@ from agent_health.stores.atomic import write_atomic
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.summary import ResultSummary
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", TestResult, ResultSummary)
 
 _SUFFIX = ".json"
 RUNS_DIR = "_runs"  # never an agent folder: those are KEY@VERSION
