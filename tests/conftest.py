@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # Session-wide real services any test folder may use (each starts once, on first use).
-pytest_plugins = ["tests.support.opensearch", "tests.support.s3"]
+pytest_plugins = ["tests.support.opensearch", "tests.support.postgres", "tests.support.s3"]
 
 
 @pytest.fixture
