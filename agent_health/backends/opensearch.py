@@ -3,7 +3,7 @@
 The client is the trace source's (`agent_health.traces.opensearch.build_client`): the same url,
 basic / SigV4 auth and TLS options. Settings (`store.settings`): url, index, auth, verify_certs,
 ca_certs, client_cert, client_key, ssl_assert_hostname, timeout_s, max_retries,
-retry_on_timeout, page_size (documents per read request, default 5000).
+retry_on_timeout, page_size (documents per search page, default 5000), mget_size (ids per mget, default 10000).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class OpenSearchIndex:
         self.mapping = dict(mapping)
         self.setting = setting
         self.page_size = int(settings.get("page_size", 5000))
+        self.mget_size = int(settings.get("mget_size", 10000))
         self.url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
         self._client = client
         self._ready = False
@@ -110,10 +111,10 @@ class OpenSearchIndex:
         return doc.get("_source") if doc.get("found") else None
 
     def get_many(self, ids: list[str], source: list[str] | None = None) -> Iterator[tuple[str, dict[str, Any] | None]]:
-        """(id, _source or None) for each id, in order, `page_size` ids per mget request."""
+        """(id, _source or None) for each id, in order, `mget_size` ids per mget request."""
         client = self.ensure()
-        for i in range(0, len(ids), self.page_size):
-            chunk = ids[i : i + self.page_size]
+        for i in range(0, len(ids), self.mget_size):
+            chunk = ids[i : i + self.mget_size]
             try:
                 resp = client.mget(index=self.index, body={"ids": chunk}, _source_includes=source)
             except Exception as exc:

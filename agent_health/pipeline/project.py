@@ -12,7 +12,7 @@ from agent_health.errors import ConfigError
 from agent_health.loader import LoadResult, load_tests
 from agent_health.loader.discover import discover
 from agent_health.loader.ids import suite_name
-from agent_health.stores import LocalResultStore, ResultStore
+from agent_health.stores import ResultStore, open_store
 
 EVAL_ROOT_ENV = "AGENT_HEALTH_EVAL_ROOT"
 STATE_DIR_ENV = "AGENT_HEALTH_STATE_DIR"
@@ -46,7 +46,7 @@ class Project:
             updates["state_dir"] = state_dir
         if updates:
             config = config.model_copy(update=updates)
-        return cls(config=config, store=LocalResultStore(config.state_path / "results"))
+        return cls(config=config, store=open_store(config))  # the configured store: local, s3 or opensearch
 
     @property
     def eval_root(self) -> Path:

@@ -1,11 +1,14 @@
-"""OpenSearch result store: one document per (agent version, suite, test), the run history in a
-second index.
+"""OpenSearch result store: one document per (agent version, suite, test), the full results and
+the run history in two more indices.
 
 The results index (`index`, default "agent-health-results") has an explicit mapping: the key
-fields and the headline figures are keywords and numbers a dashboard can query; the summary and
-the full result are stored, not indexed. The document id is the key, so a rewrite replaces the
-document (idempotent: a retried step never duplicates a result). `<index>-runs` holds typed
-documents: `run` (a manifest) and `result` (each result a run stored, with the time it was stored).
+fields and the headline figures are keywords and numbers a dashboard can query, and the summary
+rollups read is stored, not indexed. `<index>-full` holds each full result (stored, not indexed),
+so the bulk summary read never makes the node parse trajectories. The document id is the key in
+both, so a rewrite replaces the documents (idempotent: a retried step never duplicates a result);
+the full result is written first, so a summary never points at a result that is not there yet.
+`<index>-runs` holds typed documents: `run` (a manifest) and `result` (each result a run stored,
+with the time it was stored).
 
 Reads by key use `mget` (realtime: they see every acknowledged write); listings refresh the index
 first, so a listing right after a write includes it.
@@ -45,9 +48,10 @@ RESULTS_MAPPING: dict[str, Any] = {
         "eval_run_id": {"type": "keyword"},
         "stored_at": {"type": "date", "format": "epoch_millis"},
         "summary": _STORED,
-        "result": _STORED,
     },
 }
+
+FULL_MAPPING: dict[str, Any] = {"dynamic": False, "properties": {"key": {"type": "keyword"}, "result": _STORED}}
 
 RUNS_MAPPING: dict[str, Any] = {
     "dynamic": False,
@@ -73,6 +77,7 @@ class OpenSearchResultStore(ResultStore):
     def __init__(self, settings: Mapping[str, Any], *, client: Any = None):
         index = str(settings.get("index", DEFAULT_INDEX))
         self.results = OpenSearchIndex(settings, index, RESULTS_MAPPING, client=client)
+        self.full = OpenSearchIndex(settings, f"{index}-full", FULL_MAPPING, client=client)
         self.runs = OpenSearchIndex(settings, f"{index}-runs", RUNS_MAPPING, client=client)
 
     @property
@@ -97,8 +102,11 @@ class OpenSearchResultStore(ResultStore):
             "eval_run_id": result.eval_run_id,
             "stored_at": int(time.time() * 1000),
             "summary": summary.model_dump(mode="json"),
-            "result": result.model_dump(mode="json"),
         }
+
+    def _full_doc(self, result: TestResult) -> tuple[str, dict[str, Any]]:
+        id = key_id(ResultKey.of(result))
+        return id, {"key": id, "result": result.model_dump(mode="json")}
 
     def _run_doc(self, result: TestResult) -> tuple[str, dict[str, Any]]:
         run_id = str(result.eval_run_id)
@@ -114,6 +122,7 @@ class OpenSearchResultStore(ResultStore):
 
     # -- results ---------------------------------------------------------------------------------
     def put(self, result: TestResult) -> ResultKey:
+        self.full.put(*self._full_doc(result))
         self.results.put(*self._doc(result))
         if result.eval_run_id:
             self.runs.put(*self._run_doc(result))
@@ -121,6 +130,7 @@ class OpenSearchResultStore(ResultStore):
 
     def put_many(self, results: Iterable[TestResult]) -> builtins.list[ResultKey]:
         results = list(results)
+        self.full.put_many(self._full_doc(r) for r in results)
         self.results.put_many(self._doc(r) for r in results)
         self.runs.put_many(self._run_doc(r) for r in results if r.eval_run_id)
         return [ResultKey.of(r) for r in results]
@@ -137,10 +147,10 @@ class OpenSearchResultStore(ResultStore):
             ) from exc
 
     def get(self, key: ResultKey) -> TestResult | None:
-        return self._parse(key_id(key), self.results.get(key_id(key), ["result"]), "result", TestResult)
+        return self._parse(key_id(key), self.full.get(key_id(key)), "result", TestResult)
 
     def get_many(self, keys: Iterable[ResultKey]) -> Iterator[TestResult]:
-        for id, doc in self.results.get_many([key_id(k) for k in keys], ["result"]):
+        for id, doc in self.full.get_many([key_id(k) for k in keys]):
             result = self._parse(id, doc, "result", TestResult)
             if result is not None:
                 yield result
@@ -159,7 +169,8 @@ class OpenSearchResultStore(ResultStore):
         return sorted(ResultKey(d["agent"], d["suite"], d["test_id"]) for d in docs)
 
     def delete(self, key: ResultKey) -> bool:
-        return self.results.delete(key_id(key))
+        deleted = self.results.delete(key_id(key))
+        return self.full.delete(key_id(key)) or deleted
 
     # -- run history -------------------------------------------------------------------------------
     def put_run(self, run: EvalRun) -> None:

@@ -65,7 +65,7 @@ def stored_bytes(store_settings: StoreSettings) -> Callable[[], bytes]:
         if store_settings.type == "s3":
             return b"".join(all_objects(s["endpoint_url"], s["bucket"]).values())
         out = b""
-        for index in (s["index"], f"{s['index']}-runs"):
+        for index in (s["index"], f"{s['index']}-full", f"{s['index']}-runs"):
             httpx.post(f"{s['url']}/{index}/_refresh", timeout=30)
             resp = httpx.post(f"{s['url']}/{index}/_search", json={"size": 10000}, timeout=30)
             out += resp.content
