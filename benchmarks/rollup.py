@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +42,7 @@ from agent_health.model import StoreSettings  # noqa: E402
 from agent_health.session import run_tests  # noqa: E402
 from agent_health.stores import ResultStore, open_store  # noqa: E402
 from tests.evalkit import write_config, write_evals  # noqa: E402
-from tests.support.net import free_port, wait_for_port  # noqa: E402
+from tests.support.s3 import moto_server_process  # noqa: E402
 
 AGENTS = ("bench@v1", "bench@v2")
 
@@ -122,25 +121,6 @@ def measure(settings: StoreSettings, n: int) -> None:
     )
 
 
-@contextlib.contextmanager
-def moto_server() -> Iterator[str]:
-    """moto's S3 server as its own process (as a real S3 would be: not sharing our interpreter)."""
-    exe = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or shutil.which("moto_server")
-    if exe is None:
-        raise SystemExit("moto_server not found: pip install 'moto[server]' (a dev dependency)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        if not wait_for_port(port, timeout=30):
-            raise SystemExit("moto_server did not start")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 def store_settings(kind: str, args: argparse.Namespace, stack: contextlib.ExitStack, root: Path) -> StoreSettings:
     if kind == "local":
         return StoreSettings(type="local", settings={"path": str(root / "results")})
@@ -148,7 +128,7 @@ def store_settings(kind: str, args: argparse.Namespace, stack: contextlib.ExitSt
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
         os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-        endpoint = args.endpoint or stack.enter_context(moto_server())
+        endpoint = args.endpoint or stack.enter_context(moto_server_process())
         bucket = args.bucket or f"ah-bench-{uuid.uuid4().hex[:8]}"
         if not args.bucket:
             import boto3

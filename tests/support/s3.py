@@ -4,14 +4,20 @@ client and worker subprocess reads)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.net import free_port, wait_for_port
 from tests.support.services import skip_or_fail
 
 S3_ENV = {
@@ -64,3 +70,23 @@ def all_objects(endpoint: str, bucket: str) -> dict[str, bytes]:
         for item in page.get("Contents", ()):
             out[item["Key"]] = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
     return out
+
+
+@contextlib.contextmanager
+def moto_server_process() -> Iterator[str]:
+    """moto's S3 server as its own process (as a real S3 would be: not sharing the caller's
+    interpreter), for benchmarks; yields its endpoint URL."""
+    exe = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or shutil.which("moto_server")
+    if exe is None:
+        raise RuntimeError("moto_server not found: pip install 'moto[server]' (a dev dependency)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        if not wait_for_port(port, timeout=30):
+            raise RuntimeError("moto_server did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
