@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 warnings.filterwarnings("ignore")
 
-from dagster_materialize import write_project  # noqa: E402
+from dagster_materialize import time_engine_calls, write_project  # noqa: E402
 
 from tests.support.postgres import fresh_database, running_pgbouncer, running_postgres  # noqa: E402
 from tests.support.s3 import moto_server_process  # noqa: E402
@@ -45,17 +45,8 @@ def measure(label: str, home: Path, pg, n: int, agent: str) -> tuple[float, floa
     home.mkdir(parents=True)
     shutil.copy(ROOT / "deploy" / "postgres" / "dagster.yaml", home / "dagster.yaml")
     os.environ.update({"DAGSTER_HOME": str(home), **pg.env()})
-    engine_time: list[float] = []
     real_run = suite_assets.run_partitions
-
-    def timed_run(*a, **kw):
-        t0 = time.perf_counter()
-        try:
-            return real_run(*a, **kw)
-        finally:
-            engine_time.append(time.perf_counter() - t0)
-
-    suite_assets.run_partitions = timed_run
+    engine_time = time_engine_calls()
     try:
         pipeline = build_pipeline()
         suite = pipeline.suites[0]

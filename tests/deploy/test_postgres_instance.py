@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.deploy.conftest import PgHome, make_home
 from tests.evalkit import write_config, write_evals
+from tests.support.processes import stop
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
@@ -172,12 +173,7 @@ def test_runs_wait_on_the_agent_pool(tmp_path, postgres, monkeypatch):
                 }
                 spans.append(tuple(min(at[k]) for k in at))
     finally:
-        daemon.terminate()
-        try:
-            daemon.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        stop(daemon, timeout=60)
     (_, a_step, a_end), (b_run, b_step, _) = sorted(spans)
     # The run limit is 4, so only the pool (limit 1) kept the second run queued: it started only
     # once the first had finished its evaluation step (an 8 s agent call), and never overlapped it.

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.net import free_port, wait_for_port
+from tests.support.processes import stop
 from tests.support.services import skip_or_fail
 
 DB_NAME = "dagster"
@@ -127,12 +128,7 @@ def running_pgbouncer(pg: Postgres, folder: Path) -> Iterator[Postgres]:
             raise PostgresUnavailable(f"pgbouncer did not start: {log.read_text()[-1000:] if log.exists() else ''}")
         yield Postgres("127.0.0.1", port, pg.db, pg.user)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @pytest.fixture(scope="session")

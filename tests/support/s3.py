@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.net import free_port, wait_for_port
+from tests.support.processes import stop
 from tests.support.services import skip_or_fail
 
 S3_ENV = {
@@ -88,5 +89,4 @@ def moto_server_process() -> Iterator[str]:
             raise RuntimeError("moto_server did not start")
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc, timeout=30)
