@@ -27,6 +27,11 @@ class EvalFileError(AgentHealthError):
         super().__init__(f"{where}: {message}")
 
 
+class StoreError(AgentHealthError):
+    """A result store, judge cache or recording store cannot read or write; the message names the
+    store location and the key (never a credential)."""
+
+
 class InfrastructureError(AgentHealthError):
     """Something the test depends on broke (agent, judge, fixture, trace store): the test errors."""
 

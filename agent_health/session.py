@@ -43,9 +43,10 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
     connector = connector_class(agent.connector)(agent)
     mode = replay_mode(config, replay)
     if mode != "off":
-        from agent_health.replay.store import RecordingStore, ReplayConnector
+        from agent_health.replay.store import ReplayConnector, open_recordings
 
-        connector = ReplayConnector(connector, RecordingStore(config.state_path / "recordings"), mode)
+        recordings = open_recordings(config.store, config.state_path / "recordings")  # shared with the store
+        connector = ReplayConnector(connector, recordings, mode)
     return AgentRuntime(agent, connector, trace_views=trace_view_factory(config))
 
 
@@ -81,7 +82,12 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
             raise ConfigError(f"evaluator {name!r} is defined twice: in evaluators and in judge.rubrics")
         evaluators[name] = load_rubric(config.path(path))
     return JudgeService.from_settings(
-        config.judge, state_path=config.state_path, skip=skip, no_cache=no_cache, evaluators=evaluators
+        config.judge,
+        state_path=config.state_path,
+        skip=skip,
+        no_cache=no_cache,
+        evaluators=evaluators,
+        store=config.store,  # a shared store shares the judge cache too
     )
 
 

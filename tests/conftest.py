@@ -1,6 +1,6 @@
 """Shared fixtures. Tests that need a real service start it in their own fixtures; the helpers they
-share (ports, HTTP servers, skip-or-fail) live in tests/support. The OpenSearch node is here, once
-per session, because several test folders (traces, faults) query it."""
+share (ports, HTTP servers, skip-or-fail) live in tests/support; the session-wide services several
+test folders use (OpenSearch, PostgreSQL, S3) are the plugins below."""
 
 from __future__ import annotations
 
@@ -8,33 +8,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-@pytest.fixture(scope="session")
-def opensearch_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of a running, green single-node OpenSearch (2.19, from Maven Central jars) on a free port
-    of 127.0.0.1; it skips when Java or Maven is missing (or the node cannot start), and fails
-    instead when AGENT_HEALTH_REQUIRE_SERVICES=1 (CI)."""
-    sys.path.insert(0, str(ROOT / "tests" / "services" / "opensearch"))
-    from node import NodeUnavailable, running_node
-
-    from tests.support import skip_or_fail
-
-    node = running_node(tmp_path_factory.mktemp("opensearch"))
-    try:
-        url = node.__enter__()
-    except NodeUnavailable as exc:
-        skip_or_fail(str(exc))
-    try:
-        yield url
-    finally:
-        node.__exit__(None, None, None)
+# Session-wide real services any test folder may use (each starts once, on first use).
+pytest_plugins = ["tests.support.opensearch", "tests.support.postgres", "tests.support.s3"]
 
 
 @pytest.fixture

@@ -13,9 +13,23 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model import TestResult
+from agent_health.stores import ResultKey, ResultStore
 from agent_health.stores.summary import ResultSummary
 
 AnyResult = TestResult | ResultSummary
+
+
+def load_summaries(
+    store: ResultStore, agent: str, suite: str, test_ids: Iterable[str] | None = None
+) -> list[ResultSummary]:
+    """What a rollup reads: the summaries (never whole results) of one agent version's suite, in
+    one bulk read (local: one small parse per file; S3: a listing, a summary cache and parallel
+    reads of what changed; OpenSearch: mget of the summary field). `test_ids` picks exactly those
+    tests (a suite's current ones; missing results are left out); None reads every stored one."""
+    keys = (
+        [ResultKey(agent, suite, t) for t in test_ids] if test_ids is not None else store.list(agent=agent, suite=suite)
+    )
+    return list(store.get_summaries(keys))
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

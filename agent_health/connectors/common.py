@@ -37,6 +37,11 @@ class ConnectorSettings(BaseModel):
     )
     model: str | None = Field(None, description="Model name, reported in usage and sent when the agent takes one.")
     description: str | None = None
+    service_name: str | None = Field(
+        None,
+        description="The agent's OpenTelemetry service name: traces find its spans by it in the run's time "
+        "window when no run or trace id matches (see docs/traces.md).",
+    )
 
 
 def load_callable(spec: Any, setting: str, root: str = ".") -> Callable[..., Any] | None:

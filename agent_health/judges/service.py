@@ -17,13 +17,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_health.backends import is_shared
 from agent_health.errors import ConfigError
 from agent_health.judges.base import JudgeProvider
-from agent_health.judges.cache import JudgeCache
+from agent_health.judges.cache import JudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
 from agent_health.judges.llm import CachedLLM
 from agent_health.model import Verdict
 from agent_health.model.judge import JudgeRequest
+from agent_health.model.settings import StoreSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.config.model import JudgeSettings
@@ -73,11 +75,15 @@ class JudgeService:
         skip: bool = False,
         no_cache: bool = False,
         evaluators: Mapping[str, Callable[..., Any]] | None = None,
+        store: StoreSettings | None = None,
     ) -> JudgeService:
-        """Build from `JudgeSettings`; the cache lives in `state_path/settings.cache_file`."""
-        cache = None
+        """Build from `JudgeSettings`; the cache lives in `state_path/settings.cache_file`, or on
+        the result store's backend when `store` is a shared one (see judges/cache.py)."""
+        cache: JudgeCache | Path | None = None
         if settings.cache and not no_cache and not skip and state_path is not None:
             cache = Path(state_path) / settings.cache_file
+            if is_shared(store):  # connects on first use, like the SQLite file opens on first use
+                cache = open_judge_cache(store, cache)
         return cls(skip=skip, concurrency=settings.concurrency, settings=settings, evaluators=evaluators, cache=cache)
 
     @property

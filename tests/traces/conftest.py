@@ -1,2 +1,2 @@
-"""The trace tests query the session's OpenSearch node: the `opensearch_url` fixture lives in
-tests/conftest.py (the fault tests use the same node)."""
+"""The trace tests' OpenSearch node is the session-wide one of tests/support/opensearch.py
+(fixture `opensearch_url`), shared with the store tests."""
