@@ -167,8 +167,8 @@ def overhead(n: int, rounds: int = 5) -> None:
 
 def engine_ratio(n_tests: int, concurrency: int, latency_s: float, repeats: int = 3) -> None:
     from agent_health.config import define_config
-    from agent_health.engine import EngineOptions
     from agent_health.loader import load_tests
+    from agent_health.model import RunSettings
     from agent_health.session import run_tests
 
     proc, url = start_server(latency_s)
@@ -190,7 +190,7 @@ def engine_ratio(n_tests: int, concurrency: int, latency_s: float, repeats: int 
                 root=tmp,
                 agents=[{"key": "bench", "connector": "http", "settings": {"endpoint": url}, "versions": {"v1": {}}}],
             )
-            opts = EngineOptions(concurrency=concurrency, timeout_s=60, skip_judge=True)
+            opts = RunSettings(concurrency=concurrency, timeout_s=60, judge={"skip": True}, store=None)
             run_tests(loaded.tests[:concurrency], cfg, "bench@v1", opts)  # warm-up
             walls = []
             for _ in range(repeats):

@@ -5,7 +5,6 @@ suite-level rollup of recommendations."""
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_health.model import Insight, Step, TestResult
+from agent_health.offloop import call
 from agent_health.stores.summary import ResultSummary
 
 Rule = Callable[[TestResult], Iterable[Insight]]
@@ -284,9 +284,7 @@ async def synthesize(
         tools=view.tools if view is not None else None,
     )
     try:
-        out = synthesizer(data)
-        if inspect.isawaitable(out):
-            out = await out
+        out = await call(synthesizer, data)  # a sync synthesizer runs in a worker thread, off the loop
         return _to_insights(out)
     except Exception as exc:
         return (

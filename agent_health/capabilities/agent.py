@@ -34,6 +34,7 @@ class AgentFixture:
         """Run the agent once. Uses the test's prompt and context when none are given."""
         ctx = self._ctx
         with ctx.lock:
+            ctx.check_open("agent.run()")
             if ctx.run_started:
                 raise AgentRunTwiceError(
                     f"test {ctx.case.name!r}: agent.run() was already called; a test runs the agent once "
@@ -55,7 +56,11 @@ class AgentFixture:
             test_id=ctx.case.id,
             timeout_s=ctx.case.timeout_s,
         )
-        return bridge(ctx, self._invoke(request))
+        out = bridge(ctx, self._invoke(request))
+        if isinstance(out, RunResult):
+            return out
+        ctx.run_call = PendingRun(out)
+        return ctx.run_call
 
     async def _invoke(self, request: AgentRequest) -> RunResult:
         if self._ctx.runtime is None:
@@ -66,6 +71,23 @@ class AgentFixture:
             self._ctx.trace_views[result.run_id] = view
         self._ctx.run = result
         return result
+
+
+class PendingRun:
+    """What `agent.run()` returns in an async body: await it for the RunResult. The engine reports
+    one that was never awaited (the agent never ran) instead of passing with no signals."""
+
+    def __init__(self, coro: Any):
+        self._coro = coro
+        self.awaited = False
+
+    def __await__(self) -> Any:
+        self.awaited = True
+        return self._coro.__await__()
+
+    def close(self) -> None:
+        if not self.awaited:
+            self._coro.close()
 
 
 class AgentProxy:

@@ -140,6 +140,7 @@ class Config(BaseModel):
     state_dir: str = Field(".agent_health", description="Results, caches and spans, relative to the root.")
     concurrency: int = Field(8, description="Tests in flight at once.")
     timeout_s: float = Field(120.0, description="Default per-test timeout.")
+    epochs: int = Field(1, ge=1, description="Default independent trials per test (a test's own epochs= wins).")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
     )

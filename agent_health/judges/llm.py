@@ -44,7 +44,7 @@ class CachedLLM(LLM):
             json_mode=json_mode,
         )
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = await asyncio.to_thread(self.cache.get, key)  # SQLite: off the event loop
             if hit is not None and isinstance(hit.get("text"), str):
                 self.hits += 1
                 return hit["text"]

@@ -1,0 +1,178 @@
+"""Where a run's results go the moment they finish: the result store first, then every reporter.
+
+All of it runs on one daemon thread, in order: store writes and report writes are blocking I/O
+and never run on the event loop, reporters are only ever called from one thread, and a result a
+reporter saw is already in the store (a run killed mid-way has a report that is a subset of its
+stored results). At most `max_pending` results wait for the thread; past that, finishing tests
+wait for it, so a slow store slows the run instead of filling memory.
+
+A failing reporter or store is reported once through `on_error` (and kept in `errors`); the
+reporter is dropped, the store is retried with every result, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from agent_health.model import EvalRun, RunReport, TestResult
+from agent_health.reporters.base import Reporter, ReportError
+from agent_health.stores import ResultStore
+
+_STOP = object()
+
+
+class ResultSink:
+    """The run's store and reporters behind one worker thread. Use inside the run's event loop."""
+
+    def __init__(
+        self,
+        store: ResultStore | None,
+        reporters: Sequence[Reporter],
+        on_error: Callable[[str], None] | None = None,
+        max_pending: int = 256,
+    ):
+        self.store = store
+        self.reporters = list(reporters)
+        self.on_error = on_error
+        self.errors: list[str] = []
+        self.stored = 0
+        self._store_failures = 0
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._max_pending = max_pending
+        self._room: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ResultSink:
+        self._loop = asyncio.get_running_loop()
+        self._room = asyncio.Semaphore(self._max_pending)
+        self._thread = threading.Thread(target=self._work, name="agent-health-results", daemon=True)
+        self._thread.start()
+        return self
+
+    # -- the loop's side ------------------------------------------------------------------------
+    async def put(self, result: TestResult) -> None:
+        """Queue a finished result for the store and the reporters."""
+        assert self._room is not None
+        await self._room.acquire()
+        self._queue.put(result)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn(*args)` on the sink's thread after everything queued before it."""
+        future: Future[Any] = Future()
+        self._queue.put((future, fn, args))
+        return await asyncio.wrap_future(future)
+
+    async def begin(self, run: EvalRun, totals: dict[str, int]) -> None:
+        """Write the run's manifest (status running) and tell the reporters the run starts."""
+        await self.call(self._begin, run, totals)
+
+    async def agent_done(self, agent: str) -> None:
+        await self.call(self._each, "agent_done", agent)
+
+    async def finish(self, run: EvalRun, report: RunReport) -> None:
+        """Rewrite the manifest with how the run ended and let the reporters finish."""
+        await self.call(self._finish, run, report)
+
+    async def close(self) -> None:
+        await self.call(lambda: None)
+        self._queue.put(_STOP)
+
+    # -- the sink's thread ----------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            if isinstance(item, TestResult):
+                done = 1
+                self._handle(item)
+                while True:  # drain what else is waiting, then give the room back in one call
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        item = None
+                    if not isinstance(item, TestResult):
+                        break
+                    self._handle(item)
+                    done += 1
+                self._release(done)
+                if item is None:
+                    continue
+                if item is _STOP:
+                    return
+            future, fn, args = item
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def _release(self, n: int) -> None:
+        assert self._loop is not None and self._room is not None
+        room = self._room
+
+        def release() -> None:
+            for _ in range(n):
+                room.release()
+
+        try:
+            self._loop.call_soon_threadsafe(release)
+        except RuntimeError:  # the loop is gone (the run was torn down)
+            pass
+
+    def _error(self, message: str) -> None:
+        self.errors.append(message)
+        if self.on_error is not None:
+            self.on_error(message)
+
+    def _handle(self, result: TestResult) -> None:
+        if self.store is not None:
+            try:
+                self.store.put(result)
+                self.stored += 1
+            except Exception as exc:
+                self._store_failures += 1
+                if self._store_failures == 1:  # once: every later result would say the same
+                    self._error(f"result store {self.store.location}: {exc}; the run goes on without it")
+        self._each("result", result)
+
+    def _each(self, method: str, *args: Any) -> None:
+        for rep in list(self.reporters):
+            try:
+                getattr(rep, method)(*args)
+            except Exception as exc:
+                self._drop(rep, exc)
+
+    def _drop(self, rep: Reporter, exc: Exception) -> None:
+        self.reporters.remove(rep)
+        try:
+            rep.abort()
+        except Exception:
+            pass
+        message = str(exc) if isinstance(exc, ReportError) else f"reporter {rep.name}: {type(exc).__name__}: {exc}"
+        self._error(f"{message}; its report is incomplete (results are still stored)")
+
+    def _put_run(self, run: EvalRun) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.put_run(run)
+        except Exception as exc:
+            self._error(f"result store {self.store.location}: cannot write the run manifest: {exc}")
+
+    def _begin(self, run: EvalRun, totals: dict[str, int]) -> None:
+        self._put_run(run)
+        self._each("begin", run)
+        for agent, total in totals.items():
+            self._each("start", agent, total)
+
+    def _finish(self, run: EvalRun, report: RunReport) -> None:
+        if self._store_failures > 1 and self.store is not None:
+            self._error(f"result store {self.store.location}: {self._store_failures} results could not be stored")
+        self._put_run(run)
+        self._each("finish", report)
