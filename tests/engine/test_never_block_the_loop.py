@@ -104,7 +104,9 @@ def test_sync_custom_evaluators_and_synthesizers_run_off_the_loop(tmp_path, writ
     config = define_config(root=str(tmp_path), evaluators={"slow": slow_evaluator}, insights=slow_synthesizer)
     tests = _suite(
         write_eval,
-        "async def NAME(agent, judge):\n    r = await agent.run()\n    await judge(r, {'criteria': 'ok', 'evaluator': 'slow'})",
+        "async def NAME(agent, judge):\n"
+        "    r = await agent.run()\n"
+        "    await judge(r, {'criteria': 'ok', 'evaluator': 'slow'})",
     )
     res, wall = _timed(tests, config=config)
     assert seen == [False] * (2 * N)

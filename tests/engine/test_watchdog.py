@@ -160,6 +160,10 @@ UNINTERRUPTIBLE = """
 import signal, time
 from agent_health import test
 
+@test("fine")
+async def fine():
+    pass
+
 @test("cannot be interrupted")
 async def stuck():
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})  # the watchdog's interrupt never arrives
@@ -168,8 +172,10 @@ async def stuck():
 
 
 def test_cli_exits_when_a_blocked_loop_cannot_be_interrupted(tmp_path):
-    proc, wall, lines = _cli(tmp_path, UNINTERRUPTIBLE)
+    proc, wall, lines = _cli(tmp_path, UNINTERRUPTIBLE, "--concurrency", "1")
     assert proc.returncode == 1
     assert wall < 1 + 5, f"the CLI took {wall:.1f}s to exit"
+    assert [line["name"] for line in lines] == ["fine"]  # finished before the block: reported and stored
+    assert (tmp_path / ".agent_health" / "results" / "demo@v2" / "hang" / "hang%3A%3Afine.json").is_file()
     assert "test 'hang::cannot-be-interrupted' blocked the event loop" in proc.stderr
     assert "could not be interrupted" in proc.stderr and "exiting" in proc.stderr
