@@ -316,15 +316,15 @@ def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
 
 
 def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[..., Any]:
-    """Engine analyzer: offline insights always, then the synthesizer's when one is configured
-    (then the analyzer is async, so model calls run on the engine's event loop)."""
+    """Engine analyzer (async: it runs on the engine's event loop): offline insights always, then
+    the synthesizer's when one is configured (a sync synthesizer runs in a worker thread)."""
     synthesizer = resolve_synthesizer(setting, llm)
-    if synthesizer is None:
-        return with_insights
 
     async def analyze(result: TestResult, traces: Any = None) -> TestResult:
+        # async even without a synthesizer: the offline rules are quick arithmetic the engine
+        # runs on its loop (a sync analyzer would cost a worker thread per test)
         offline = derive_insights(result)
-        extra = await synthesize(result, synthesizer, offline, traces)
+        extra = await synthesize(result, synthesizer, offline, traces) if synthesizer is not None else ()
         return result.model_copy(update={"insights": offline + extra})
 
     return analyze

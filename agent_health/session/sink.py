@@ -1,9 +1,9 @@
 """Where a run's results go the moment they finish: the result store first, then every reporter.
 
-All of it runs on one daemon thread, in order: store writes and report writes are blocking I/O
-and never run on the event loop, reporters are only ever called from one thread, and a result a
-reporter saw is already in the store (a run killed mid-way has a report that is a subset of its
-stored results). At most `max_pending` results wait for the thread; past that, finishing tests
+All of it runs on one daemon thread, in order (the store writes of a batch in parallel): store and
+report writes are blocking I/O and never run on the event loop, reporters are only ever called from
+one thread, and a result a reporter saw is already in the store (a run killed mid-way has a report
+that is a subset of its stored results). At most `max_pending` results wait for the thread; past that, finishing tests
 wait for it, so a slow store slows the run instead of filling memory.
 
 A failing reporter or store is reported once through `on_error` (and kept in `errors`); the
@@ -20,10 +20,13 @@ from concurrent.futures import Future
 from typing import Any
 
 from agent_health.model import EvalRun, RunReport, TestResult
+from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores import ResultStore
 
 _STOP = object()
+_BATCH = 64  # results stored and reported per wakeup of the sink's thread, at most
+_PARALLEL_WRITES = 8  # store writes in flight at once
 
 
 class ResultSink:
@@ -47,6 +50,8 @@ class ResultSink:
         self._room: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._writers = DaemonThreadPool("agent-health-store") if store is not None else None
 
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
@@ -82,6 +87,8 @@ class ResultSink:
     async def close(self) -> None:
         await self.call(lambda: None)
         self._queue.put(_STOP)
+        if self._writers is not None:
+            self._writers.shutdown(wait=False)
 
     # -- the sink's thread ----------------------------------------------------------------------
     def _work(self) -> None:
@@ -90,18 +97,22 @@ class ResultSink:
             if item is _STOP:
                 return
             if isinstance(item, TestResult):
-                done = 1
-                self._handle(item)
-                while True:  # drain what else is waiting, then give the room back in one call
+                batch = [item]
+                while len(batch) < _BATCH:  # take what else is waiting: stored together, reported in order
                     try:
                         item = self._queue.get_nowait()
                     except queue.Empty:
                         item = None
+                        break
                     if not isinstance(item, TestResult):
                         break
-                    self._handle(item)
-                    done += 1
-                self._release(done)
+                    batch.append(item)
+                    item = None
+                self._store_all(batch)
+                for result in batch:
+                    self._each("result", result)
+                self._release(len(batch))
+                del batch
                 if item is None:
                     continue
                 if item is _STOP:
@@ -111,6 +122,34 @@ class ResultSink:
                 future.set_result(fn(*args))
             except BaseException as exc:
                 future.set_exception(exc)
+
+    def _store_all(self, batch: list[TestResult]) -> None:
+        """Store a batch, several writes at a time: a local store syncs every file to disk, and
+        parallel syncs share the disk's journal commits."""
+        if self.store is None:
+            return
+        if len(batch) == 1 or self._writers is None:
+            for result in batch:
+                self._store_one(result)
+            return
+        for start in range(0, len(batch), _PARALLEL_WRITES):
+            futures = [self._writers.submit(self._store_one, r) for r in batch[start : start + _PARALLEL_WRITES]]
+            for f in futures:
+                f.result()
+
+    def _store_one(self, result: TestResult) -> None:
+        assert self.store is not None
+        try:
+            self.store.put(result)
+        except Exception as exc:
+            with self._lock:
+                self._store_failures += 1
+                first = self._store_failures == 1
+            if first:  # once: every later result would say the same
+                self._error(f"result store {self.store.location}: {exc}; the run goes on without it")
+        else:
+            with self._lock:
+                self.stored += 1
 
     def _release(self, n: int) -> None:
         assert self._loop is not None and self._room is not None
@@ -129,17 +168,6 @@ class ResultSink:
         self.errors.append(message)
         if self.on_error is not None:
             self.on_error(message)
-
-    def _handle(self, result: TestResult) -> None:
-        if self.store is not None:
-            try:
-                self.store.put(result)
-                self.stored += 1
-            except Exception as exc:
-                self._store_failures += 1
-                if self._store_failures == 1:  # once: every later result would say the same
-                    self._error(f"result store {self.store.location}: {exc}; the run goes on without it")
-        self._each("result", result)
 
     def _each(self, method: str, *args: Any) -> None:
         for rep in list(self.reporters):

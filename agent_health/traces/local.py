@@ -7,6 +7,9 @@ own pair of files (`<pid>-<start>.jsonl`, `<pid>-<start>.logs.jsonl`), so a run 
 append, not a new file; other writers (an agent exporting spans as JSON lines) may add their own
 files. Readers index the folder incrementally: a look parses only the bytes added since the last
 one, and what this process wrote is indexed as it is written.
+
+The index keeps where each trace's and run's lines are (file, offset, length), not the records:
+memory stays flat in the number of runs, and a look reads and parses only the lines it needs.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from agent_health.traces import dsl
 from agent_health.traces.source import Fetched, RunRef, TraceSource, best_trace_in_window
@@ -28,31 +31,54 @@ _LOCK = threading.Lock()
 _WRITERS: dict[str, _Writer] = {}
 _INDEXES: dict[str, _Index] = {}
 
+Where = tuple[str, int, int]  # file, offset, length of one line
+
+
+def _records(line: bytes) -> list[Any]:
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return []
+    return rec if isinstance(rec, list) else [rec]
+
+
+def _run_id(rec: dict[str, Any]) -> str | None:
+    attrs = rec.get("attributes")
+    if not isinstance(attrs, dict):  # malformed: indexed by trace id only
+        return None
+    for key in RUN_ID_ATTRIBUTES:
+        if attrs.get(key) is not None:
+            return str(attrs[key])
+    return None
+
 
 class _Index:
-    """Records of every file in one folder, by trace id and run id, read incrementally."""
+    """Where the records of every file in one folder are, by trace id and run id, read
+    incrementally."""
 
     def __init__(self, root: Path):
         self.root = root
         self.offsets: dict[str, int] = {}
-        self.spans: dict[str, list[dict[str, Any]]] = {}
-        self.logs: dict[str, list[dict[str, Any]]] = {}
-        self.spans_by_run: dict[str, list[dict[str, Any]]] = {}
-        self.logs_by_run: dict[str, list[dict[str, Any]]] = {}
+        # kind ("spans", "logs", "spans_by_run", "logs_by_run") -> key -> lines holding its records
+        self.lines: dict[str, dict[str, list[Where]]] = {
+            "spans": {},
+            "logs": {},
+            "spans_by_run": {},
+            "logs_by_run": {},
+        }
 
-    def add(self, records: Iterable[Any], logs: bool) -> None:
-        by_trace, by_run = (self.logs, self.logs_by_run) if logs else (self.spans, self.spans_by_run)
+    def add(self, where: Where, records: Iterable[Any], logs: bool) -> None:
+        by_trace = self.lines["logs" if logs else "spans"]
+        by_run = self.lines["logs_by_run" if logs else "spans_by_run"]
         for rec in records:
             if not isinstance(rec, dict):
                 continue
-            by_trace.setdefault(str(rec.get("trace_id")), []).append(rec)
-            attrs = rec.get("attributes")
-            if not isinstance(attrs, dict):  # malformed: indexed by trace id only
-                continue
-            for key in RUN_ID_ATTRIBUTES:
-                if attrs.get(key) is not None:
-                    by_run.setdefault(str(attrs[key]), []).append(rec)
-                    break
+            for table, key in ((by_trace, str(rec.get("trace_id"))), (by_run, _run_id(rec))):
+                if key is None:
+                    continue
+                found = table.setdefault(key, [])
+                if not found or found[-1] != where:  # a batch line is listed once per key
+                    found.append(where)
 
     def refresh(self) -> None:
         try:
@@ -74,14 +100,44 @@ class _Index:
                 chunk = fh.read(size - offset)
             end = chunk.rfind(b"\n") + 1  # a line being written right now is read next time, whole
             self.offsets[entry.path] = offset + end
-            records: list[Any] = []
-            for line in chunk[:end].splitlines():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                records.extend(rec if isinstance(rec, list) else (rec,))
-            self.add(records, entry.name.endswith(".logs.jsonl"))
+            logs = entry.name.endswith(".logs.jsonl")
+            pos = offset
+            for line in chunk[:end].split(b"\n")[:-1]:
+                self.add((entry.path, pos, len(line)), _records(line), logs)
+                pos += len(line) + 1
+
+    def where(self, kind: str, key: str) -> list[Where]:
+        return list(self.lines[kind].get(key, ()))
+
+    @staticmethod
+    def read(kind: str, key: str, lines: Iterable[Where]) -> list[dict[str, Any]]:
+        """The records of `key` (a trace id, or a run id for the `*_by_run` kinds) in `lines`."""
+        field = "trace_id" if kind in ("spans", "logs") else None
+        out: list[dict[str, Any]] = []
+        for path, offset, length in lines:
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    line = fh.read(length)
+            except FileNotFoundError:  # the folder was cleaned meanwhile
+                continue
+            for rec in _records(line):
+                if isinstance(rec, dict) and (str(rec.get(field)) if field else _run_id(rec)) == key:
+                    out.append(rec)
+        return out
+
+    def all_records(self, logs: bool = False) -> Iterator[dict[str, Any]]:
+        """Every record in the folder (the time-window fallback and custom run id attributes)."""
+        for path in list(self.offsets):
+            if path.endswith(".logs.jsonl") != logs:
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    chunk = fh.read(self.offsets[path])
+            except FileNotFoundError:
+                continue
+            for line in chunk.splitlines():
+                yield from (r for r in _records(line) if isinstance(r, dict))
 
 
 class _Writer:
@@ -92,30 +148,33 @@ class _Writer:
         self.index = index
         self.pid = -1
         self.stem = ""
-        self.files: dict[str, TextIO] = {}
+        self.files: dict[str, BinaryIO] = {}
+        self.sizes: dict[str, int] = {}
 
     def write(self, kind: str, records: list[dict[str, Any]]) -> None:
         if not records:
             return
-        line = _dumps(records) + "\n"  # one line per batch: one encode, one parse
+        data = (_dumps(records) + "\n").encode()  # one line per batch: one encode, one parse
         if self.pid != os.getpid():  # first write, or a forked child: its own files
             self.pid, self.files = os.getpid(), {}
             self.stem = f"{self.pid}-{int(time.time() * 1000)}"
         fh = self.files.get(kind)
-        if fh is not None and not os.path.exists(fh.name):  # the folder was cleaned meanwhile
+        if fh is not None and os.fstat(fh.fileno()).st_nlink == 0:  # the folder was cleaned meanwhile
             fh.close()
         if fh is None or fh.closed:
             self.root.mkdir(parents=True, exist_ok=True)
             suffix = ".logs.jsonl" if kind == "logs" else ".jsonl"
             # kept open across writes (closed in close()): one append stream per process
-            fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "a", encoding="utf-8")  # noqa: SIM115
+            fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "ab")  # noqa: SIM115
+            self.sizes[fh.name] = os.fstat(fh.fileno()).st_size
             self.index.offsets.setdefault(fh.name, 0)
-        before = fh.tell()
-        fh.write(line)
+        before = self.sizes[fh.name]
+        fh.write(data)
         fh.flush()  # whole lines reach the file before the run returns: other processes see them
+        self.sizes[fh.name] = before + len(data)
         if self.index.offsets.get(fh.name) == before:  # the index is caught up with this file:
-            self.index.offsets[fh.name] = fh.tell()  # index these records now, never parse them
-            self.index.add(records, kind == "logs")
+            self.index.offsets[fh.name] = before + len(data)  # index these records now, never parse them
+            self.index.add((fh.name, before, len(data) - 1), records, kind == "logs")
 
 
 def reset() -> None:
@@ -148,15 +207,16 @@ class LocalSpanStore:
         with _LOCK:
             self._writer.write("logs", list(logs))
 
-    def _read(self, attr: str, key: str) -> list[dict[str, Any]]:
+    def _read(self, kind: str, key: str) -> list[dict[str, Any]]:
         with _LOCK:
-            found = getattr(self._index, attr).get(key)
             # Look at the folder only on a miss: what this process wrote is indexed already, and
             # reading other writers' files (the folder's whole history, the first time) costs.
-            if not found:
+            if key not in self._index.lines[kind]:
                 self._index.refresh()
-                found = getattr(self._index, attr).get(key)
-            return list(found or ())
+            lines = self._index.where(kind, key)
+        # read outside the lock: indexed lines are whole and never change, and writers (the demo
+        # agent, on the event loop) must not wait for a reader's file I/O
+        return _Index.read(kind, key, lines)
 
     def trace(self, trace_id: str, logs: bool = False) -> list[dict[str, Any]]:
         """Every span (or log record) of one trace."""
@@ -170,7 +230,7 @@ class LocalSpanStore:
     def all_spans(self) -> list[dict[str, Any]]:
         with _LOCK:
             self._index.refresh()
-            return [s for group in self._index.spans.values() for s in group]
+            return list(self._index.all_records())
 
 
 class LocalTraceSource(TraceSource):
