@@ -158,7 +158,14 @@ async def run_evaluation(
         tests=max((len(ts) for ts in plan.values()), default=0),
         load_errors=tuple(load_errors),
     )
-    watchdog = Watchdog(on_stuck=on_stuck).start()
+    sink = ResultSink(store, reporters, on_error)
+
+    def stuck(message: str) -> None:  # the watchdog's thread; the loop is blocked for good
+        sink.flush_blocking(_CLOSE_S)  # whatever finished before the block is stored and reported
+        if on_stuck is not None:
+            on_stuck(message)
+
+    watchdog = Watchdog(on_stuck=stuck if on_stuck is not None else None).start()
     options = EngineOptions(
         timeout_s=settings.timeout_s,
         epochs=settings.epochs,
@@ -175,7 +182,7 @@ async def run_evaluation(
     tallies = {agent: SummaryTally(agent) for agent in plan}
     collected: list[TestResult] | None = [] if any(r.keeps_results for r in reporters) else None
     done: set[str] = set()
-    sink = ResultSink(store, reporters, on_error).start()
+    sink.start()
 
     async def on_result(result: TestResult) -> None:
         tally = tallies[result.agent]

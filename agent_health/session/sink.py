@@ -25,7 +25,8 @@ from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores import ResultStore
 
 _STOP = object()
-_BATCH = 64  # results stored and reported per wakeup of the sink's thread, at most
+_BATCH = 64  # results handed to the sink's thread at once, at most
+_HANDOFF_S = 0.005  # how long a finished result may wait for others to go with it
 _PARALLEL_WRITES = 8  # store writes in flight at once
 
 
@@ -51,6 +52,8 @@ class ResultSink:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._batch: list[TestResult] = []
+        self._handoff: asyncio.TimerHandle | None = None
         self._writers = DaemonThreadPool("agent-health-store") if store is not None else None
 
     def start(self) -> ResultSink:
@@ -62,13 +65,39 @@ class ResultSink:
 
     # -- the loop's side ------------------------------------------------------------------------
     async def put(self, result: TestResult) -> None:
-        """Queue a finished result for the store and the reporters."""
-        assert self._room is not None
+        """Queue a finished result for the store and the reporters. Results reach the sink's
+        thread in batches, at most `_HANDOFF_S` after they finished (or `_BATCH` at once): waking
+        a thread for every result would cost the loop a GIL handoff each time."""
+        assert self._room is not None and self._loop is not None
         await self._room.acquire()
-        self._queue.put(result)
+        self._batch.append(result)
+        if len(self._batch) >= _BATCH:
+            self._hand_over()
+        elif self._handoff is None:
+            self._handoff = self._loop.call_later(_HANDOFF_S, self._hand_over)
+
+    def _hand_over(self) -> None:
+        if self._handoff is not None:
+            self._handoff.cancel()
+            self._handoff = None
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._queue.put(batch)
+
+    def flush_blocking(self, timeout_s: float) -> None:
+        """From another thread while the loop is stuck (the process is about to exit): store and
+        report what the loop had not handed over yet, waiting at most `timeout_s`."""
+        self._hand_over()
+        done: Future[Any] = Future()
+        self._queue.put((done, lambda: None, ()))
+        try:
+            done.result(timeout_s)
+        except Exception:
+            pass
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(*args)` on the sink's thread after everything queued before it."""
+        self._hand_over()
         future: Future[Any] = Future()
         self._queue.put((future, fn, args))
         return await asyncio.wrap_future(future)
@@ -96,27 +125,13 @@ class ResultSink:
             item = self._queue.get()
             if item is _STOP:
                 return
-            if isinstance(item, TestResult):
-                batch = [item]
-                while len(batch) < _BATCH:  # take what else is waiting: stored together, reported in order
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        item = None
-                        break
-                    if not isinstance(item, TestResult):
-                        break
-                    batch.append(item)
-                    item = None
-                self._store_all(batch)
-                for result in batch:
+            if isinstance(item, list):  # results: stored together, then reported in order
+                self._store_all(item)
+                for result in item:
                     self._each("result", result)
-                self._release(len(batch))
-                del batch
-                if item is None:
-                    continue
-                if item is _STOP:
-                    return
+                self._release(len(item))
+                del item
+                continue
             future, fn, args = item
             try:
                 future.set_result(fn(*args))

@@ -18,6 +18,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -32,6 +33,7 @@ _WRITERS: dict[str, _Writer] = {}
 _INDEXES: dict[str, _Index] = {}
 
 Where = tuple[str, int, int]  # file, offset, length of one line
+_RECENT_LINES = 512  # lines this process wrote that stay in memory (a few hundred runs' worth)
 
 
 def _records(line: bytes) -> list[Any]:
@@ -52,6 +54,17 @@ def _run_id(rec: dict[str, Any]) -> str | None:
     return None
 
 
+def _matching(kind: str, key: str, lines: Iterable[list[Any]]) -> list[dict[str, Any]]:
+    """The records of `key` in `lines` (each line's records)."""
+    field = "trace_id" if kind in ("spans", "logs") else None
+    out: list[dict[str, Any]] = []
+    for records in lines:
+        for rec in records:
+            if isinstance(rec, dict) and (str(rec.get(field)) if field else _run_id(rec)) == key:
+                out.append(rec)
+    return out
+
+
 class _Index:
     """Where the records of every file in one folder are, by trace id and run id, read
     incrementally."""
@@ -59,6 +72,9 @@ class _Index:
     def __init__(self, root: Path):
         self.root = root
         self.offsets: dict[str, int] = {}
+        # the records of the lines this process wrote last, so a run's spans are read back right
+        # after the run without file I/O or parsing; bounded, so memory stays flat
+        self.recent: OrderedDict[Where, list[Any]] = OrderedDict()
         # kind ("spans", "logs", "spans_by_run", "logs_by_run") -> key -> lines holding its records
         self.lines: dict[str, dict[str, list[Where]]] = {
             "spans": {},
@@ -68,17 +84,20 @@ class _Index:
         }
 
     def add(self, where: Where, records: Iterable[Any], logs: bool) -> None:
-        by_trace = self.lines["logs" if logs else "spans"]
-        by_run = self.lines["logs_by_run" if logs else "spans_by_run"]
+        traces: set[str] = set()
+        runs: set[str] = set()
         for rec in records:
             if not isinstance(rec, dict):
                 continue
-            for table, key in ((by_trace, str(rec.get("trace_id"))), (by_run, _run_id(rec))):
-                if key is None:
-                    continue
-                found = table.setdefault(key, [])
-                if not found or found[-1] != where:  # a batch line is listed once per key
-                    found.append(where)
+            traces.add(str(rec.get("trace_id")))
+            run_id = _run_id(rec)
+            if run_id is not None:
+                runs.add(run_id)
+        by_trace = self.lines["logs" if logs else "spans"]
+        by_run = self.lines["logs_by_run" if logs else "spans_by_run"]
+        for table, keys in ((by_trace, traces), (by_run, runs)):
+            for key in keys:  # a batch line is listed once per key it holds
+                table.setdefault(key, []).append(where)
 
     def refresh(self) -> None:
         try:
@@ -109,22 +128,32 @@ class _Index:
     def where(self, kind: str, key: str) -> list[Where]:
         return list(self.lines[kind].get(key, ()))
 
+    def remember(self, where: Where, records: list[Any]) -> None:
+        self.recent[where] = records
+        if len(self.recent) > _RECENT_LINES:
+            self.recent.popitem(last=False)
+
+    def cached(self, kind: str, key: str) -> list[dict[str, Any]] | None:
+        """The records of `key` when every line holding them is in memory, else None."""
+        lines = self.lines[kind].get(key)
+        if not lines or any(w not in self.recent for w in lines):
+            return None
+        return _matching(kind, key, (self.recent[w] for w in lines))
+
     @staticmethod
     def read(kind: str, key: str, lines: Iterable[Where]) -> list[dict[str, Any]]:
         """The records of `key` (a trace id, or a run id for the `*_by_run` kinds) in `lines`."""
-        field = "trace_id" if kind in ("spans", "logs") else None
-        out: list[dict[str, Any]] = []
-        for path, offset, length in lines:
-            try:
-                with open(path, "rb") as fh:
-                    fh.seek(offset)
-                    line = fh.read(length)
-            except FileNotFoundError:  # the folder was cleaned meanwhile
-                continue
-            for rec in _records(line):
-                if isinstance(rec, dict) and (str(rec.get(field)) if field else _run_id(rec)) == key:
-                    out.append(rec)
-        return out
+
+        def parsed() -> Iterator[list[Any]]:
+            for path, offset, length in lines:
+                try:
+                    with open(path, "rb") as fh:
+                        fh.seek(offset)
+                        yield _records(fh.read(length))
+                except FileNotFoundError:  # the folder was cleaned meanwhile
+                    continue
+
+        return _matching(kind, key, parsed())
 
     def all_records(self, logs: bool = False) -> Iterator[dict[str, Any]]:
         """Every record in the folder (the time-window fallback and custom run id attributes)."""
@@ -174,7 +203,9 @@ class _Writer:
         self.sizes[fh.name] = before + len(data)
         if self.index.offsets.get(fh.name) == before:  # the index is caught up with this file:
             self.index.offsets[fh.name] = before + len(data)  # index these records now, never parse them
-            self.index.add((fh.name, before, len(data) - 1), records, kind == "logs")
+            where = (fh.name, before, len(data) - 1)
+            self.index.add(where, records, kind == "logs")
+            self.index.remember(where, records)
 
 
 def reset() -> None:
@@ -217,6 +248,11 @@ class LocalSpanStore:
         # read outside the lock: indexed lines are whole and never change, and writers (the demo
         # agent, on the event loop) must not wait for a reader's file I/O
         return _Index.read(kind, key, lines)
+
+    def cached(self, kind: str, key: str) -> list[dict[str, Any]] | None:
+        """`trace`/`by_run_id` without I/O: the records when this process wrote them lately."""
+        with _LOCK:
+            return self._index.cached(kind, key)
 
     def trace(self, trace_id: str, logs: bool = False) -> list[dict[str, Any]]:
         """Every span (or log record) of one trace."""
@@ -264,6 +300,12 @@ class LocalTraceSource(TraceSource):
         return [
             r for r in records if any(str((r.get("attributes") or {}).get(a)) == run_id for a in self.run_id_attributes)
         ]
+
+    def peek(self, run: RunRef) -> Fetched | None:
+        """From memory only: the spans of a run this process wrote lately (the demo agent's)."""
+        cached = self.store.cached("spans", run.trace_id) if run.trace_id else None
+        spans = self._clean(cached) if cached else []
+        return Fetched(spans, "trace_id", run.trace_id) if spans else None
 
     def fetch(self, run: RunRef) -> Fetched:
         if run.trace_id:
