@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent_health.capabilities.context import TestContext, bridge, current_context
+from agent_health.capabilities.context import Pending, TestContext, bridge, current_context
 from agent_health.errors import AgentRunTwiceError, InfrastructureError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
@@ -73,21 +73,9 @@ class AgentFixture:
         return result
 
 
-class PendingRun:
+class PendingRun(Pending):
     """What `agent.run()` returns in an async body: await it for the RunResult. The engine reports
     one that was never awaited (the agent never ran) instead of passing with no signals."""
-
-    def __init__(self, coro: Any):
-        self._coro = coro
-        self.awaited = False
-
-    def __await__(self) -> Any:
-        self.awaited = True
-        return self._coro.__await__()
-
-    def close(self) -> None:
-        if not self.awaited:
-            self._coro.close()
 
 
 class AgentProxy:

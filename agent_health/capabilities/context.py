@@ -81,6 +81,24 @@ class TestContext:
         )
 
 
+class Pending:
+    """What a capability returns in an async body: await it for the value. The engine checks
+    `awaited` once the body returned, and closes what never will be."""
+
+    def __init__(self, coro: Any):
+        self._coro = coro
+        self.awaited = False
+
+    def __await__(self) -> Any:
+        self.awaited = True
+        return self._coro.__await__()
+
+    def close(self) -> None:
+        """Drop a call that will never be awaited (the body already stopped)."""
+        if not self.awaited:
+            self._coro.close()
+
+
 _current: ContextVar[TestContext | None] = ContextVar("agent_health_test_context", default=None)
 
 

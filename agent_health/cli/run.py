@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,7 +16,11 @@ from agent_health.config import Config
 from agent_health.loader import LoadedTest, LoadResult
 from agent_health.reporters.base import Reporter
 
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_health.session import RunOutcome
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_TERMINATED = 128 + 15  # the shell's code for a process ended by SIGTERM
 REPORTERS = "summary, json[=FILE], jsonl[=FILE] or junit[=FILE]"
 
 
@@ -193,8 +199,14 @@ def run_command(
         _say(f"no tests found{filt} in {where}")
         ctx.exit(EXIT_USAGE)
     reps = build_reporters(reporters, verbose)
-    outcome = asyncio.run(
-        run_evaluation(
+
+    async def run() -> RunOutcome:
+        # SIGTERM (a CI job cancelled) ends the run like Ctrl-C: the manifest says interrupted,
+        # every reporter finishes, and nothing already stored is lost
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run_evaluation(
             tests,
             config,
             settings,
@@ -204,7 +216,12 @@ def run_command(
             on_error=_say,
             on_stuck=_exit_stuck,
         )
-    )
+
+    try:
+        outcome = asyncio.run(run())
+    except asyncio.CancelledError:
+        click.echo("interrupted (SIGTERM)", err=True)
+        ctx.exit(EXIT_TERMINATED)
     if outcome.store and outcome.stored:
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
     if load_errors or outcome.output_errors:

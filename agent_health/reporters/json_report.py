@@ -95,16 +95,28 @@ def _tail(report: RunReport) -> dict[str, Any]:
     return report.model_dump(mode="json", include=set(_TAIL_FIELDS))
 
 
-class JsonReporter(Reporter):
-    """The RunReport JSON document, streamed: the results array is written as results finish."""
+class _Streamed(Reporter):
+    """A report written to `path` (stdout without one) as results arrive."""
 
     keeps_results = False
+    kind = ""
+    atomic = False
 
     def __init__(self, path: str | None = None):
         self.path = path
-        self.name = f"json={path}" if path else "json"
-        self._out = _Output(self.name, path, atomic=True)
-        self._count = 0
+        self.name = f"{self.kind}={path}" if path else self.kind
+        self._out = _Output(self.name, path, atomic=self.atomic)
+
+    def abort(self) -> None:
+        self._out.discard()
+
+
+class JsonReporter(_Streamed):
+    """The RunReport JSON document, streamed: the results array is written as results finish."""
+
+    kind = "json"
+    atomic = True
+    _count = 0
 
     def begin(self, run: EvalRun) -> None:
         self._out.open()
@@ -120,19 +132,11 @@ class JsonReporter(Reporter):
         self._out.write("\n], " + tail[1:] + "\n")
         self._out.close()
 
-    def abort(self) -> None:
-        self._out.discard()
 
-
-class JsonLinesReporter(Reporter):
+class JsonLinesReporter(_Streamed):
     """One TestResult JSON per line as each finishes, then the RunReport (no results) on the last."""
 
-    keeps_results = False
-
-    def __init__(self, path: str | None = None):
-        self.path = path
-        self.name = f"jsonl={path}" if path else "jsonl"
-        self._out = _Output(self.name, path, atomic=False)
+    kind = "jsonl"
 
     def begin(self, run: EvalRun) -> None:
         self._out.open()
@@ -143,9 +147,6 @@ class JsonLinesReporter(Reporter):
     def finish(self, report: RunReport) -> None:
         self._out.write(report.model_dump_json(exclude={"results"}) + "\n")
         self._out.close()
-
-    def abort(self) -> None:
-        self._out.discard()
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> RunReport:

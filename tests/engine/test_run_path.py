@@ -198,20 +198,8 @@ for i in range(4):
 
 def test_fail_fast_across_agents_reports_what_never_ran_per_agent(write_eval, tmp_path):
     write_eval("ff.eval.py", FAILS_FIRST)
-    p = run_cli(
-        "run",
-        "evals",
-        "--agent",
-        "demo@v1",
-        "--agent",
-        "demo@v2",
-        "--fail-fast",
-        "--concurrency",
-        "1",
-        "--reporter",
-        "json=r.json",
-        cwd=tmp_path,
-    )
+    args = "--agent demo@v1 --agent demo@v2 --fail-fast --concurrency 1 --reporter json=r.json".split()
+    p = run_cli("run", "evals", *args, cwd=tmp_path)
     assert p.returncode == 1
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
     assert report.not_run == 9 and len(report.results) == 1
@@ -322,3 +310,39 @@ def test_streaming_reporters_keep_no_results_in_memory(write_eval, tmp_path):
         )
     assert outcome.run.summaries[0].passed == 300 and outcome.stored == 300
     assert counter.alive_at_finish < 5, f"{counter.alive_at_finish} TestResult objects alive at the end"
+
+
+def test_interrupting_a_run_keeps_its_results_finishes_its_reports_and_says_so(write_eval, tmp_path):
+    write_eval("slow.eval.py", SLOW_SUITE)
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        report = tmp_path / f"r{code}.jsonl"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agent_health",
+                "run",
+                "evals",
+                "--concurrency",
+                "2",
+                "--reporter",
+                f"jsonl={report}",
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not report.exists() or report.read_text().count("\n") < 6):
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == code, err
+        assert "Traceback" not in err
+        summary = read_jsonl(report)  # finished: it has its summary line
+        assert summary.not_run > 0 and summary.not_run + len(summary.results) == 60
+        run = _store(tmp_path).get_run(summary.eval_run_id)
+        assert run.status == "interrupted" and run.not_run == {"demo@v2": summary.not_run}
+        assert len(list(_store(tmp_path).run_results(run.id))) == len(summary.results)
