@@ -1,10 +1,11 @@
 """Where a run's results go the moment they finish: the result store first, then every reporter.
 
-All of it runs on one daemon thread, in order (the store writes of a batch in parallel): store and
-report writes are blocking I/O and never run on the event loop, reporters are only ever called from
-one thread, and a result a reporter saw is already in the store (a run killed mid-way has a report
-that is a subset of its stored results). At most `max_pending` results wait for the thread; past that, finishing tests
-wait for it, so a slow store slows the run instead of filling memory.
+Store and report writes are blocking I/O and never run on the event loop: results go to writer
+threads (several store writes at once), then to the sink's one thread, which calls the reporters
+(so reporters are only ever called from one thread), and a result a reporter saw is already in the
+store (a run killed mid-way has a report that is a subset of its stored results). At most
+`max_pending` results wait; past that, finishing tests wait, so a slow store slows the run instead
+of filling memory.
 
 A failing reporter or store is reported once through `on_error` (and kept in `errors`); the
 reporter is dropped, the store is retried with every result, and the run goes on.
@@ -15,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from agent_health.model import EvalRun, RunReport, TestResult
@@ -27,7 +30,14 @@ from agent_health.stores import ResultStore
 _STOP = object()
 _BATCH = 64  # results handed to the sink's thread at once, at most
 _HANDOFF_S = 0.005  # how long a finished result may wait for others to go with it
-_PARALLEL_WRITES = 8  # store writes in flight at once
+_PARALLEL_WRITES = 16  # store writes in flight at once
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A writer thread has stored this result (or failed to): report it."""
+
+    result: TestResult
 
 
 class ResultSink:
@@ -55,6 +65,9 @@ class ResultSink:
         self._batch: list[TestResult] = []
         self._handoff: asyncio.TimerHandle | None = None
         self._writers = DaemonThreadPool("agent-health-store") if store is not None else None
+        self._held: deque[Any] = deque()  # batches and calls in order, waiting for writers
+        self._in_flight = 0  # results handed to writers and not reported yet
+        self._done = 0  # results reported whose room the loop has not got back yet
 
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
@@ -120,39 +133,56 @@ class ResultSink:
             self._writers.shutdown(wait=False)
 
     # -- the sink's thread ----------------------------------------------------------------------
+    # Results are written to the store by up to `_PARALLEL_WRITES` writer threads (a local store
+    # syncs every file to disk, and parallel syncs share the disk's journal commits); a writer
+    # hands each stored result back to this thread, which reports it. A call (begin, agent_done,
+    # finish) waits until every result queued before it is stored and reported.
     def _work(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                self._release()  # the loop gets its room back once, not per result
+                item = self._queue.get()
             if item is _STOP:
                 return
-            if isinstance(item, list):  # results: stored together, then reported in order
-                self._store_all(item)
-                for result in item:
-                    self._each("result", result)
-                self._release(len(item))
-                del item
+            if isinstance(item, _Stored):
+                self._in_flight -= 1
+                self._each("result", item.result)
+                self._done += 1
+            else:
+                self._held.append(item)
+            self._advance()
+
+    def _advance(self) -> None:
+        """Start what the held items allow, in order."""
+        while self._held:
+            item = self._held[0]
+            if isinstance(item, list):  # results to store
+                while item and (self._writers is None or self._in_flight < _PARALLEL_WRITES):
+                    self._write(item.pop(0))
+                if item:
+                    return  # every writer is busy: go on when one hands a result back
+                self._held.popleft()
                 continue
+            if self._in_flight:
+                return  # a call runs once everything before it is stored and reported
+            self._held.popleft()
             future, fn, args = item
             try:
                 future.set_result(fn(*args))
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def _store_all(self, batch: list[TestResult]) -> None:
-        """Store a batch, several writes at a time: a local store syncs every file to disk, and
-        parallel syncs share the disk's journal commits."""
-        if self.store is None:
-            return
-        if len(batch) == 1 or self._writers is None:
-            for result in batch:
-                self._store_one(result)
-            return
-        for start in range(0, len(batch), _PARALLEL_WRITES):
-            futures = [self._writers.submit(self._store_one, r) for r in batch[start : start + _PARALLEL_WRITES]]
-            for f in futures:
-                f.result()
+    def _write(self, result: TestResult) -> None:
+        self._in_flight += 1
+        if self._writers is None:  # no store: straight to the reporters
+            self._queue.put(_Stored(result))
+        else:
+            self._writers.submit(self._store_one, result)
 
     def _store_one(self, result: TestResult) -> None:
+        """On a writer thread: store one result, then hand it back for reporting."""
         assert self.store is not None
         try:
             self.store.put(result)
@@ -165,8 +195,13 @@ class ResultSink:
         else:
             with self._lock:
                 self.stored += 1
+        finally:
+            self._queue.put(_Stored(result))
 
-    def _release(self, n: int) -> None:
+    def _release(self) -> None:
+        n, self._done = self._done, 0
+        if not n:
+            return
         assert self._loop is not None and self._room is not None
         room = self._room
 
