@@ -199,6 +199,7 @@ def run_command(
         _say(f"no tests found{filt} in {where}")
         ctx.exit(EXIT_USAGE)
     reps = build_reporters(reporters, verbose)
+    gc.freeze()  # the loaded tests live for the whole run too
 
     async def run() -> RunOutcome:
         # SIGTERM (a CI job cancelled) ends the run like Ctrl-C: the manifest says interrupted,
