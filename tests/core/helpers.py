@@ -16,9 +16,11 @@ def body_signals(result: TestResult) -> list[Signal]:
     return [s for s in result.signals if s.kind != "metric"]
 
 
-def settings_of(agent: str = "demo@v2", skip_judge: bool = False, **options: Any) -> RunSettings:
+def settings_of(
+    agent: str = "demo@v2", skip_judge: bool = False, judge: dict[str, Any] | None = None, **options: Any
+) -> RunSettings:
     """RunSettings for one agent version, not stored, from engine-style keyword options."""
-    return RunSettings(agents=(agent,), judge={"skip": skip_judge}, store=None, **options)
+    return RunSettings(agents=(agent,), judge={"skip": skip_judge, **(judge or {})}, store=None, **options)
 
 
 def run_engine(

@@ -346,3 +346,43 @@ def test_interrupting_a_run_keeps_its_results_finishes_its_reports_and_says_so(w
         run = _store(tmp_path).get_run(summary.eval_run_id)
         assert run.status == "interrupted" and run.not_run == {"demo@v2": summary.not_run}
         assert len(list(_store(tmp_path).run_results(run.id))) == len(summary.results)
+
+
+def test_before_all_and_after_all_run_once_per_run_around_every_agent_version(write_eval, tmp_path):
+    log = tmp_path / "hooks.log"
+    write_eval(
+        "hooks.eval.py",
+        f"""
+        import asyncio
+        from agent_health import test, before_all, after_all
+
+        LOG = {str(log)!r}
+
+        def note(line):
+            with open(LOG, "a") as fh:
+                fh.write(line + "\\n")
+
+        @before_all
+        def up():
+            note("before_all")
+
+        @after_all
+        def down():
+            note("after_all")
+
+        for i in range(6):
+            @test(f"t{{i}}")
+            async def t(test_info):
+                await asyncio.sleep(0.01)
+                note("test " + test_info.agent)
+        """,
+    )
+    settings = RunSettings(agents=("demo@v1", "demo@v2"), concurrency=4, store=None)
+    outcome = asyncio.run(
+        run_evaluation(load_tests([tmp_path / "evals"]).tests, define_config(root=str(tmp_path)), settings)
+    )
+    assert [s.passed for s in outcome.run.summaries] == [6, 6]
+    lines = log.read_text().splitlines()
+    assert lines[0] == "before_all" and lines[-1] == "after_all"
+    assert lines.count("before_all") == lines.count("after_all") == 1
+    assert sorted(lines[1:-1]) == ["test demo@v1"] * 6 + ["test demo@v2"] * 6

@@ -152,3 +152,34 @@ def test_the_python_example_in_docs_running_runs(tmp_path, monkeypatch, capsys):
     exec(compile(example, "docs/running.md", "exec"), {})
     assert "finished [('demo@v1', 1, 0), ('demo@v2', 1, 0)]" in capsys.readouterr().out
     assert not (tmp_path / ".agent_health" / "results").exists()  # "store": "none"
+
+
+def test_the_runs_judge_model_routes_every_judge_call(write_eval, tmp_path):
+    from tests.judges.helpers import ScriptedServer, chat, verdict_json
+
+    server = ScriptedServer()
+    server.default = lambda r: chat(verdict_json())
+    try:
+        write_eval(
+            "j.eval.py",
+            """
+            from agent_health import test
+
+            @test("judged", prompt="Diagnose why the payment service is failing.")
+            async def judged(agent, judge):
+                await judge(await agent.run(), "names the database")
+            """,
+        )
+        config = define_config(
+            root=str(tmp_path),
+            judge={"providers": {"local": {"type": "openai", "base_url": server.url + "/v1"}}},
+        )
+        tests = load_tests([tmp_path / "evals"]).tests
+        res, _ = run_engine(tests, config=config)
+        assert res["judged"].signals[0].evidence["evaluator"] == "demo" and server.requests == []
+        settings = build_settings(config, {"judge_model": "local:judge-x"}, environ={})
+        res, _ = run_engine(tests, config=config, judge={"model": settings.judge.model})
+        assert [r.json["model"] for r in server.requests] == ["judge-x"]
+        assert res["judged"].status == "passed"
+    finally:
+        server.close()
