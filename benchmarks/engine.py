@@ -155,6 +155,8 @@ def main() -> None:
         t1000, code, rss = cli_run(s1000)
         print(f"CLI 1,000 tests, 0 ms agent:          {t1000:6.2f} s  (target <= 1.5 s, exit {code})")
         print(f"peak memory, CLI 1,000 tests:         {rss / 1024:6.1f} MB (target <= 100 MB)")
+        t1000_ns, code, _ = cli_run(s1000, "--no-store")
+        print(f"CLI 1,000 tests, 0 ms, --no-store:    {t1000_ns:6.2f} s  (the store's share: {t1000 - t1000_ns:.2f} s)")
         found = inspect_run(Path(tmp), 1000)
         if found is None:
             print("inspect_ai, 1,000 mockllm samples:    not installed (pip install inspect-ai into the venv)")
@@ -162,7 +164,7 @@ def main() -> None:
             ti, code = found
             print(
                 f"inspect_ai, 1,000 mockllm samples:    {ti:6.2f} s  (exit {code}); agent-health / inspect_ai "
-                f"= {t1000 / ti:.3f} x (target <= 0.3)"
+                f"= {t1000 / ti:.3f} x (target <= 0.3); with --no-store {t1000_ns / ti:.3f} x"
             )
         print(f"engine overhead per test:             {engine_overhead(s1000, 1000):6.3f} ms (target <= 0.5 ms)")
 
