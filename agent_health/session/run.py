@@ -127,7 +127,8 @@ async def run_evaluation(
     Every agent version (and its secrets) and the judges are resolved before any test runs; a
     ConfigError then means nothing ran. `on_error` hears of a reporter or store that fails (the
     run goes on); `on_stuck` of a test that blocks the loop and cannot be interrupted (the CLI
-    exits then). `judges` replaces the configured judge service (tests use it)."""
+    exits then). `judges` replaces the configured judge service (tests use it; it is closed at the
+    end like the one built here)."""
     settings = settings or build_settings(config)
     plan = _plan(tests, config, settings)
     run_config = _run_config(config, settings)
