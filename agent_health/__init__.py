@@ -6,7 +6,6 @@ Write tests with `test`, drive the agent with the `agent` fixture, assert with `
 
 from agent_health.analysis.frames import results_frame
 from agent_health.config import AgentSpec, Config, JudgeSettings, define_config, load_config
-from agent_health.engine import Engine, EngineOptions
 from agent_health.errors import (
     AgentError,
     AgentHealthError,
@@ -22,10 +21,12 @@ from agent_health.loader import LoadedTest, LoadResult, load_tests
 from agent_health.model import (
     SCHEMA_VERSION,
     ContextItem,
+    EvalRun,
     ExpectedStep,
     Insight,
     RunReport,
     RunResult,
+    RunSettings,
     RunSummary,
     Signal,
     Step,
@@ -48,7 +49,7 @@ from agent_health.sdk import (
     judge,
     test,
 )
-from agent_health.session import run_tests
+from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
 from agent_health.traces.view import TracesView
 
 __version__ = "0.1.0"
@@ -63,16 +64,17 @@ __all__ = [
     "Config",
     "ConfigError",
     "ContextItem",
-    "Engine",
-    "EngineOptions",
     "EvalFileError",
+    "EvalRun",
     "ExpectedStep",
     "InfrastructureError",
     "Insight",
     "LoadResult",
     "LoadedTest",
+    "RunOutcome",
     "RunReport",
     "RunResult",
+    "RunSettings",
     "RunSummary",
     "Signal",
     "Step",
@@ -92,6 +94,7 @@ __all__ = [
     "agent",
     "before_all",
     "before_each",
+    "build_settings",
     "define_config",
     "describe",
     "expect",
@@ -100,6 +103,7 @@ __all__ = [
     "load_config",
     "load_tests",
     "results_frame",
+    "run_evaluation",
     "run_tests",
     "test",
 ]

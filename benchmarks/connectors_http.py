@@ -208,8 +208,8 @@ def pool_ratio(n: int, concurrency: int, latency_s: float, pools: list[str], rep
 
 def engine_ratio(n_tests: int, concurrency: int, latency_s: float, pools: list[str], repeats: int = 3) -> None:
     from agent_health.config import define_config
-    from agent_health.engine import EngineOptions
     from agent_health.loader import load_tests
+    from agent_health.model import RunSettings
     from agent_health.session import run_tests
 
     proc, url = start_server(latency_s)
@@ -240,7 +240,7 @@ def engine_ratio(n_tests: int, concurrency: int, latency_s: float, pools: list[s
                     }
                 ],
             )
-            opts = EngineOptions(concurrency=concurrency, timeout_s=60, skip_judge=True)
+            opts = RunSettings(concurrency=concurrency, timeout_s=60, judge={"skip": True}, store=None)
             for pool in pools:
                 run_tests(loaded.tests[:concurrency], cfg, f"bench@{pool}", opts)  # warm-up
             for _ in range(repeats):  # interleaved so drift hits all pools alike

@@ -5,7 +5,6 @@ suite-level rollup of recommendations."""
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -14,6 +13,7 @@ from typing import Any
 
 from agent_health.judges.prompt import FENCE_RULES, content_nonce, fence
 from agent_health.model import Insight, Step, TestResult
+from agent_health.offloop import call
 from agent_health.stores.summary import ResultSummary
 
 Rule = Callable[[TestResult], Iterable[Insight]]
@@ -293,9 +293,7 @@ async def synthesize(
         tools=view.tools if view is not None else None,
     )
     try:
-        out = synthesizer(data)
-        if inspect.isawaitable(out):
-            out = await out
+        out = await call(synthesizer, data)  # a sync synthesizer runs in a worker thread, off the loop
         return _to_insights(out)
     except Exception as exc:
         return (
@@ -327,15 +325,15 @@ def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
 
 
 def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[..., Any]:
-    """Engine analyzer: offline insights always, then the synthesizer's when one is configured
-    (then the analyzer is async, so model calls run on the engine's event loop)."""
+    """Engine analyzer (async: it runs on the engine's event loop): offline insights always, then
+    the synthesizer's when one is configured (a sync synthesizer runs in a worker thread)."""
     synthesizer = resolve_synthesizer(setting, llm)
-    if synthesizer is None:
-        return with_insights
 
     async def analyze(result: TestResult, traces: Any = None) -> TestResult:
+        # async even without a synthesizer: the offline rules are quick arithmetic the engine
+        # runs on its loop (a sync analyzer would cost a worker thread per test)
         offline = derive_insights(result)
-        extra = await synthesize(result, synthesizer, offline, traces)
+        extra = await synthesize(result, synthesizer, offline, traces) if synthesizer is not None else ()
         return result.model_copy(update={"insights": offline + extra})
 
     return analyze

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agent_health.model import RunResult, Signal, TestResult
@@ -100,25 +100,46 @@ def trace_metrics(
     """Metrics from the run's spans: `{"status": "ok", ...span metrics}`, or a status saying why
     there are none (`not_enabled`, or `unavailable` with the error). Never silent zeros.
     `view` is the run's `TracesView`, None when its agent has no traces."""
-    from agent_health.errors import AgentHealthError
-    from agent_health.traces.spans import span_metrics
-
     if view is None:
         return {"status": "not_enabled"}
     try:
         found = view.load(wait_s=wait_s)
-        return {
-            "status": "ok",
-            "correlation": found.correlation,
-            **span_metrics(found.spans, {**view.prices, **(prices or {})}),
-        }
-    except AgentHealthError as exc:  # store down, bad trace settings: recorded, the test stands
+    except Exception as exc:
+        return _unavailable(view, exc)
+    return _span_metrics(view, found, prices)
+
+
+async def atrace_metrics(
+    view: Any, prices: Mapping[str, tuple[float, float]] | None = None, wait_s: float = 0.0
+) -> dict[str, Any]:
+    """`trace_metrics` for an event loop: the spans are fetched (and waited for) in a worker
+    thread; only the arithmetic runs on the loop."""
+    if view is None:
+        return {"status": "not_enabled"}
+    try:
+        found = await view.aload(wait_s=wait_s)
+    except Exception as exc:
+        return _unavailable(view, exc)
+    return _span_metrics(view, found, prices)
+
+
+def _span_metrics(view: Any, found: Any, prices: Mapping[str, tuple[float, float]] | None) -> dict[str, Any]:
+    from agent_health.traces.spans import span_metrics
+
+    try:
+        metrics = span_metrics(found.spans, {**view.prices, **(prices or {})})
+    except Exception as exc:
+        return _unavailable(view, exc)
+    return {"status": "ok", "correlation": found.correlation, **metrics}
+
+
+def _unavailable(view: Any, exc: Exception) -> dict[str, Any]:
+    from agent_health.errors import AgentHealthError
+
+    if isinstance(exc, AgentHealthError):  # store down, bad trace settings: recorded, the test stands
         return {"status": "unavailable", "error": str(exc)}
-    except Exception as exc:  # malformed spans from the agent must not crash the whole run
-        return {
-            "status": "unavailable",
-            "error": f"could not read spans of run {view.run_id}: {type(exc).__name__}: {exc}",
-        }
+    # malformed spans from the agent must not crash the whole run
+    return {"status": "unavailable", "error": f"could not read spans of run {view.run_id}: {type(exc).__name__}: {exc}"}
 
 
 # Headline numbers recorded as metric signals on every test, and problem counters recorded only
@@ -152,15 +173,15 @@ def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
 
 def with_metric_signals(
     prices: Mapping[str, tuple[float, float]] | None = None, wait_s: float = 0.0
-) -> Callable[..., TestResult]:
-    """Engine analyzer: add trace metrics (when the agent has traces) and the metric signals.
-    `wait_s` bounds how long it waits for spans (default: one look, as the test body already had
-    the chance to wait through `result.traces`)."""
+) -> Callable[..., Awaitable[TestResult]]:
+    """Engine analyzer (async: the trace fetch runs off the event loop): add trace metrics (when
+    the agent has traces) and the metric signals. `wait_s` bounds how long it waits for spans
+    (default: one look, as the test body already had the chance to wait through `result.traces`)."""
 
-    def analyze(result: TestResult, traces: Any = None) -> TestResult:
+    async def analyze(result: TestResult, traces: Any = None) -> TestResult:
         metrics = dict(result.metrics)
         if result.run is not None:
-            metrics["traces"] = trace_metrics(traces, prices, wait_s)
+            metrics["traces"] = await atrace_metrics(traces, prices, wait_s)
         existing = {s.name for s in result.signals if s.kind == "metric"}
         extra = tuple(s for s in metric_signals(metrics) if s.name not in existing)
         return result.model_copy(update={"metrics": metrics, "signals": result.signals + extra})

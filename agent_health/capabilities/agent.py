@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent_health.capabilities.context import TestContext, bridge, current_context
+from agent_health.capabilities.context import Pending, TestContext, bridge, current_context
 from agent_health.errors import AgentRunTwiceError, InfrastructureError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
@@ -34,6 +34,7 @@ class AgentFixture:
         """Run the agent once. Uses the test's prompt and context when none are given."""
         ctx = self._ctx
         with ctx.lock:
+            ctx.check_open("agent.run()")
             if ctx.run_started:
                 raise AgentRunTwiceError(
                     f"test {ctx.case.name!r}: agent.run() was already called; a test runs the agent once "
@@ -55,7 +56,11 @@ class AgentFixture:
             test_id=ctx.case.id,
             timeout_s=ctx.case.timeout_s,
         )
-        return bridge(ctx, self._invoke(request))
+        out = bridge(ctx, self._invoke(request))
+        if isinstance(out, RunResult):
+            return out
+        ctx.run_call = PendingRun(out)
+        return ctx.run_call
 
     async def _invoke(self, request: AgentRequest) -> RunResult:
         if self._ctx.runtime is None:
@@ -66,6 +71,11 @@ class AgentFixture:
             self._ctx.trace_views[result.run_id] = view
         self._ctx.run = result
         return result
+
+
+class PendingRun(Pending):
+    """What `agent.run()` returns in an async body: await it for the RunResult. The engine reports
+    one that was never awaited (the agent never ran) instead of passing with no signals."""
 
 
 class AgentProxy:

@@ -49,12 +49,54 @@ class TestContext:
     trace_views: dict[str, Any] = field(default_factory=dict)  # run id -> TracesView of this test's runs
     run_started: bool = False
     pending: list[Any] = field(default_factory=list)  # judge() calls an async body may forget to await
+    run_call: Any = None  # what agent.run() returned in an async body, to tell when it was never awaited
     loop: Any = None  # the engine's event loop, so sync bodies can call async capabilities
     lock: threading.Lock = field(default_factory=threading.Lock)
+    closed: bool = False
 
     def record(self, signal: Signal) -> None:
         with self.lock:  # sync bodies record from worker threads
+            self.check_open(signal.name)
             self.signals.append(signal)
+
+    def check_open(self, what: str) -> None:
+        """A sync body abandoned at its timeout keeps running in its thread: it must not change a
+        result that is already final."""
+        if self.closed:
+            raise UsageError(f"test {self.case.name!r} already finished (timed out); {what} was ignored")
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+
+    def unawaited_run(self) -> str | None:
+        """The error for an `agent.run()` an async body called but never awaited (it never ran)."""
+        call = self.run_call
+        if call is None or call.awaited:
+            return None
+        call.close()
+        return (
+            f"test {self.case.name!r}: agent.run() was called but never awaited, so the agent never ran; "
+            "write `result = await agent.run(...)` in an async test"
+        )
+
+
+class Pending:
+    """What a capability returns in an async body: await it for the value. The engine checks
+    `awaited` once the body returned, and closes what never will be."""
+
+    def __init__(self, coro: Any):
+        self._coro = coro
+        self.awaited = False
+
+    def __await__(self) -> Any:
+        self.awaited = True
+        return self._coro.__await__()
+
+    def close(self) -> None:
+        """Drop a call that will never be awaited (the body already stopped)."""
+        if not self.awaited:
+            self._coro.close()
 
 
 _current: ContextVar[TestContext | None] = ContextVar("agent_health_test_context", default=None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent_health.capabilities.context import TestContext, bridge, current_context
+from agent_health.capabilities.context import Pending, TestContext, bridge, current_context
 from agent_health.model import RunResult, Verdict
 from agent_health.model.judge import JudgeRequest
 
@@ -55,22 +55,9 @@ async def _judge(ctx: TestContext, request: JudgeRequest) -> Verdict:
     return verdict
 
 
-class PendingVerdict:
+class PendingVerdict(Pending):
     """What `judge()` returns in an async body: await it for the Verdict. The engine awaits any
     that the body forgot, so a verdict is never silently lost."""
-
-    def __init__(self, coro: Any):
-        self._coro = coro
-        self.awaited = False
-
-    def __await__(self) -> Any:
-        self.awaited = True
-        return self._coro.__await__()
-
-    def close(self) -> None:
-        """Drop a verdict that will never be awaited (the body already stopped)."""
-        if not self.awaited:
-            self._coro.close()
 
     def or_throw(self) -> None:
         raise TypeError("judge() must be awaited first: `(await judge(result, criteria)).or_throw()`")

@@ -1,22 +1,27 @@
-"""`agent-health run`: load eval files, run them against agent versions, report, exit 0/1/2."""
+"""`agent-health run`: load eval files, run them against agent versions through the one run path
+(`agent_health.session.run_evaluation`), report, exit 0/1/2."""
 
 from __future__ import annotations
 
-import asyncio
-import re
+import os
+import signal
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agent_health.config import Config
 from agent_health.loader import LoadedTest, LoadResult
-from agent_health.model import RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter
 
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_health.session import RunOutcome
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_TERMINATED = 128 + 15  # the shell's code for a process ended by SIGTERM
+REPORTERS = "summary, json[=FILE], jsonl[=FILE], junit[=FILE] or html[=FILE]"
 
 
 def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
@@ -31,23 +36,18 @@ def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
     return root
 
 
-def select(tests: list[LoadedTest], labels: Sequence[str], rx: re.Pattern[str] | None) -> list[LoadedTest]:
-    """Tests carrying every label whose name or id matches `rx`."""
-    return [
-        t
-        for t in tests
-        if all(label in t.case.labels for label in labels)
-        and (rx is None or rx.search(t.case.name) or rx.search(t.case.id))
-    ]
-
-
 def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
     from agent_health.reporters.html import HtmlReporter
-    from agent_health.reporters.json_report import JsonReporter
+    from agent_health.reporters.json_report import JsonLinesReporter, JsonReporter
     from agent_health.reporters.junit import JunitReporter
     from agent_health.reporters.summary import SummaryReporter
 
-    kinds = {"json": JsonReporter, "junit": JunitReporter, "html": HtmlReporter}
+    kinds: dict[str, type[Reporter]] = {
+        "json": JsonReporter,
+        "jsonl": JsonLinesReporter,
+        "junit": JunitReporter,
+        "html": HtmlReporter,
+    }
     out: list[Reporter] = []
     stdout_taken = False
     for spec in specs or ("summary",):
@@ -55,9 +55,11 @@ def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
         if name == "summary":
             continue
         if name not in kinds:
-            raise click.UsageError(f"unknown reporter {name!r}; use summary, json[=FILE], junit[=FILE] or html[=FILE]")
+            raise click.UsageError(f"unknown reporter {name!r}; use {REPORTERS}")
+        if not path and stdout_taken:
+            raise click.UsageError(f"--reporter {spec}: another reporter already writes to stdout; give it =FILE")
         stdout_taken |= not path
-        out.append(kinds[name](path or None))
+        out.append(kinds[name](path or None))  # type: ignore[call-arg]
     # the summary always runs; it moves to stderr when a machine-readable report owns stdout
     out.insert(0, SummaryReporter(sys.stderr if stdout_taken else sys.stdout, verbose=verbose))
     return out
@@ -71,43 +73,17 @@ def print_list(result: LoadResult, tests: list[LoadedTest]) -> None:
     click.echo(f"{len(tests)} test(s) in {len({t.case.source_file for t in tests})} file(s)")
 
 
-async def run_agents(
-    tests: list[LoadedTest],
-    config: Config,
-    agents: Sequence[str],
-    options,
-    reporters: list[Reporter],
-    no_cache: bool = False,
-    replay: str | None = None,
-) -> tuple[list[TestResult], list[RunSummary], list[str], int]:
-    from agent_health.session import open_engine
+def _say(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
 
-    results: list[TestResult] = []
-    summaries: list[RunSummary] = []
-    hook_errors: list[str] = []
-    not_run = 0
-    for ref in agents:
-        engine = open_engine(config, ref, options, no_cache=no_cache, replay=replay)
-        for rep in reporters:
-            rep.start(ref, len(tests))
-        t0 = time.perf_counter()
-        mine: list[TestResult] = []
-        try:
-            async for r in engine.run(tests):
-                mine.append(r)
-                for rep in reporters:
-                    rep.result(r)
-        finally:
-            await engine.aclose()
-            for rep in reporters:
-                rep.agent_done(ref)
-        results.extend(mine)
-        summaries.append(RunSummary.of(ref, mine, (time.perf_counter() - t0) * 1000))
-        hook_errors.extend(engine.hook_errors)
-        not_run += engine.not_run
-        if options.fail_fast and any(r.status != "passed" for r in mine):
-            break
-    return results, summaries, hook_errors, not_run
+
+def _exit_stuck(message: str) -> None:
+    """The watchdog found a test blocking the loop that cannot be interrupted: leave now, with
+    every result finished so far already stored, rather than hang."""
+    sys.stdout.flush()
+    sys.stderr.write(f"error: {message}; exiting\n")
+    sys.stderr.flush()
+    os._exit(EXIT_FAILED)
 
 
 @click.command("run")
@@ -117,23 +93,27 @@ async def run_agents(
     "agents",
     multiple=True,
     metavar="KEY@VERSION",
-    help="Agent version to run (repeatable; each is run and reported). Default: the config's.",
+    help="Agent version to run (repeatable; all share one concurrency limit). Default: the config's.",
 )
-@click.option("--concurrency", type=click.IntRange(min=1), help="Tests in flight at once.")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Tests in flight at once, over all agent versions.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Per-test timeout in seconds.")
 @click.option("--epochs", type=click.IntRange(min=1), help="Independent trials per test (pass@k, pass^k).")
-@click.option("--fail-fast", is_flag=True, help="Stop starting tests after the first failure or error.")
-@click.option("--no-judge", is_flag=True, help="Skip every judge() (neutral verdicts); also AGENT_HEALTH_SKIP_JUDGE=1.")
-@click.option(
-    "--no-cache", is_flag=True, help="Bypass the judge cache (neither read nor write); also AGENT_HEALTH_NO_CACHE=1."
-)
+@click.option("--fail-fast", is_flag=True, default=None, help="Stop starting tests after the first failure or error.")
+@click.option("--no-judge", is_flag=True, default=None, help="Skip every judge() (neutral verdicts).")
+@click.option("--judge-model", metavar="[PROVIDER:]MODEL", help="Judge model for this run, over judge.model.")
+@click.option("--no-cache", is_flag=True, default=None, help="Bypass the judge cache (neither read nor write).")
 @click.option(
     "--replay",
     type=click.Choice(["off", "record", "auto", "strict"]),
-    envvar="AGENT_HEALTH_REPLAY",
     help="Record agent runs, replay recordings (auto: replay when recorded, else record; strict: a "
     "missing recording is an error). Default: the config's, off.",
 )
+@click.option(
+    "--store",
+    metavar="TYPE|JSON",
+    help='Result store: a type (local, s3, opensearch) or {"type": ..., "settings": {...}}. Default: the config\'s.',
+)
+@click.option("--no-store", is_flag=True, help="Do not store the results (reporters only).")
 @click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
 @click.option("--grep", help="Only tests whose name or id matches this regular expression.")
 @click.option("--list", "list_only", is_flag=True, help="Discover and print the tests without running them.")
@@ -141,8 +121,8 @@ async def run_agents(
     "--reporter",
     "reporters",
     multiple=True,
-    metavar="summary|json[=FILE]|junit[=FILE]",
-    help="Reporter (repeatable). json/junit without FILE write to stdout.",
+    metavar="summary|json[=FILE]|jsonl[=FILE]|junit[=FILE]",
+    help="Reporter (repeatable). Without FILE a report writes to stdout and the summary to stderr.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Print every test and its signals.")
 @click.pass_context
@@ -153,10 +133,13 @@ def run_command(
     concurrency: int | None,
     timeout: float | None,
     epochs: int | None,
-    fail_fast: bool,
-    no_judge: bool,
-    no_cache: bool,
+    fail_fast: bool | None,
+    no_judge: bool | None,
+    judge_model: str | None,
+    no_cache: bool | None,
     replay: str | None,
+    store: str | None,
+    no_store: bool,
     labels: tuple[str, ...],
     grep: str | None,
     list_only: bool,
@@ -165,63 +148,89 @@ def run_command(
 ) -> None:
     """Run eval files (*.eval.py, *.json, *.yaml, *.jsonl) or folders of them.
 
-    Exit codes: 0 all passed; 1 a test failed or errored; 2 usage, configuration or file errors.
+    Settings come from these flags, then AGENT_HEALTH_* environment variables, then the
+    configuration file, then defaults; a test's own timeout= and epochs= win (docs/running.md).
+    Results are stored as they finish (--no-store: not at all).
+
+    Exit codes: 0 all passed; 1 a test failed or errored; 2 usage, configuration or file errors,
+    or a report or the store could not be written.
     """
+    import asyncio
     import gc
-    import os
 
     from agent_health.loader import load_tests
-    from agent_health.session import engine_options
+    from agent_health.session import build_settings, run_evaluation, select_tests
 
     # Everything imported so far lives for the whole process: keep the collector from walking it
     # again on every collection while thousands of results are built (about 10% of a 1,000-test run).
     gc.freeze()
 
     config: Config = ctx.obj["config"]
-    paths = paths or (config.path(config.eval_root),)
-    try:
-        grep_rx = re.compile(grep, re.IGNORECASE) if grep else None
-    except re.error as exc:
-        raise click.UsageError(f"--grep {grep!r} is not a valid regular expression: {exc}") from exc
-    agents = agents or (config.default_agent,)
-    for ref in agents:  # fail before loading anything: the message lists the known agents
+    if store and no_store:
+        raise click.UsageError("--store and --no-store contradict each other; give one")
+    settings = build_settings(
+        config,
+        {
+            "agents": agents or None,
+            "concurrency": concurrency,
+            "timeout_s": timeout,
+            "epochs": epochs,
+            "fail_fast": fail_fast,
+            "skip_judge": no_judge,
+            "judge_model": judge_model,
+            "no_cache": no_cache,
+            "replay": replay,
+            "store": store,
+            "no_store": no_store or None,
+            "labels": labels or None,
+            "grep": grep,
+        },
+    )
+    for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
         config.agent(ref)
+    paths = paths or (config.path(config.eval_root),)
     loaded = load_tests(paths, root=eval_root_for(config, paths))
     load_errors = [str(e) for e in loaded.errors]
-    tests = select(loaded.tests, labels, grep_rx)
+    tests = select_tests(loaded.tests, settings.labels, settings.grep)
     if list_only:
         for err in load_errors:
-            click.echo(f"error: {err}", err=True)
+            _say(err)
         print_list(loaded, tests)
         ctx.exit(EXIT_USAGE if load_errors else EXIT_OK)
     if not tests:
         for err in load_errors:
-            click.echo(f"error: {err}", err=True)
+            _say(err)
         where = ", ".join(map(str, paths))
-        filt = " matching the filters" if (labels or grep) and loaded.tests else ""
-        click.echo(f"error: no tests found{filt} in {where}", err=True)
+        filt = " matching the filters" if (settings.labels or settings.grep) and loaded.tests else ""
+        _say(f"no tests found{filt} in {where}")
         ctx.exit(EXIT_USAGE)
-    skip = no_judge or os.environ.get("AGENT_HEALTH_SKIP_JUDGE", "").lower() in ("1", "true", "yes")
-    options = engine_options(
-        config, concurrency=concurrency, timeout_s=timeout, epochs=epochs, fail_fast=fail_fast, skip_judge=skip
-    )
     reps = build_reporters(reporters, verbose)
-    started = time.time()
-    results, summaries, hook_errors, not_run = asyncio.run(
-        run_agents(tests, config, agents, options, reps, no_cache, replay)
-    )
-    report = RunReport(
-        started_at=started,
-        finished_at=time.time(),
-        summaries=summaries,
-        results=results,
-        load_errors=load_errors,
-        hook_errors=hook_errors,
-        not_run=not_run,
-    )
-    for rep in reps:
-        rep.finish(report)
-    if load_errors:
+    gc.freeze()  # the loaded tests live for the whole run too
+
+    async def run() -> RunOutcome:
+        # SIGTERM (a CI job cancelled) ends the run like Ctrl-C: the manifest says interrupted,
+        # every reporter finishes, and nothing already stored is lost
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run_evaluation(
+            tests,
+            config,
+            settings,
+            reporters=reps,
+            transport="cli",
+            load_errors=load_errors,
+            on_error=_say,
+            on_stuck=_exit_stuck,
+        )
+
+    try:
+        outcome = asyncio.run(run())
+    except asyncio.CancelledError:
+        click.echo("interrupted (SIGTERM)", err=True)
+        ctx.exit(EXIT_TERMINATED)
+    if outcome.store and outcome.stored:
+        click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
+    if load_errors or outcome.output_errors:
         ctx.exit(EXIT_USAGE)
-    bad = any(r.status != "passed" for r in results) or hook_errors
-    ctx.exit(EXIT_FAILED if bad else EXIT_OK)
+    ctx.exit(EXIT_OK if outcome.all_passed else EXIT_FAILED)

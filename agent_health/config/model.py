@@ -141,6 +141,7 @@ class Config(BaseModel):
     state_dir: str = Field(".agent_health", description="Results, caches and spans, relative to the root.")
     concurrency: int = Field(8, ge=1, description="Tests in flight at once (>= 1).")
     timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False, description="Default per-test timeout in seconds (> 0).")
+    epochs: int = Field(1, ge=1, description="Default independent trials per test (a test's own epochs= wins).")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
     )

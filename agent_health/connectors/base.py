@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import abc
 import importlib
-import os
+import random
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -51,6 +50,12 @@ def connector_class(name: str) -> type[Connector]:
     return getattr(importlib.import_module(module), attr)
 
 
+def random_hex(bits: int) -> str:
+    """A random id of `bits` bits as lowercase hex, like OpenTelemetry's RandomIdGenerator: ids need
+    to be unique, not secret, and os.urandom is a syscall that drops the GIL on every call."""
+    return f"{random.getrandbits(bits):0{bits // 4}x}"
+
+
 # Makes the lazy traces view of one run (None when the agent has no traces).
 TraceViewFactory = Callable[[RunResult, ResolvedAgent], Any]
 
@@ -72,9 +77,9 @@ class AgentRuntime:
     async def invoke(self, request: AgentRequest) -> RunResult:
         request = request.model_copy(
             update={
-                "run_id": request.run_id or uuid.uuid4().hex,
-                "trace_id": request.trace_id or os.urandom(16).hex(),
-                "span_id": request.span_id or os.urandom(8).hex(),
+                "run_id": request.run_id or random_hex(128),
+                "trace_id": request.trace_id or random_hex(128),
+                "span_id": request.span_id or random_hex(64),
             }
         )
         started = time.time()

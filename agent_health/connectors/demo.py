@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_health.connectors.base import Connector
+from agent_health.connectors.base import Connector, random_hex
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
 from agent_health.model.run import StepKind
@@ -305,7 +305,7 @@ def demo_spans(
     ) -> dict[str, Any]:
         s = {
             "trace_id": request.trace_id,
-            "span_id": os.urandom(8).hex(),
+            "span_id": random_hex(64),
             "parent_span_id": parent,
             "name": name,
             "kind": "SPAN_KIND_INTERNAL",

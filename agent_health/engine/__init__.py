@@ -1,6 +1,21 @@
-"""The engine: one code path for every transport."""
+"""The engine: one test against one agent version (`AgentEngine`), many of them under one
+concurrency limit (`run_plan`), and the loop watchdog. `agent_health.session` wires it up."""
 
-from agent_health.engine.runner import Engine, EngineOptions
+from agent_health.engine.runner import AgentEngine, EngineOptions, Scopes
+from agent_health.engine.scheduler import PlanOutcome, run_plan
 from agent_health.engine.scoring import combine_trials, evaluation_type, score_of, status_of
+from agent_health.engine.watchdog import LoopBlocked, Watchdog
 
-__all__ = ["Engine", "EngineOptions", "combine_trials", "evaluation_type", "score_of", "status_of"]
+__all__ = [
+    "AgentEngine",
+    "EngineOptions",
+    "LoopBlocked",
+    "PlanOutcome",
+    "Scopes",
+    "Watchdog",
+    "combine_trials",
+    "evaluation_type",
+    "run_plan",
+    "score_of",
+    "status_of",
+]

@@ -1,31 +1,33 @@
-"""Fixture resolution and teardown for one test, and calling user functions sync or async."""
+"""Fixture resolution and teardown for one test. Sync fixtures (setup and teardown of generator
+fixtures too) run in worker threads, never on the event loop."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import inspect
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import Any
 
 from agent_health.errors import FixtureError
 from agent_health.loader.registry import FixtureDef, parameters
+from agent_health.offloop import call, run_off_loop
+
+_DONE = object()  # what a generator fixture's teardown step returns when it finished properly
 
 
-async def call(fn: Callable[..., Any], kwargs: dict[str, Any], *, executor: Executor | None = None) -> Any:
-    """Call a user function; coroutines are awaited, sync functions run inline or, given an
-    executor, in a worker thread that sees the caller's context variables (the test context)."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(**kwargs)
-    if executor is not None:
-        ctx = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(ctx.run, fn, **kwargs))
-    result = fn(**kwargs)
-    if inspect.isawaitable(result):
-        return await result
-    return result
+def _step(gen: Any) -> Any:
+    """One `next()` of a sync generator fixture; `_DONE` when it stopped."""
+    try:
+        return next(gen)
+    except StopIteration:
+        return _DONE
+
+
+async def _astep(gen: Any) -> Any:
+    try:
+        return await gen.__anext__()
+    except StopAsyncIteration:
+        return _DONE
 
 
 class FixtureScope:
@@ -55,14 +57,16 @@ class FixtureScope:
         try:
             if inspect.isasyncgenfunction(fdef.fn):
                 gen = fdef.fn(**kwargs)
-                value = await gen.__anext__()
+                value = await _astep(gen)
                 self._teardowns.append((name, gen))
             elif inspect.isgeneratorfunction(fdef.fn):
-                gen = fdef.fn(**kwargs)
-                value = next(gen)
+                gen = fdef.fn(**kwargs)  # creating a generator runs none of its code
+                value = await run_off_loop(_step, gen)
                 self._teardowns.append((name, gen))
             else:
-                value = await call(fdef.fn, kwargs)
+                value = await call(fdef.fn, **kwargs)
+            if value is _DONE:
+                raise RuntimeError("the generator fixture never yielded a value")
         except FixtureError:
             raise
         except Exception as exc:
@@ -70,19 +74,22 @@ class FixtureScope:
         self.values[name] = value
         return value
 
-    async def teardown(self) -> list[str]:
-        """Run every teardown, last set up first; return the errors (never raise)."""
+    async def teardown(self, deadline: float | None = None) -> list[str]:
+        """Run every teardown, last set up first, each finished by `deadline` (loop time); return
+        the errors (never raise). A teardown past the deadline is abandoned, not waited for."""
         errors = []
         while self._teardowns:
             name, gen = self._teardowns.pop()
             try:
-                if inspect.isasyncgen(gen):
-                    await gen.__anext__()
-                else:
-                    next(gen)
-                errors.append(f"fixture {name!r} yielded more than once")
-            except (StopIteration, StopAsyncIteration):
-                pass
+                async with asyncio.timeout_at(deadline):
+                    if inspect.isasyncgen(gen):
+                        done = await _astep(gen)
+                    else:
+                        done = await run_off_loop(_step, gen)
+                if done is not _DONE:
+                    errors.append(f"fixture {name!r} yielded more than once")
+            except TimeoutError:
+                errors.append(f"fixture {name!r} did not finish its teardown in time")
             except Exception as exc:
                 errors.append(f"fixture {name!r} failed during teardown: {type(exc).__name__}: {exc}")
         return errors

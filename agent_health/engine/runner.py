@@ -1,14 +1,14 @@
-"""The one engine. Every transport (CLI, Dagster) calls `Engine.run`, which yields a TestResult
-per test as it finishes."""
+"""Running one test against one agent version: hooks, fixtures, the body, epochs, timeouts,
+scoring and the analyzers. Every sync user callable runs in a worker thread; the watchdog fails a
+test whose async code blocks the loop. `agent_health.engine.scheduler` runs many of these under
+one concurrency limit; `agent_health.session` wires them from the configuration."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,12 +22,14 @@ from agent_health.capabilities.judge import judge as judge_api
 from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import AgentRuntime
 from agent_health.engine import scoring
-from agent_health.engine.fixtures import FixtureScope, call
+from agent_health.engine.fixtures import FixtureScope
+from agent_health.engine.watchdog import LoopBlocked, Watchdog
 from agent_health.errors import BodyStop, InfrastructureError
 from agent_health.judges.service import JudgeService
 from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
 from agent_health.model import Signal, TestResult, TrialResult, Usage
+from agent_health.offloop import call, is_async_callable, run_off_loop
 from agent_health.pricing import total_cost
 
 # An analyzer gets a finished result and its run's traces view (None without traces).
@@ -36,27 +38,17 @@ Analyzer = Callable[[TestResult, Any], Any]
 
 @dataclass
 class EngineOptions:
-    """How the engine runs tests."""
+    """How one agent version's tests run (the run function derives them from `RunSettings`)."""
 
-    concurrency: int = 8
     timeout_s: float = 120.0
     epochs: int = 1
-    fail_fast: bool = False
     skip_judge: bool = False
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-
-class _ScopeState:
-    def __init__(self, remaining: int):
-        self.lock = asyncio.Lock()
-        self.started = False
-        self.error: str | None = None
-        self.remaining = remaining
-        self.finished = False
+    eval_run_id: str | None = None  # the evaluation run every result belongs to
 
 
 def _where(exc: BaseException) -> str:
-    """'file.eval.py:12' of the innermost frame in user code (not agent_health)."""
+    """'file.eval.py:12: ' of the innermost frame in user code (not agent_health)."""
     pkg = str(Path(__file__).resolve().parents[1])
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if not frame.filename.startswith(pkg) and "asyncio" not in frame.filename:
@@ -64,127 +56,148 @@ def _where(exc: BaseException) -> str:
     return ""
 
 
-class Engine:
-    """Runs tests against one agent version with fixtures, hooks, concurrency and timeouts."""
+class _ScopeState:
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.started = False
+        self.error: str | None = None
+        self.remaining = 0
+        self.finished = False
+
+
+class Scopes:
+    """`before_all` / `after_all` bookkeeping shared by every agent version of a run: a scope's
+    `before_all` hooks run before its first test, its `after_all` hooks after its last (or at the
+    end of a run cut short), once per run. Hooks are bounded by `timeout_s`."""
+
+    def __init__(self, tests: Sequence[LoadedTest], timeout_s: float):
+        self.timeout_s = timeout_s
+        self.errors: list[str] = []
+        self._states: dict[Scope, _ScopeState] = {}
+        for t in tests:
+            for s in t.spec.scope.chain():
+                self._states.setdefault(s, _ScopeState()).remaining += 1
+
+    async def enter(self, test: LoadedTest) -> str | None:
+        """Run the `before_all` hooks the test needs; the first error of its scopes, if any."""
+        for scope in test.spec.scope.chain():
+            state = self._states[scope]
+            async with state.lock:
+                if not state.started:
+                    state.started = True
+                    errors = await self._hooks(scope, "before_all")
+                    state.error = errors[0] if errors else None
+            if state.error:
+                return state.error
+        return None
+
+    async def leave(self, test: LoadedTest) -> None:
+        for scope in reversed(test.spec.scope.chain()):
+            state = self._states[scope]
+            state.remaining -= 1
+            if state.remaining == 0 and state.started and not state.finished:
+                await self._after_all(scope, state)
+
+    async def close(self) -> None:
+        """After a run cut short (fail-fast, interruption): `after_all` of every started scope."""
+        for scope, state in reversed(list(self._states.items())):
+            if state.started and not state.finished:
+                await self._after_all(scope, state)
+
+    async def _after_all(self, scope: Scope, state: _ScopeState) -> None:
+        state.finished = True
+        self.errors.extend(await self._hooks(scope, "after_all"))
+
+    async def _hooks(self, scope: Scope, kind: str) -> list[str]:
+        """Run a scope's hooks of one kind; their errors (`before_all` stops at the first)."""
+        errors: list[str] = []
+        hooks = scope.hooks[kind]
+        label = f" ({scope.name or 'file'})" if kind == "after_all" else ""
+        for hook in reversed(hooks) if kind == "after_all" else hooks:
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    await call(hook)
+            except TimeoutError:
+                errors.append(f"{kind} hook {hook.__name__!r}{label} did not finish within {self.timeout_s:g}s")
+            except Exception as exc:
+                errors.append(f"{kind} hook {hook.__name__!r}{label} failed: {_where(exc)}{type(exc).__name__}: {exc}")
+            if errors and kind == "before_all":
+                break
+        return errors
+
+
+def _timeout_signal(reason: str, timeout: float, took: float) -> Signal:
+    return Signal(
+        kind="deterministic",
+        role="gate",
+        name="timeout",
+        passed=False,
+        score=0.0,
+        reasoning=reason,
+        evidence={"expected": {"max_s": timeout}, "actual": {"s": round(took, 3)}},
+    )
+
+
+class AgentEngine:
+    """Runs tests against one agent version (its runtime, the run's judges and analyzers)."""
 
     def __init__(
         self,
         runtime: AgentRuntime | None,
-        judges: JudgeService | None = None,
-        options: EngineOptions | None = None,
+        judges: JudgeService,
+        options: EngineOptions,
+        scopes: Scopes,
         analyzers: Sequence[Analyzer] | None = None,
+        watchdog: Watchdog | None = None,
     ):
         self.runtime = runtime
-        self.options = options or EngineOptions()
-        self.judges = judges or JudgeService(skip=self.options.skip_judge)
+        self.judges = judges
+        self.options = options
+        self.scopes = scopes
+        self.watchdog = watchdog
         # offline insights are always on; transports may add analyzers (trace metrics, synthesizers)
-        self.analyzers = list(analyzers) if analyzers is not None else [with_insights]
-        self.hook_errors: list[str] = []
-        self.not_run = 0
-        # sync bodies block a thread for the whole agent call: size the pool to the concurrency
-        self._threads = ThreadPoolExecutor(
-            max_workers=max(1, self.options.concurrency), thread_name_prefix="agent-health-body"
-        )
+        self._analysis = _group(list(analyzers) if analyzers is not None else [with_insights])
 
     @property
     def agent_ref(self) -> str:
         return self.runtime.ref if self.runtime else "none"
 
-    async def run(self, tests: Sequence[LoadedTest]) -> AsyncIterator[TestResult]:
-        """Yield one TestResult per test, in completion order."""
-        scopes: dict[Scope, _ScopeState] = {}
-        for t in tests:
-            for s in t.spec.scope.chain():
-                scopes.setdefault(s, _ScopeState(0)).remaining += 1
-        queue: asyncio.Queue[TestResult | None] = asyncio.Queue()
-        pending = list(reversed(tests))
-        stop = asyncio.Event()
-
-        async def worker() -> None:
-            while pending and not stop.is_set():
-                test = pending.pop()
-                result = await self._run_test(test, scopes)
-                if self.options.fail_fast and result.status != "passed":
-                    stop.set()
-                await queue.put(result)
-            await queue.put(None)
-
-        n_workers = max(1, min(self.options.concurrency, len(tests)))
-        workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
-        done = 0
-        try:
-            while done < n_workers:
-                item = await queue.get()
-                if item is None:
-                    done += 1
-                else:
-                    yield item
-        finally:
-            for w in workers:
-                w.cancel()
-            self.not_run = len(pending)
-            for scope, state in reversed(list(scopes.items())):  # scopes cut short by fail-fast
-                if state.started and not state.finished:
-                    await self._after_all(scope, state)
-
-    # -- hooks ----------------------------------------------------------------
-    async def _before_all(self, scope: Scope, state: _ScopeState) -> str | None:
-        async with state.lock:
-            if not state.started:
-                state.started = True
-                for hook in scope.hooks["before_all"]:
-                    try:
-                        await call(hook, {})
-                    except Exception as exc:
-                        state.error = (
-                            f"before_all hook {hook.__name__!r} failed: {_where(exc)}{type(exc).__name__}: {exc}"
-                        )
-                        break
-        return state.error
-
-    async def _after_all(self, scope: Scope, state: _ScopeState) -> None:
-        state.finished = True
-        for hook in reversed(scope.hooks["after_all"]):
-            try:
-                await call(hook, {})
-            except Exception as exc:
-                self.hook_errors.append(
-                    f"after_all hook {hook.__name__!r} ({scope.name or 'file'}) failed: "
-                    f"{_where(exc)}{type(exc).__name__}: {exc}"
-                )
-
-    # -- one test ---------------------------------------------------------------
-    async def _run_test(self, test: LoadedTest, scopes: dict[Scope, _ScopeState]) -> TestResult:
-        chain = test.spec.scope.chain()
+    async def run_test(self, test: LoadedTest) -> TestResult:
+        """One test, every epoch, analysed: always a result, never an exception."""
         started = time.time()
         t0 = time.perf_counter()
-        setup_error = None
-        for scope in chain:
-            setup_error = await self._before_all(scope, scopes[scope])
-            if setup_error:
-                break
+        setup_error = await self.scopes.enter(test)
         epochs = max(1, test.case.epochs or self.options.epochs)
+        timeout = test.case.timeout_s or self.options.timeout_s
         trials = []
         views: dict[str, Any] = {}  # run id -> traces view, for the analyzers
         for epoch in range(epochs):
             if setup_error:
                 trials.append(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
-            trials.append(await self._run_trial(test, epoch, views))
-        for scope in reversed(chain):
-            state = scopes[scope]
-            state.remaining -= 1
-            if state.remaining == 0 and state.started and not state.finished:
-                await self._after_all(scope, state)
+            trials.append(await self._run_trial(test, epoch, timeout, views))
+        await self.scopes.leave(test)
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
-        traces = views.get(result.run_id) if result.run_id else None
-        for analyze in self.analyzers:
-            result = analyze(result, traces)
-            if inspect.isawaitable(result):  # async analyzers (the insight synthesizer) run on this loop
-                result = await result
+        result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
         return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
 
-    async def _run_trial(self, test: LoadedTest, epoch: int, views: dict[str, Any]) -> TrialResult:
+    async def _analyse(self, result: TestResult, traces: Any, timeout: float) -> TestResult:
+        # Sync analyzers (derived metrics read traces and may wait for them) run together in one
+        # worker thread; async ones (the insight synthesizer) run on the loop.
+        try:
+            async with asyncio.timeout(timeout):
+                for is_async, group in self._analysis:
+                    if is_async:
+                        for analyze in group:
+                            result = await analyze(result, traces)
+                    else:
+                        result = await run_off_loop(_apply, group, result, traces)
+        except TimeoutError:
+            metrics = {**result.metrics, "analysis_error": f"analyzers did not finish within {timeout:g}s"}
+            result = result.model_copy(update={"metrics": metrics})
+        return result
+
+    async def _run_trial(self, test: LoadedTest, epoch: int, timeout: float, views: dict[str, Any]) -> TrialResult:
         case, spec = test.case, test.spec
         ctx = TestContext(
             case=case,
@@ -201,31 +214,22 @@ class Engine:
         )
         token = set_context(ctx)
         infra: list[str] = []
-        timeout = case.timeout_s or self.options.timeout_s
+        watch = self.watchdog.watch(case.id, timeout) if self.watchdog else None
         t0 = time.perf_counter()
         chain = spec.scope.chain()
         try:
-            async with asyncio.timeout(timeout):
-                for scope in chain:
-                    for hook in scope.hooks["before_each"]:
-                        await self._hook(hook, fixtures, "before_each")
-                kwargs = await fixtures.kwargs_for(spec.body)
-                await call(spec.body, kwargs, executor=self._threads)
-                for pending in ctx.pending:
-                    if not pending.awaited:
-                        await pending
+            async with asyncio.timeout(timeout) as scope:
+                if watch is not None:
+                    watch.scope = scope
+                    await self.watchdog.guard(watch, self._setup_and_body(test, ctx, fixtures))  # type: ignore[union-attr]
+                else:
+                    await self._setup_and_body(test, ctx, fixtures)
         except TimeoutError:
-            ctx.record(
-                Signal(
-                    kind="deterministic",
-                    role="gate",
-                    name="timeout",
-                    passed=False,
-                    score=0.0,
-                    reasoning=f"test did not finish within {timeout:g}s",
-                    evidence={"expected": {"max_s": timeout}, "actual": {"s": round(time.perf_counter() - t0, 3)}},
-                )
-            )
+            took = time.perf_counter() - t0
+            reason = watch.message() if watch is not None and watch.blocked_s else None
+            ctx.record(_timeout_signal(reason or f"test did not finish within {timeout:g}s", timeout, took))
+        except LoopBlocked as exc:
+            ctx.record(_timeout_signal(str(exc), timeout, time.perf_counter() - t0))
         except BodyStop:
             pass  # the failing signal is already recorded
         except AssertionError as exc:  # a plain `assert` in the body
@@ -243,21 +247,34 @@ class Engine:
             infra.append(str(exc))
         except Exception as exc:
             infra.append(f"{_where(exc)}{type(exc).__name__}: {exc}")
+        else:
+            took = time.perf_counter() - t0
+            if watch is not None and watch.blocked_s and took > timeout:  # blocked past it, then returned
+                ctx.record(_timeout_signal(watch.message(), timeout, took))
         finally:
+            if watch is not None:
+                self.watchdog.unwatch(watch)  # type: ignore[union-attr]
+            unawaited = ctx.unawaited_run()
             for pending in ctx.pending:
                 pending.close()
-            for scope in reversed(chain):
-                for hook in reversed(scope.hooks["after_each"]):
+            infra = ([unawaited] if unawaited else []) + infra
+            # teardown gets a budget of its own, so a timed-out test still cleans up
+            deadline = asyncio.get_running_loop().time() + timeout
+            for scope_ in reversed(chain):
+                for hook in reversed(scope_.hooks["after_each"]):
                     try:
-                        async with asyncio.timeout(timeout):
+                        async with asyncio.timeout_at(deadline):
                             await self._hook(hook, fixtures, "after_each")
+                    except TimeoutError:
+                        infra.append(f"after_each hook {hook.__name__!r} did not finish within {timeout:g}s")
                     except Exception as exc:
                         infra.append(
                             str(exc)
                             if isinstance(exc, InfrastructureError)
                             else f"after_each hook failed: {type(exc).__name__}: {exc}"
                         )
-            infra.extend(await fixtures.teardown())
+            infra.extend(await fixtures.teardown(deadline))
+            ctx.close()
             reset_context(token)
             views.update(ctx.trace_views)
         signals = tuple(ctx.signals)
@@ -273,10 +290,21 @@ class Engine:
             duration_ms=(time.perf_counter() - t0) * 1000,
         )
 
+    async def _setup_and_body(self, test: LoadedTest, ctx: TestContext, fixtures: FixtureScope) -> None:
+        spec = test.spec
+        for scope in spec.scope.chain():
+            for hook in scope.hooks["before_each"]:
+                await self._hook(hook, fixtures, "before_each")
+        kwargs = await fixtures.kwargs_for(spec.body)
+        await call(spec.body, **kwargs)
+        for pending in ctx.pending:
+            if not pending.awaited:
+                await pending
+
     async def _hook(self, hook: Callable[..., Any], fixtures: FixtureScope, kind: str) -> None:
         try:
-            await call(hook, await fixtures.kwargs_for(hook))
-        except (BodyStop, InfrastructureError):
+            await call(hook, **await fixtures.kwargs_for(hook))
+        except (BodyStop, InfrastructureError, LoopBlocked):
             raise
         except Exception as exc:
             raise InfrastructureError(
@@ -295,7 +323,8 @@ class Engine:
         ]
         judge_usage = sum(judge_calls, Usage())
         # each judge call priced at its own model; unknown when any priced part is unknown
-        cost = total_cost([*(r.usage for r in runs), *judge_calls], self.options.prices)
+        prices = self.options.prices
+        cost = total_cost([*(r.usage for r in runs), *judge_calls], prices)
         fields: dict[str, Any] = {
             "status": last.status,
             "score": last.score,
@@ -310,7 +339,8 @@ class Engine:
             "judge_usage": judge_usage,
             "cost_usd": cost,
             "epochs": len(trials),
-            "metrics": run_metrics(last.run, self.options.prices),
+            "metrics": run_metrics(last.run, prices),
+            "eval_run_id": self.options.eval_run_id,
         }
         if len(trials) > 1:
             fields.update(scoring.combine_trials(trials), trials=tuple(trials))
@@ -318,8 +348,20 @@ class Engine:
             fields["error"] = failing.error if fields["status"] != "passed" else None
         return TestResult.for_case(test.case, self.agent_ref, **fields)
 
-    async def aclose(self) -> None:
-        self._threads.shutdown(wait=False, cancel_futures=True)
-        if self.runtime is not None:
-            await self.runtime.aclose()
-        await self.judges.aclose()
+
+def _group(analyzers: list[Analyzer]) -> list[tuple[bool, list[Analyzer]]]:
+    """Consecutive analyzers of the same kind (async or sync), in order."""
+    groups: list[tuple[bool, list[Analyzer]]] = []
+    for analyze in analyzers:
+        kind = is_async_callable(analyze)
+        if groups and groups[-1][0] == kind:
+            groups[-1][1].append(analyze)
+        else:
+            groups.append((kind, [analyze]))
+    return groups
+
+
+def _apply(analyzers: list[Analyzer], result: TestResult, traces: Any) -> TestResult:
+    for analyze in analyzers:
+        result = analyze(result, traces)
+    return result

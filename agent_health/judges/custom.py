@@ -18,6 +18,7 @@ from agent_health.judges.llm import CachedLLM
 from agent_health.judges.parse import AnswerError, number
 from agent_health.model import Verdict
 from agent_health.model.judge import JudgeRequest
+from agent_health.offloop import call
 from agent_health.traces.tools import RunTraceTools
 from agent_health.traces.view import TracesNotEnabled
 
@@ -108,9 +109,7 @@ async def run_custom(name: str, fn: Callable[..., Any], request: JudgeRequest, l
         kwargs = _kwargs(fn, available)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"evaluator {name!r}: {exc}") from exc
-    value = fn(**kwargs)
-    if inspect.isawaitable(value):
-        value = await value
+    value = await call(fn, **kwargs)  # a sync evaluator runs in a worker thread, off the event loop
     verdict = coerce(value, name, request)
     return verdict.model_copy(
         update={

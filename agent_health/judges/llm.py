@@ -47,7 +47,7 @@ class CachedLLM(LLM):
             schema=dict(schema.schema) if schema else None,
         )
         if self.cache is not None:
-            hit = await asyncio.to_thread(self.cache.get, key)  # a shared cache is a network read
+            hit = await asyncio.to_thread(self.cache.get, key)  # SQLite or a shared store: off the loop
             if hit is not None and isinstance(hit.get("text"), str):
                 self.hits += 1
                 return hit["text"]

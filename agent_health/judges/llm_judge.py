@@ -72,7 +72,7 @@ class LLMJudge(JudgeProvider):
         traces = await gather_traces(request)
         key = self.key(request, content, traces)
         if self.cache is not None:
-            hit = await asyncio.to_thread(self.cache.get, key)  # a shared cache is a network read
+            hit = await asyncio.to_thread(self.cache.get, key)  # SQLite or a shared store: off the loop
             if hit is not None:
                 # A hit costs nothing now: tokens are not counted again (the original usage stays in details).
                 verdict = Verdict.model_validate(hit)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, Field
 
 from agent_health.model.result import SCHEMA_VERSION, TestResult
@@ -23,37 +25,81 @@ class RunSummary(BaseModel):
     judge_tokens: int = 0
     cost_usd: float = 0.0
     duration_ms: float = Field(0.0, description="Wall-clock time of this agent's run.")
+    not_run: int = Field(0, description="Tests of this agent version never started (fail-fast, interruption).")
 
     @classmethod
-    def of(cls, agent: str, results: list[TestResult], duration_ms: float = 0.0) -> RunSummary:
-        passed = sum(r.status == "passed" for r in results)
-        failed = sum(r.status == "failed" for r in results)
-        scores = [r.score for r in results if r.score is not None]
-        return cls(
-            agent=agent,
-            total=len(results),
+    def of(cls, agent: str, results: Iterable[TestResult], duration_ms: float = 0.0) -> RunSummary:
+        tally = SummaryTally(agent)
+        for r in results:
+            tally.add(r)
+        return tally.summary(duration_ms)
+
+
+class SummaryTally:
+    """A `RunSummary` built one result at a time: counts and sums only, never the results, so a
+    run's memory stays flat in the number of tests."""
+
+    def __init__(self, agent: str):
+        self.agent = agent
+        self.counts = {"passed": 0, "failed": 0, "errored": 0}
+        self.scores = 0.0
+        self.scored = 0
+        self.input_tokens = self.output_tokens = self.total_tokens = self.judge_tokens = 0
+        self.cost_usd = 0.0
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+
+    def add(self, r: TestResult) -> None:
+        self.counts[r.status] += 1
+        if r.score is not None:
+            self.scores += r.score
+            self.scored += 1
+        self.input_tokens += r.usage.input_tokens
+        self.output_tokens += r.usage.output_tokens
+        self.total_tokens += r.usage.total_tokens
+        self.judge_tokens += r.judge_usage.total_tokens
+        self.cost_usd += r.cost_usd or 0.0
+        end = r.started_at + r.duration_ms / 1000
+        self.first_start = r.started_at if self.first_start is None else min(self.first_start, r.started_at)
+        self.last_end = end if self.last_end is None else max(self.last_end, end)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def summary(self, duration_ms: float | None = None, not_run: int = 0) -> RunSummary:
+        """The summary so far; `duration_ms` defaults to first start to last finish."""
+        passed, failed = self.counts["passed"], self.counts["failed"]
+        if duration_ms is None:
+            span = (self.last_end - self.first_start) if self.first_start is not None and self.last_end else 0.0
+            duration_ms = span * 1000
+        return RunSummary(
+            agent=self.agent,
+            total=self.total,
             passed=passed,
             failed=failed,
-            errored=sum(r.status == "errored" for r in results),
+            errored=self.counts["errored"],
             pass_rate=round(passed / (passed + failed), 4) if passed + failed else None,
-            mean_score=round(sum(scores) / len(scores), 4) if scores else None,
-            input_tokens=sum(r.usage.input_tokens for r in results),
-            output_tokens=sum(r.usage.output_tokens for r in results),
-            total_tokens=sum(r.usage.total_tokens for r in results),
-            judge_tokens=sum(r.judge_usage.total_tokens for r in results),
-            cost_usd=round(sum(r.cost_usd or 0.0 for r in results), 6),
+            mean_score=round(self.scores / self.scored, 4) if self.scored else None,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            total_tokens=self.total_tokens,
+            judge_tokens=self.judge_tokens,
+            cost_usd=round(self.cost_usd, 6),
             duration_ms=round(duration_ms, 1),
+            not_run=not_run,
         )
 
 
 class RunReport(BaseModel):
-    """What `--reporter json` writes."""
+    """What `--reporter json` writes (and, without `results`, the last line of `--reporter jsonl`)."""
 
     schema_version: int = SCHEMA_VERSION
+    eval_run_id: str | None = Field(None, description="The evaluation run (its manifest and results in the store).")
     started_at: float
     finished_at: float
     summaries: list[RunSummary] = Field(default_factory=list, description="One per agent version.")
     results: list[TestResult] = Field(default_factory=list)
     load_errors: list[str] = Field(default_factory=list, description="Eval files or tests that failed to load.")
     hook_errors: list[str] = Field(default_factory=list, description="after_all hooks that failed.")
-    not_run: int = Field(0, description="Tests not started because of --fail-fast.")
+    not_run: int = Field(0, description="Tests never started (--fail-fast, interruption), over every agent version.")

@@ -1,5 +1,6 @@
-"""Running exactly the partitions of one pipeline run: one engine call per agent version, each
-result stored the moment it finishes (a crashed run keeps everything already written)."""
+"""Running exactly the partitions of one pipeline run through the one run path (every agent
+version under one concurrency limit), each result stored the moment it finishes (a crashed run
+keeps everything already written)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agent_health.loader import LoadedTest
 from agent_health.model import RunSettings, TestResult
 from agent_health.pipeline.project import Project
 from agent_health.pipeline.tables import ms, sig
-from agent_health.session import engine_options, iter_results
+from agent_health.reporters.base import CallbackReporter
+from agent_health.session import build_settings, run_evaluation
 
 OnResult = Callable[[TestResult], None]
 
@@ -27,32 +28,6 @@ def missing_test_result(suite: str, test_id: str, agent: str, source_file: str, 
         status="errored",
         error=why,
     )
-
-
-async def _run_agent(
-    project: Project,
-    agent: str,
-    tests: Sequence[LoadedTest],
-    settings: RunSettings | None,
-    on_result: OnResult | None,
-    out: list[TestResult],
-) -> None:
-    overrides: dict[str, object] = {}
-    replay, no_cache = None, False
-    if settings is not None:
-        replay, no_cache = settings.replay, not settings.judge.cache
-        overrides = {
-            "concurrency": settings.concurrency,
-            "timeout_s": settings.timeout_s,
-            "epochs": settings.epochs,
-            "skip_judge": settings.judge.skip,
-        }
-    options = engine_options(project.config, **overrides)
-    async for result in iter_results(tests, project.config, agent, options, no_cache=no_cache, replay=replay):
-        project.store.put(result)
-        out.append(result)
-        if on_result:
-            on_result(result)
 
 
 def run_partitions(
@@ -89,16 +64,29 @@ def run_partitions(
                 if on_result:
                     on_result(r)
 
-    async def main() -> None:
-        await asyncio.gather(
-            *(
-                _run_agent(project, agent, [by_id[t] for t in ids if t in by_id], settings, on_result, out)
-                for agent, ids in test_ids_by_agent.items()
-                if any(t in by_id for t in ids)
+    plan = {
+        agent: [by_id[t] for t in ids if t in by_id]
+        for agent, ids in test_ids_by_agent.items()
+        if any(t in by_id for t in ids)
+    }
+    if plan:
+
+        def collect(result: TestResult) -> None:
+            out.append(result)
+            if on_result:
+                on_result(result)
+
+        settings = settings or build_settings(project.config)
+        asyncio.run(
+            run_evaluation(
+                plan,
+                project.config,
+                settings,
+                reporters=[CallbackReporter(collect)],
+                store=project.store,
+                transport="dagster",
             )
         )
-
-    asyncio.run(main())
     return out
 
 

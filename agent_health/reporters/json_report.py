@@ -1,22 +1,184 @@
-"""`--reporter json[=FILE]`: the versioned RunReport schema."""
+"""`--reporter json[=FILE]` (the versioned RunReport document) and `--reporter jsonl[=FILE]`
+(one TestResult per line as it finishes, then a last line holding the RunReport without results).
+
+Both stream: nothing is kept per result. The JSON document goes to a temporary file next to FILE
+that replaces it when the run ends (a reader never sees half a report); JSON lines are written one
+whole line per write, so a run killed with SIGKILL leaves a valid file of every result reported
+before the kill (`read_jsonl` reads it back, with or without its summary line).
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from agent_health.model import RunReport
-from agent_health.reporters.base import Reporter
-from agent_health.stores.atomic import write_atomic
+from pydantic import ValidationError
+
+from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
+from agent_health.reporters.base import Reporter, ReportError
+
+_TAIL_FIELDS = ("finished_at", "summaries", "load_errors", "hook_errors", "not_run")
 
 
-class JsonReporter(Reporter):
+class _Output:
+    """A report's destination: stdout, a device or FIFO as it is, or a regular file replaced
+    atomically at the end (`atomic`) or written in place."""
+
+    def __init__(self, reporter: str, path: str | None, atomic: bool):
+        self.reporter = reporter
+        self.path = Path(path) if path else None
+        self.atomic = atomic
+        self._fd: int | None = None
+        self._tmp: Path | None = None
+
+    def _fail(self, exc: OSError) -> ReportError:
+        why = exc.strerror or str(exc)
+        return ReportError(f"--reporter {self.reporter}: cannot write {self.path}: {why}")
+
+    def open(self) -> None:
+        if self.path is None:
+            return
+        try:
+            if self.path.is_dir():
+                raise IsADirectoryError(21, "it is a directory")
+            target = self.path
+            if self.atomic and (not self.path.exists() or self.path.is_file()):
+                self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+                target = self._tmp
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+            self._fd = os.open(target, flags, 0o666)  # the user's umask decides the mode
+        except OSError as exc:
+            raise self._fail(exc) from None
+
+    def write(self, text: str) -> None:
+        if self.path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        if self._fd is None:
+            return
+        data = text.encode()
+        try:
+            while data:  # one write() per call for a regular file; loop only on a short write
+                data = data[os.write(self._fd, data) :]
+        except OSError as exc:
+            raise self._fail(exc) from None
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.close(fd)
+            if self._tmp is not None and self.path is not None:
+                os.replace(self._tmp, self.path)
+        except OSError as exc:
+            raise self._fail(exc) from None
+
+    def discard(self) -> None:
+        """Give up (after an error): close and remove the temporary file."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+
+
+def _tail(report: RunReport) -> dict[str, Any]:
+    return report.model_dump(mode="json", include=set(_TAIL_FIELDS))
+
+
+class _Streamed(Reporter):
+    """A report written to `path` (stdout without one) as results arrive."""
+
+    keeps_results = False
+    kind = ""
+    atomic = False
+
     def __init__(self, path: str | None = None):
         self.path = path
+        self.name = f"{self.kind}={path}" if path else self.kind
+        self._out = _Output(self.name, path, atomic=self.atomic)
+
+    def abort(self) -> None:
+        self._out.discard()
+
+
+class JsonReporter(_Streamed):
+    """The RunReport JSON document, streamed: the results array is written as results finish."""
+
+    kind = "json"
+    atomic = True
+    _count = 0
+
+    def begin(self, run: EvalRun) -> None:
+        self._out.open()
+        head = {"schema_version": run.schema_version, "eval_run_id": run.id, "started_at": run.started_at}
+        self._out.write(json.dumps(head)[:-1] + ', "results": [')
+
+    def result(self, result: TestResult) -> None:
+        self._out.write(("," if self._count else "") + "\n" + result.model_dump_json())
+        self._count += 1
 
     def finish(self, report: RunReport) -> None:
-        text = report.model_dump_json(indent=2)
-        if self.path:
-            write_atomic(Path(self.path), text)
-        else:
-            sys.stdout.write(text + "\n")
+        tail = json.dumps(_tail(report))
+        self._out.write("\n], " + tail[1:] + "\n")
+        self._out.close()
+
+
+class JsonLinesReporter(_Streamed):
+    """One TestResult JSON per line as each finishes, then the RunReport (no results) on the last."""
+
+    kind = "jsonl"
+
+    def begin(self, run: EvalRun) -> None:
+        self._out.open()
+
+    def result(self, result: TestResult) -> None:
+        self._out.write(result.model_dump_json() + "\n")
+
+    def finish(self, report: RunReport) -> None:
+        self._out.write(report.model_dump_json(exclude={"results"}) + "\n")
+        self._out.close()
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> RunReport:
+    """The RunReport of a `--reporter jsonl` file. A file cut short (the run was killed) gives
+    every complete result line, summaries computed from them and `finished_at` at the end of its
+    last result; a torn last line is skipped."""
+    results: list[TestResult] = []
+    tail: RunReport | None = None
+    with open(path, "rb") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue  # the torn last line of a killed run
+            try:
+                if "summaries" in doc:
+                    tail = RunReport.model_validate(doc)
+                else:
+                    results.append(TestResult.model_validate(doc))
+            except ValidationError:
+                continue
+    if tail is not None:
+        return tail.model_copy(update={"results": results})
+    agents = list(dict.fromkeys(r.agent for r in results))
+    started = min((r.started_at for r in results), default=0.0)
+    finished = max((r.started_at + r.duration_ms / 1000 for r in results), default=started)
+    return RunReport(
+        eval_run_id=results[0].eval_run_id if results else None,
+        started_at=started,
+        finished_at=finished,
+        summaries=[RunSummary.of(a, (r for r in results if r.agent == a)) for a in agents],
+        results=results,
+    )

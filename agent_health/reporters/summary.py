@@ -1,5 +1,6 @@
 """The default reporter: live progress on a terminal, plain lines otherwise, then a final table
-with counts, duration, tokens and estimated cost (see agent_health.pricing)."""
+with counts, duration, tokens and estimated cost (see agent_health.pricing). It keeps counts
+only, never the results."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def _fmt_cost(cost: float) -> str:
 class SummaryReporter(Reporter):
     """Progress and a final summary table on `stream` (stderr when another reporter uses stdout)."""
 
+    keeps_results = False
+    name = "summary"
+
     def __init__(self, stream: TextIO | None = None, verbose: bool = False, color: bool | None = None):
         from rich.console import Console
 
@@ -32,13 +36,15 @@ class SummaryReporter(Reporter):
         self.verbose = verbose
         self.live = self.console.is_terminal
         self._progress: Any = None
-        self._task = None
-        self._counts = {"passed": 0, "failed": 0, "errored": 0}
+        self._tasks: dict[str, Any] = {}
+        self._counts: dict[str, dict[str, int]] = {}
 
     def start(self, agent: str, total: int) -> None:
-        self._counts = {"passed": 0, "failed": 0, "errored": 0}
+        self._counts[agent] = {"passed": 0, "failed": 0, "errored": 0}
         self.console.print(f"[bold]Running {total} test(s) against {agent}[/bold]")
-        if self.live:
+        if not self.live:
+            return
+        if self._progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(
@@ -50,25 +56,26 @@ class SummaryReporter(Reporter):
                 console=self.console,
                 transient=True,
             )
-            self._task = self._progress.add_task(agent, total=total, counts=self._count_text())
             self._progress.start()
+        self._tasks[agent] = self._progress.add_task(agent, total=total, counts=self._count_text(agent))
 
-    def _count_text(self) -> str:
-        c = self._counts
+    def _count_text(self, agent: str) -> str:
+        c = self._counts[agent]
         return f"[green]{c['passed']} passed[/] [red]{c['failed']} failed[/] [yellow]{c['errored']} errored[/]"
 
     def result(self, r: TestResult) -> None:
-        self._counts[r.status] += 1
+        counts = self._counts.setdefault(r.agent, {"passed": 0, "failed": 0, "errored": 0})
+        counts[r.status] += 1
+        several = len(self._counts) > 1
         line = (
             f"[{_STYLE[r.status]}]{_MARK[r.status]} {r.status:<7}[/] {r.test_id}"
+            + (f"  [dim]{r.agent}[/dim]" if several else "")
             + (f"  score={r.score:.2f}" if r.score is not None else "")
             + (f"  [dim]{r.error}[/dim]" if r.error and r.status != "passed" else "")
         )
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, counts=self._count_text())
-            if r.status != "passed" or self.verbose:
-                self._progress.console.print(line)
-        elif r.status != "passed" or self.verbose:
+        if self._progress is not None and r.agent in self._tasks:
+            self._progress.update(self._tasks[r.agent], advance=1, counts=self._count_text(r.agent))
+        if r.status != "passed" or self.verbose:
             self.console.print(line)
         if self.verbose:
             for s in r.signals:
@@ -78,7 +85,7 @@ class SummaryReporter(Reporter):
                     + (f" — {s.reasoning}" if s.reasoning and not s.passed else "")
                 )
 
-    def agent_done(self, agent: str) -> None:
+    def _stop_progress(self) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
@@ -86,26 +93,19 @@ class SummaryReporter(Reporter):
     def finish(self, report: RunReport) -> None:
         from rich.table import Table
 
+        self._stop_progress()
         for err in report.load_errors:
             self.console.print(f"[red]load error[/red] {err}")
         for err in report.hook_errors:
             self.console.print(f"[yellow]hook error[/yellow] {err}")
         table = Table(title="agent-health results", title_justify="left")
-        for col in (
-            "agent",
-            "tests",
-            "passed",
-            "failed",
-            "errored",
-            "pass rate",
-            "score",
-            "tokens",
-            "cost",
-            "duration",
-        ):
+        columns = ["agent", "tests", "passed", "failed", "errored", "pass rate", "score", "tokens", "cost", "duration"]
+        if report.not_run:
+            columns.insert(5, "not run")
+        for col in columns:
             table.add_column(col, justify="left" if col == "agent" else "right")
         for s in report.summaries:
-            table.add_row(
+            row = [
                 s.agent,
                 str(s.total),
                 f"[green]{s.passed}[/]",
@@ -116,13 +116,17 @@ class SummaryReporter(Reporter):
                 f"{s.total_tokens:,}" + (f" (+{s.judge_tokens:,} judge)" if s.judge_tokens else ""),
                 _fmt_cost(s.cost_usd),
                 f"{s.duration_ms / 1000:.2f}s",
-            )
+            ]
+            if report.not_run:
+                row.insert(5, f"[yellow]{s.not_run}[/]")
+            table.add_row(*row)
         self.console.print(table)
         if report.not_run:
-            self.console.print(
-                f"[yellow]--fail-fast: stopped after the first failure; {report.not_run} test(s) not run[/yellow]"
-            )
+            per_agent = ", ".join(f"{s.agent}: {s.not_run}" for s in report.summaries if s.not_run)
+            self.console.print(f"[yellow]stopped early: {report.not_run} test(s) not run ({per_agent})[/yellow]")
         self.console.print(
             f"Total {report.finished_at - report.started_at:.2f}s. Errored tests are excluded "
             "from the pass rate. Cost is an estimate from the per-model price table."
         )
+        if report.eval_run_id:
+            self.console.print(f"[dim]Run {report.eval_run_id}[/dim]")

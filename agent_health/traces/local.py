@@ -3,21 +3,28 @@
 Layout: any `*.jsonl` file in the folder holds spans, one span dict per line (see
 `agent_health.traces.spans`) or a JSON array of them (one run's batch); `*.logs.jsonl` files hold
 log records the same way. This process appends to its
-own pair of files (`<pid>-<start>.jsonl`, `<pid>-<start>.logs.jsonl`), so a run costs a buffered
-append, not a new file; other writers (an agent exporting spans as JSON lines) may add their own
+own pair of files (`<pid>-<start>-<n>.jsonl`, `<pid>-<start>-<n>.logs.jsonl`), so a run costs a
+buffered append, not a new file (lines reach the file within 10 ms, written by a background thread,
+and before this process reads the folder); other writers (an agent exporting spans as JSON lines) may add their own
 files. Readers index the folder incrementally: a look parses only the bytes added since the last
 one, and what this process wrote is indexed as it is written.
+
+The index keeps where each trace's and run's lines are (file, offset, length), not the records:
+memory stays flat in the number of runs, and a look reads and parses only the lines it needs.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from agent_health.traces import dsl
 from agent_health.traces.source import Fetched, RunRef, TraceSource, best_trace_in_window
@@ -28,31 +35,74 @@ _LOCK = threading.Lock()
 _WRITERS: dict[str, _Writer] = {}
 _INDEXES: dict[str, _Index] = {}
 
+Where = tuple[str, int, int]  # file, offset, length of one line
+_RECENT_LINES = 512  # lines this process wrote that stay in memory (a few hundred runs' worth)
+_FLUSH_S = 0.01  # how long a written line may wait in memory before it reaches its file
+
+
+def _records(line: bytes) -> list[Any]:
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return []
+    return rec if isinstance(rec, list) else [rec]
+
+
+def _run_id(rec: dict[str, Any]) -> str | None:
+    attrs = rec.get("attributes")
+    if not isinstance(attrs, dict):  # malformed: indexed by trace id only
+        return None
+    for key in RUN_ID_ATTRIBUTES:
+        if attrs.get(key) is not None:
+            return str(attrs[key])
+    return None
+
+
+def _matching(kind: str, key: str, lines: Iterable[list[Any]]) -> list[dict[str, Any]]:
+    """The records of `key` in `lines` (each line's records)."""
+    field = "trace_id" if kind in ("spans", "logs") else None
+    out: list[dict[str, Any]] = []
+    for records in lines:
+        for rec in records:
+            if isinstance(rec, dict) and (str(rec.get(field)) if field else _run_id(rec)) == key:
+                out.append(rec)
+    return out
+
 
 class _Index:
-    """Records of every file in one folder, by trace id and run id, read incrementally."""
+    """Where the records of every file in one folder are, by trace id and run id, read
+    incrementally."""
 
     def __init__(self, root: Path):
         self.root = root
         self.offsets: dict[str, int] = {}
-        self.spans: dict[str, list[dict[str, Any]]] = {}
-        self.logs: dict[str, list[dict[str, Any]]] = {}
-        self.spans_by_run: dict[str, list[dict[str, Any]]] = {}
-        self.logs_by_run: dict[str, list[dict[str, Any]]] = {}
+        self.own: set[str] = set()  # this process's files: indexed as written, never re-read
+        # the records of the lines this process wrote last, so a run's spans are read back right
+        # after the run without file I/O or parsing; bounded, so memory stays flat
+        self.recent: OrderedDict[Where, list[Any]] = OrderedDict()
+        # kind ("spans", "logs", "spans_by_run", "logs_by_run") -> key -> lines holding its records
+        self.lines: dict[str, dict[str, list[Where]]] = {
+            "spans": {},
+            "logs": {},
+            "spans_by_run": {},
+            "logs_by_run": {},
+        }
 
-    def add(self, records: Iterable[Any], logs: bool) -> None:
-        by_trace, by_run = (self.logs, self.logs_by_run) if logs else (self.spans, self.spans_by_run)
+    def add(self, where: Where, records: Iterable[Any], logs: bool) -> None:
+        traces: set[str] = set()
+        runs: set[str] = set()
         for rec in records:
             if not isinstance(rec, dict):
                 continue
-            by_trace.setdefault(str(rec.get("trace_id")), []).append(rec)
-            attrs = rec.get("attributes")
-            if not isinstance(attrs, dict):  # malformed: indexed by trace id only
-                continue
-            for key in RUN_ID_ATTRIBUTES:
-                if attrs.get(key) is not None:
-                    by_run.setdefault(str(attrs[key]), []).append(rec)
-                    break
+            traces.add(str(rec.get("trace_id")))
+            run_id = _run_id(rec)
+            if run_id is not None:
+                runs.add(run_id)
+        by_trace = self.lines["logs" if logs else "spans"]
+        by_run = self.lines["logs_by_run" if logs else "spans_by_run"]
+        for table, keys in ((by_trace, traces), (by_run, runs)):
+            for key in keys:  # a batch line is listed once per key it holds
+                table.setdefault(key, []).append(where)
 
     def refresh(self) -> None:
         try:
@@ -60,6 +110,8 @@ class _Index:
         except FileNotFoundError:
             return
         for entry in entries:
+            if entry.path in self.own:
+                continue
             try:
                 size = entry.stat().st_size
             except FileNotFoundError:
@@ -74,52 +126,185 @@ class _Index:
                 chunk = fh.read(size - offset)
             end = chunk.rfind(b"\n") + 1  # a line being written right now is read next time, whole
             self.offsets[entry.path] = offset + end
-            records: list[Any] = []
-            for line in chunk[:end].splitlines():
+            logs = entry.name.endswith(".logs.jsonl")
+            pos = offset
+            for line in chunk[:end].split(b"\n")[:-1]:
+                self.add((entry.path, pos, len(line)), _records(line), logs)
+                pos += len(line) + 1
+
+    def where(self, kind: str, key: str) -> list[Where]:
+        return list(self.lines[kind].get(key, ()))
+
+    def remember(self, where: Where, records: list[Any]) -> None:
+        self.recent[where] = records
+        if len(self.recent) > _RECENT_LINES:
+            self.recent.popitem(last=False)
+
+    def cached(self, kind: str, key: str) -> list[dict[str, Any]] | None:
+        """The records of `key` when every line holding them is in memory, else None."""
+        lines = self.lines[kind].get(key)
+        if not lines or any(w not in self.recent for w in lines):
+            return None
+        return _matching(kind, key, (self.recent[w] for w in lines))
+
+    @staticmethod
+    def read(kind: str, key: str, lines: Iterable[Where]) -> list[dict[str, Any]]:
+        """The records of `key` (a trace id, or a run id for the `*_by_run` kinds) in `lines`."""
+
+        def parsed() -> Iterator[list[Any]]:
+            for path, offset, length in lines:
                 try:
-                    rec = json.loads(line)
-                except ValueError:
+                    with open(path, "rb") as fh:
+                        fh.seek(offset)
+                        yield _records(fh.read(length))
+                except FileNotFoundError:  # the folder was cleaned meanwhile
                     continue
-                records.extend(rec if isinstance(rec, list) else (rec,))
-            self.add(records, entry.name.endswith(".logs.jsonl"))
+
+        return _matching(kind, key, parsed())
+
+    def all_records(self, logs: bool = False) -> Iterator[dict[str, Any]]:
+        """Every record in the folder (the time-window fallback and custom run id attributes)."""
+        for path in list(self.offsets):
+            if path.endswith(".logs.jsonl") != logs:
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    chunk = fh.read(self.offsets[path])
+            except FileNotFoundError:
+                continue
+            for line in chunk.splitlines():
+                yield from (r for r in _records(line) if isinstance(r, dict))
 
 
 class _Writer:
-    """This process's append-only files in one folder; what it writes is indexed at once."""
+    """This process's append-only files in one folder; what it writes is indexed at once and
+    reaches the file within `_FLUSH_S` (from the flusher thread, or before any read of the
+    folder), so a writer on an event loop (the demo agent) makes no system call per run. File I/O
+    never happens under `_LOCK`: a lock held across a system call stalls every thread that wants it
+    while the holder waits for the GIL."""
 
     def __init__(self, root: Path, index: _Index):
         self.root = root
         self.index = index
         self.pid = -1
         self.stem = ""
-        self.files: dict[str, TextIO] = {}
+        self.files: dict[str, BinaryIO] = {}
+        self.sizes: dict[str, int] = {}  # bytes written or pending, per file
+        self.flushed: dict[str, int] = {}  # bytes on disk, per file
+        self.pending: list[tuple[str, str, bytes, list[Any]]] = []  # kind, file, line, its records
+        self.io_lock = threading.Lock()  # one flush at a time, in order
+
+    def _open(self, kind: str) -> str:
+        self.root.mkdir(parents=True, exist_ok=True)
+        suffix = ".logs.jsonl" if kind == "logs" else ".jsonl"
+        # kept open across writes (closed by reset()): one append stream per process
+        fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "ab")  # noqa: SIM115
+        self.sizes[fh.name] = self.flushed[fh.name] = os.fstat(fh.fileno()).st_size
+        self.index.offsets.setdefault(fh.name, 0)
+        self.index.own.add(fh.name)
+        return fh.name
+
+    def _file(self, kind: str) -> str:
+        fh = self.files.get(kind)
+        return fh.name if fh is not None and not fh.closed else self._open(kind)
 
     def write(self, kind: str, records: list[dict[str, Any]]) -> None:
+        """Index one batch and queue it for its file (call with _LOCK held)."""
         if not records:
             return
-        line = _dumps(records) + "\n"  # one line per batch: one encode, one parse
+        data = (_dumps(records) + "\n").encode()  # one line per batch: one encode, one parse
         if self.pid != os.getpid():  # first write, or a forked child: its own files
-            self.pid, self.files = os.getpid(), {}
-            self.stem = f"{self.pid}-{int(time.time() * 1000)}"
-        fh = self.files.get(kind)
-        if fh is not None and not os.path.exists(fh.name):  # the folder was cleaned meanwhile
+            self.pid, self.files, self.pending = os.getpid(), {}, []
+            self.stem = f"{self.pid}-{int(time.time() * 1000)}-{next(_STEMS)}"
+        name = self._file(kind)
+        self._index(kind, name, data, records)
+        self.pending.append((kind, name, data, records))
+        _FLUSHER.wake()
+
+    def _index(self, kind: str, name: str, data: bytes, records: list[Any]) -> None:
+        before = self.sizes[name]
+        self.sizes[name] = before + len(data)
+        if self.index.offsets.get(name) == before:  # the index is caught up with this file:
+            self.index.offsets[name] = before + len(data)  # index these records now, never parse them
+            where = (name, before, len(data) - 1)
+            self.index.add(where, records, kind == "logs")
+            self.index.remember(where, records)
+
+    def _reopen(self, batch: list[tuple[str, str, bytes, list[Any]]]) -> list[tuple[str, str, bytes, list[Any]]]:
+        """The folder was cleaned meanwhile: new files, and every line not on disk yet (this
+        batch and what was written since) indexed again in them (call with _LOCK held)."""
+        for fh in self.files.values():
             fh.close()
-        if fh is None or fh.closed:
-            self.root.mkdir(parents=True, exist_ok=True)
-            suffix = ".logs.jsonl" if kind == "logs" else ".jsonl"
-            # kept open across writes (closed in close()): one append stream per process
-            fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "a", encoding="utf-8")  # noqa: SIM115
-            self.index.offsets.setdefault(fh.name, 0)
-        before = fh.tell()
-        fh.write(line)
-        fh.flush()  # whole lines reach the file before the run returns: other processes see them
-        if self.index.offsets.get(fh.name) == before:  # the index is caught up with this file:
-            self.index.offsets[fh.name] = fh.tell()  # index these records now, never parse them
-            self.index.add(records, kind == "logs")
+            self.flushed[fh.name] = self.sizes[fh.name]  # nothing more will reach it: stop waiting
+        self.files = {}
+        self.stem = f"{self.pid}-{int(time.time() * 1000)}-{next(_STEMS)}"
+        moved = []
+        for kind, _, data, records in batch + self.pending:
+            name = self._file(kind)
+            self._index(kind, name, data, records)
+            moved.append((kind, name, data, records))
+        self.pending = moved[len(batch) :]
+        return moved[: len(batch)]
+
+    def flush(self) -> None:
+        """Write what is pending, in order (call without _LOCK held)."""
+        with self.io_lock:
+            with _LOCK:
+                if not self.pending or self.pid != os.getpid():
+                    return
+                batch, self.pending = self.pending, []
+                files = {fh.name: fh for fh in self.files.values()}
+            if any(name not in files or os.fstat(files[name].fileno()).st_nlink == 0 for _, name, _, _ in batch):
+                with _LOCK:
+                    batch = self._reopen(batch)
+                    files = {fh.name: fh for fh in self.files.values()}
+            for name in dict.fromkeys(name for _, name, _, _ in batch):
+                chunk = b"".join(data for _, n, data, _ in batch if n == name)
+                files[name].write(chunk)
+                files[name].flush()  # whole lines, so other processes see them
+                self.flushed[name] = self.flushed.get(name, 0) + len(chunk)
+
+    def on_disk(self, lines: Iterable[Where]) -> bool:
+        return all(offset + length < self.flushed.get(name, 1 << 62) for name, offset, length in lines)
+
+
+class _Flusher:
+    """One daemon thread that writes every writer's pending lines soon after they were written."""
+
+    def __init__(self) -> None:
+        self.wanted = threading.Event()
+        self.pid = -1
+
+    def wake(self) -> None:
+        if self.pid != os.getpid():  # first use, or a forked child (threads do not survive a fork)
+            self.pid = os.getpid()
+            threading.Thread(target=self._run, name="agent-health-spans", daemon=True).start()
+        self.wanted.set()
+
+    def _run(self) -> None:
+        while True:
+            self.wanted.wait()
+            time.sleep(_FLUSH_S)  # let the runs finishing meanwhile go in the same write
+            self.wanted.clear()
+            flush_all()
+
+
+def flush_all() -> None:
+    """Write every pending line of this process (the flusher does it; so does exit)."""
+    with _LOCK:
+        writers = list(_WRITERS.values())
+    for writer in writers:
+        writer.flush()
+
+
+_FLUSHER = _Flusher()
+_STEMS = itertools.count(1)
+atexit.register(flush_all)
 
 
 def reset() -> None:
     """Close this process's span files and forget every index (as a fresh process would start)."""
+    flush_all()
     with _LOCK:
         for writer in _WRITERS.values():
             for fh in writer.files.values():
@@ -148,15 +333,25 @@ class LocalSpanStore:
         with _LOCK:
             self._writer.write("logs", list(logs))
 
-    def _read(self, attr: str, key: str) -> list[dict[str, Any]]:
+    def _read(self, kind: str, key: str) -> list[dict[str, Any]]:
+        for _ in range(3):  # normally once; again when a write queued more of them meanwhile
+            self._writer.flush()  # the lines below are read from the files
+            with _LOCK:
+                # Look at the folder only on a miss: what this process wrote is indexed already,
+                # and reading other writers' files (the folder's whole history, the first time) costs.
+                if key not in self._index.lines[kind]:
+                    self._index.refresh()
+                lines = self._index.where(kind, key)
+            if self._writer.on_disk(lines):
+                break
+        # read outside the lock: indexed lines are whole and never change, and writers (the demo
+        # agent, on the event loop) must not wait for a reader's file I/O
+        return _Index.read(kind, key, lines)
+
+    def cached(self, kind: str, key: str) -> list[dict[str, Any]] | None:
+        """`trace`/`by_run_id` without I/O: the records when this process wrote them lately."""
         with _LOCK:
-            found = getattr(self._index, attr).get(key)
-            # Look at the folder only on a miss: what this process wrote is indexed already, and
-            # reading other writers' files (the folder's whole history, the first time) costs.
-            if not found:
-                self._index.refresh()
-                found = getattr(self._index, attr).get(key)
-            return list(found or ())
+            return self._index.cached(kind, key)
 
     def trace(self, trace_id: str, logs: bool = False) -> list[dict[str, Any]]:
         """Every span (or log record) of one trace."""
@@ -168,9 +363,10 @@ class LocalSpanStore:
         return self._read("logs_by_run" if logs else "spans_by_run", run_id)
 
     def all_spans(self) -> list[dict[str, Any]]:
+        self._writer.flush()
         with _LOCK:
             self._index.refresh()
-            return [s for group in self._index.spans.values() for s in group]
+            return list(self._index.all_records())
 
 
 class LocalTraceSource(TraceSource):
@@ -204,6 +400,12 @@ class LocalTraceSource(TraceSource):
         return [
             r for r in records if any(str((r.get("attributes") or {}).get(a)) == run_id for a in self.run_id_attributes)
         ]
+
+    def peek(self, run: RunRef) -> Fetched | None:
+        """From memory only: the spans of a run this process wrote lately (the demo agent's)."""
+        cached = self.store.cached("spans", run.trace_id) if run.trace_id else None
+        spans = self._clean(cached) if cached else []
+        return Fetched(spans, "trace_id", run.trace_id) if spans else None
 
     def fetch(self, run: RunRef) -> Fetched:
         if run.trace_id:

@@ -80,6 +80,11 @@ class TraceSource(abc.ABC):
     def fetch(self, run: RunRef) -> Fetched:
         """This run's spans by the correlation order; an empty Fetched when none are there (yet)."""
 
+    def peek(self, run: RunRef) -> Fetched | None:
+        """This run's spans when the source has them at hand (in memory, no I/O), else None. An
+        event loop may call it; `fetch` (which may block) runs in a worker thread."""
+        return None
+
     def fetch_many(self, runs: Iterable[RunRef]) -> dict[str, Fetched]:
         """Spans of many runs (sources override this to batch)."""
         return {r.run_id: self.fetch(r) for r in runs}

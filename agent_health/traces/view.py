@@ -82,9 +82,16 @@ class TracesView:
             )
 
     async def aload(self, wait_s: float | None = None) -> Fetched:
-        """`load()` off the event loop."""
+        """`load()` off the event loop (at once when the source has the spans at hand)."""
         if self._found is not None:
             return self._found
+        try:
+            found = self.source.peek(self.run)
+        except Exception:  # the slow path below reports what is wrong
+            found = None
+        if found is not None and found.spans:
+            self._found = found
+            return found
         return await asyncio.to_thread(self.load, wait_s)
 
     @property

@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 from agent_health.config import define_config
-from agent_health.engine import EngineOptions
 from agent_health.loader import load_tests
+from agent_health.model import RunSettings
 from agent_health.session import run_tests
 
 SECRETS = {"S_TOKEN": "tok-7f3a9c2e-never-store", "S_QUERY_KEY": "qk-55aa11bb", "S_SUB": "sub-91c0ffee-secret"}
@@ -59,7 +59,7 @@ def test_no_secret_in_results_recordings_or_logs(tmp_path, server, monkeypatch, 
     loaded = load_tests([tmp_path / "secrets.eval.py"])
     assert not loaded.errors and len(loaded.tests) == 2
     caplog.set_level(logging.DEBUG)
-    opts = EngineOptions(concurrency=2, timeout_s=30, skip_judge=True)
+    opts = RunSettings(concurrency=2, timeout_s=30, judge={"skip": True})
     results = []
     for ref in ("rest@ok", "rest@denied", "sub@v1"):
         results += run_tests(loaded.tests, cfg, ref, opts, replay="record")
@@ -110,7 +110,7 @@ def test_one_failing_run_errors_one_test_and_the_others_go_on(tmp_path, server):
     loaded = load_tests([tmp_path / "cases.yaml"])
     results = {
         r.name: r
-        for r in run_tests(loaded.tests, cfg, "rest@v1", EngineOptions(concurrency=3, timeout_s=30, skip_judge=True))
+        for r in run_tests(loaded.tests, cfg, "rest@v1", RunSettings(concurrency=3, timeout_s=30, judge={"skip": True}))
     }
     assert results["failing"].status == "errored"
     assert results["failing"].error == (

@@ -8,7 +8,7 @@ from agent_health import load_tests
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.service import JudgeService
 
-from .helpers import run_dir, run_engine
+from .helpers import body_signals, run_dir, run_engine
 
 
 def test_statuses_follow_gate_signals(write_eval, tmp_path):
@@ -36,7 +36,7 @@ def test_statuses_follow_gate_signals(write_eval, tmp_path):
     res = run_dir(tmp_path / "evals")
     assert res["passes"].status == "passed" and res["passes"].score == 1.0
     assert res["fails"].status == "failed"
-    assert "restart_service" in res["fails"].error and len(res["fails"].signals) == 1
+    assert "restart_service" in res["fails"].error and len(body_signals(res["fails"])) == 1
     assert res["errors"].status == "errored"
     assert "KeyError" in res["errors"].error and "s.eval.py:" in res["errors"].error
 
@@ -231,7 +231,7 @@ def test_hundred_concurrent_tests_keep_their_own_signals(write_eval, tmp_path):
     for i in range(100):
         r = res[f"t{i:03d}"]
         assert r.status == "passed", r.error
-        names = [s.name for s in r.signals]
+        names = [s.name for s in body_signals(r)]
         assert len(names) == 5
         assert all(f"test-{i}-" in (s.evidence or {}).get("actual", "") for s in r.signals[:3])
         assert r.signals[4].evidence["expected"] == f"case {i}"
@@ -254,7 +254,7 @@ def test_sync_bodies_run_in_worker_threads(write_eval, tmp_path):
     )
     r = run_dir(tmp_path / "evals")["sync"]
     assert r.status == "passed", r.error
-    assert [s.kind for s in r.signals] == ["judge", "deterministic"]
+    assert [s.kind for s in body_signals(r)] == ["judge", "deterministic"]
 
 
 def test_judge_roles_skip_mode_and_or_throw(write_eval, tmp_path):
@@ -286,7 +286,7 @@ def test_judge_roles_skip_mode_and_or_throw(write_eval, tmp_path):
     assert obs.status == "passed" and obs.signals[0].role == "observe" and obs.signals[0].passed is False
     assert obs.score is not None and obs.score < 0.5  # observe verdicts still feed the score
     thrown = res["or_throw stops"]
-    assert thrown.status == "failed" and len(thrown.signals) == 1
+    assert thrown.status == "failed" and len(body_signals(thrown)) == 1
     sk = res["skipped per test"]
     assert sk.status == "passed" and sk.signals[0].skipped and sk.score is None
 
@@ -393,9 +393,9 @@ def test_fail_fast_stops_starting_tests(write_eval, tmp_path):
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "ff.eval.py").write_text("\n".join(src) + "\n")
     loaded = load_tests([tmp_path / "evals"])
-    res, engine = run_engine(loaded.tests, concurrency=1, fail_fast=True)
+    res, outcome = run_engine(loaded.tests, concurrency=1, fail_fast=True)
     assert sorted(res) == ["t00", "t01", "t02", "t03"]
-    assert engine.not_run == 16
+    assert outcome.run.not_run == {"demo@v2": 16}
 
 
 def test_after_all_failure_is_reported(write_eval, tmp_path):
@@ -412,9 +412,9 @@ def test_after_all_failure_is_reported(write_eval, tmp_path):
     """,
     )
     loaded = load_tests([tmp_path / "evals"])
-    res, engine = run_engine(loaded.tests)
+    res, outcome = run_engine(loaded.tests)
     assert res["t"].status == "passed"
-    assert len(engine.hook_errors) == 1 and "cleanup failed" in engine.hook_errors[0]
+    assert len(outcome.run.hook_errors) == 1 and "cleanup failed" in outcome.run.hook_errors[0]
 
 
 def test_a_judge_the_body_forgot_to_await_is_still_recorded(write_eval, tmp_path):

@@ -77,6 +77,7 @@ def test_no_import_cycles_between_packages():
     "bottom, allowed",
     [
         ("errors", set()),
+        ("offloop", set()),
         ("model", {"errors"}),
         ("config", {"errors", "model"}),
         ("loader", {"errors", "model"}),
@@ -89,6 +90,7 @@ def test_bottom_layers_import_only_what_is_below_them(bottom, allowed):
 # Bottom layer first, as README's layout lists them: each imports only packages before it.
 LAYERS = [
     "errors",
+    "offloop",
     "model",
     "pricing",
     "config",
@@ -102,8 +104,8 @@ LAYERS = [
     "loader",
     "capabilities",
     "engine",
-    "session",
     "reporters",
+    "session",
     "pipeline",
     "cli",
     "sdk",

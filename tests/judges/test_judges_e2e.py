@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent_health import EngineOptions, define_config, load_tests, run_tests
+from agent_health import RunSettings, define_config, load_tests, run_tests
 from agent_health.judges.rubric import Rubric
 
 from .helpers import NONCE, chat, verdict_json
@@ -110,7 +110,7 @@ def test_skip_mode_and_no_cache_through_the_session(openai_server, suite, monkey
     root, tests = suite
     openai_server.default = responder(True)
     config = config_for(openai_server, root)
-    results = run_tests(tests, config, "demo@v2", EngineOptions(skip_judge=True))
+    results = run_tests(tests, config, "demo@v2", RunSettings(judge={"skip": True}))
     assert openai_server.posts() == [] and all(r.status == "passed" for r in results)
     assert all(s.skipped for r in results for s in r.signals if s.kind == "judge")
     assert not (root / "state" / "judge_cache.sqlite").exists()

@@ -12,13 +12,12 @@ from typing import Any
 
 import pytest
 
-from agent_health import define_config, load_tests, run_tests
-from agent_health.engine import Engine
+from agent_health import RunSettings, define_config, load_tests, run_evaluation, run_tests
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.service import JudgeService
 from agent_health.model import Verdict
 from agent_health.model.judge import JudgeRequest
-from agent_health.session import build_runtime
+from agent_health.reporters.base import CallbackReporter
 from agent_health.traces.dsl import QueryRejected
 from agent_health.traces.local import LocalSpanStore, LocalTraceSource
 from agent_health.traces.source import RunRef
@@ -240,13 +239,16 @@ async def two(agent, judge):
     cfg = define_config(root=str(project))
     provider = CapturingJudge()
 
-    async def main() -> list:
-        engine = Engine(build_runtime(cfg, "demo@v2"), JudgeService(provider))
-        out = [r async for r in engine.run(load_tests([project / "evals"]).tests)]
-        await engine.aclose()
-        return out
-
-    results = asyncio.run(main())
+    results: list = []
+    asyncio.run(
+        run_evaluation(
+            load_tests([project / "evals"]).tests,
+            cfg,
+            RunSettings(agents=("demo@v2",), store=None),
+            reporters=[CallbackReporter(results.append)],
+            judges=JudgeService(provider),
+        )
+    )
     assert all(r.status == "passed" for r in results), [r.error for r in results]
     assert len(provider.seen) == 2
     for seen in provider.seen:

@@ -1,18 +1,14 @@
-"""Wiring shared by every transport: build an agent runtime and a judge service from the
-configuration, then run tests through the engine."""
+"""Building what a run needs from the configuration: each agent version's runtime (connector,
+record/replay, traces), the judge service and the analyzers."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 from agent_health.config import Config
 from agent_health.connectors.base import AgentRuntime, connector_class
-from agent_health.engine import Engine, EngineOptions
 from agent_health.judges.service import JudgeService
-from agent_health.loader.types import LoadedTest
-from agent_health.model import TestResult
 
 
 def replay_mode(config: Config, replay: str | None = None) -> str:
@@ -28,9 +24,10 @@ def replay_mode(config: Config, replay: str | None = None) -> str:
 
 
 def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> AgentRuntime:
-    """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent), wrapped
-    for record/replay unless the mode is `off`. Recordings live in `<state>/recordings`. Runs of
-    agents with traces get a lazy `result.traces` view."""
+    """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent, or the
+    setting whose environment variable is missing), wrapped for record/replay unless the mode is
+    `off`. Recordings live in `<state>/recordings`. Runs of agents with traces get a lazy
+    `result.traces` view."""
     from agent_health.traces import trace_view_factory, traces_enabled
 
     agent = config.agent(agent_ref)
@@ -50,7 +47,7 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
     return AgentRuntime(agent, connector, trace_views=trace_view_factory(config))
 
 
-def build_analyzers(config: Config, judges: JudgeService | None = None) -> list:
+def build_analyzers(config: Config, judges: JudgeService | None = None) -> list[Any]:
     """What runs on each TestResult: derived metrics (run and traces) as metric signals, then
     offline insights plus the configured synthesizer, if any."""
     from agent_health.analysis.insights import insights_analyzer
@@ -70,12 +67,11 @@ def build_analyzers(config: Config, judges: JudgeService | None = None) -> list:
 def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) -> JudgeService:
     """The judge service for a run, from the `judge` settings and `evaluators`.
 
-    `no_cache=True` (CLI `--no-cache`, or env AGENT_HEALTH_NO_CACHE=1) bypasses the persistent judge
-    cache: every judgement calls the provider and nothing is stored."""
+    `no_cache=True` (RunSettings.judge.cache False: `--no-cache`, AGENT_HEALTH_NO_CACHE=1)
+    bypasses the persistent judge cache: every judgement calls the provider and nothing is stored."""
     from agent_health.errors import ConfigError
     from agent_health.judges.rubric import load_rubric
 
-    no_cache = no_cache or os.environ.get("AGENT_HEALTH_NO_CACHE", "").lower() in ("1", "true", "yes")
     evaluators = dict(config.evaluators)
     for name, path in config.judge.rubrics.items():
         if name in evaluators:
@@ -89,67 +85,3 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
         evaluators=evaluators,
         store=config.store,  # a shared store shares the judge cache too
     )
-
-
-def engine_options(config: Config, **overrides: object) -> EngineOptions:
-    base = {"concurrency": config.concurrency, "timeout_s": config.timeout_s, "prices": dict(config.prices)}
-    base.update({k: v for k, v in overrides.items() if v is not None})
-    return EngineOptions(**base)  # type: ignore[arg-type]
-
-
-def open_engine(
-    config: Config,
-    agent_ref: str,
-    options: EngineOptions | None = None,
-    *,
-    no_cache: bool = False,
-    replay: str | None = None,
-) -> Engine:
-    """The engine for one agent version, wired from the configuration. Close it with `aclose()`.
-
-    `no_cache=True` bypasses the persistent judge cache (CLI `--no-cache`). `replay` is the
-    record/replay mode (CLI `--replay`); None means $AGENT_HEALTH_REPLAY, else the configuration."""
-    options = options or engine_options(config)
-    judges = build_judges(config, skip=options.skip_judge, no_cache=no_cache)
-    return Engine(build_runtime(config, agent_ref, replay), judges, options, analyzers=build_analyzers(config, judges))
-
-
-async def iter_results(
-    tests: Sequence[LoadedTest],
-    config: Config,
-    agent_ref: str,
-    options: EngineOptions | None = None,
-    *,
-    no_cache: bool = False,
-    replay: str | None = None,
-) -> AsyncIterator[TestResult]:
-    """Run `tests` against one agent version, yielding results as they finish."""
-    engine = open_engine(config, agent_ref, options, no_cache=no_cache, replay=replay)
-    try:
-        async for result in engine.run(tests):
-            yield result
-    finally:
-        await engine.aclose()
-
-
-def run_tests(
-    tests: Sequence[LoadedTest],
-    config: Config,
-    agent_ref: str,
-    options: EngineOptions | None = None,
-    on_result: Callable[[TestResult], None] | None = None,
-    *,
-    no_cache: bool = False,
-    replay: str | None = None,
-) -> list[TestResult]:
-    """Blocking convenience over `iter_results`."""
-
-    async def main() -> list[TestResult]:
-        out = []
-        async for r in iter_results(tests, config, agent_ref, options, no_cache=no_cache, replay=replay):
-            out.append(r)
-            if on_result:
-                on_result(r)
-        return out
-
-    return asyncio.run(main())

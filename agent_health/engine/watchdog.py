@@ -1,0 +1,239 @@
+"""The loop watchdog: finds the test whose async code blocks the event loop, fails it, and keeps
+the blocked time off the other tests' timeouts.
+
+A heartbeat callback on the loop stamps the time every `beat_s`. A daemon thread watches the
+stamp; when the loop has not beaten for `stall_s`, it reads the loop thread's current stack
+(`sys._current_frames()`, public stdlib API) to find the test running there (every trial runs
+inside `Watchdog.guard`, whose frame marks it) and the blocking call site (the innermost frame in
+user code). Once that test is past its timeout:
+
+- when the loop runs in the main thread, the watchdog interrupts it with a signal whose handler
+  raises `LoopBlocked` inside that test's own code only (a blocking `time.sleep` or a busy loop
+  ends there); the test is reported failed naming the test and the call site;
+- if the loop stays blocked `grace_s` longer, `on_stuck` (given by the CLI) is told, so the process
+  can exit instead of hanging;
+- when the block ends by itself, the test is failed the same way.
+
+When the loop beats again after a stall, every other test's deadline moves by the stalled time,
+so they are not charged the blocked time as their own timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import linecache
+import os
+import signal
+import sys
+import sysconfig
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_PKG = str(Path(__file__).resolve().parents[1])
+_STDLIB = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+_SIGNAL = getattr(signal, "SIGUSR2", None)
+
+
+class LoopBlocked(BaseException):  # BaseException: a body's `except Exception` must not swallow it
+    """Raised inside a test's code that blocked the event loop past the test's timeout."""
+
+
+def _is_user_frame(frame: FrameType) -> bool:
+    name = frame.f_code.co_filename
+    return not (
+        name.startswith(_PKG) or name.startswith(_STDLIB) or "site-packages" in name or name.startswith("<frozen")
+    )
+
+
+def _site(frame: FrameType) -> str:
+    code = frame.f_code
+    line = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    where = f"{Path(code.co_filename).name}:{frame.f_lineno} in {code.co_name}"
+    return f"{where} ({line})" if line else where
+
+
+@dataclass(eq=False)
+class Watch:
+    """One test trial under watch."""
+
+    test: str
+    timeout_s: float
+    scope: asyncio.Timeout | None = None
+    blocked_s: float = 0.0  # longest loop stall caused by this trial
+    site: str | None = None
+    interrupted: bool = False
+    _stall_started: float | None = field(default=None, repr=False)
+    _interrupt_sent: float | None = field(default=None, repr=False)
+
+    def over_deadline(self, now: float) -> bool:
+        when = self.scope.when() if self.scope is not None else None
+        return when is not None and now > when
+
+    def message(self) -> str:
+        where = f" at {self.site}" if self.site else ""
+        return (
+            f"test {self.test!r} blocked the event loop for {self.blocked_s:.1f}s{where}, past its "
+            f"{self.timeout_s:g}s timeout; an async test must await instead of blocking (run blocking "
+            "calls in a sync `def` test or with `await asyncio.to_thread(...)`)"
+        )
+
+
+class Watchdog:
+    """Watches one event loop. Start it on the loop's thread; stop it before the loop closes."""
+
+    def __init__(
+        self,
+        *,
+        beat_s: float = 0.05,
+        stall_s: float = 0.2,
+        grace_s: float = 2.0,
+        interrupt: bool = True,
+        on_stuck: Callable[[str], None] | None = None,
+    ):
+        self.beat_s, self.stall_s, self.grace_s = beat_s, stall_s, grace_s
+        self.on_stuck = on_stuck
+        self._want_interrupt = interrupt
+        self._frames: dict[FrameType, Watch] = {}
+        self._active: set[Watch] = set()
+        self._blamed: Watch | None = None
+        self._to_interrupt: Watch | None = None
+        self._last_beat = time.monotonic()
+        self._expected = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._handle: asyncio.TimerHandle | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._previous_handler: Any = None
+        self._can_interrupt = False
+        self._stuck_told = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> Watchdog:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        if self._want_interrupt and _SIGNAL is not None and threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(_SIGNAL, self._on_signal)
+            self._can_interrupt = True
+        self._last_beat = time.monotonic()
+        self._expected = self._loop.time() + self.beat_s
+        self._handle = self._loop.call_later(self.beat_s, self._beat)
+        self._thread = threading.Thread(target=self._watch, name="agent-health-watchdog", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._handle is not None:
+            self._handle.cancel()
+        if self._can_interrupt:
+            signal.signal(_SIGNAL, self._previous_handler)  # type: ignore[arg-type]
+            self._can_interrupt = False
+
+    # -- trials -------------------------------------------------------------------------------
+    def watch(self, test: str, timeout_s: float) -> Watch:
+        w = Watch(test, timeout_s)
+        self._active.add(w)
+        return w
+
+    def unwatch(self, w: Watch) -> None:
+        self._active.discard(w)
+        if self._to_interrupt is w:
+            self._to_interrupt = None
+
+    async def guard(self, w: Watch, awaitable: Awaitable[T]) -> T:
+        """Await `awaitable` as trial `w`: this frame is how the watchdog finds the trial."""
+        frame = inspect.currentframe()
+        assert frame is not None
+        self._frames[frame] = w
+        try:
+            return await awaitable
+        finally:
+            del self._frames[frame]
+
+    # -- on the loop --------------------------------------------------------------------------
+    def _beat(self) -> None:
+        assert self._loop is not None
+        now = self._loop.time()
+        gap = now - self._expected
+        self._last_beat = time.monotonic()
+        if gap > 0.1:  # the loop was blocked: give everyone else their time back
+            blamed = self._blamed
+            if blamed is not None:
+                blamed.blocked_s = max(blamed.blocked_s, gap)
+                blamed._stall_started = None
+            for w in list(self._active):
+                if w is blamed or w.scope is None:
+                    continue
+                when = w.scope.when()
+                if when is not None:
+                    try:
+                        w.scope.reschedule(when + gap)
+                    except RuntimeError:  # already expired or left
+                        pass
+        self._blamed = None
+        self._expected = now + self.beat_s
+        if not self._stop.is_set():
+            self._handle = self._loop.call_later(self.beat_s, self._beat)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        w = self._to_interrupt
+        f = frame
+        while w is not None and f is not None:
+            if self._frames.get(f) is w:  # only ever raise inside the blocking trial's own code
+                self._to_interrupt = None
+                w.interrupted = True
+                raise LoopBlocked(w.message())
+            f = f.f_back
+        previous = self._previous_handler
+        if w is None and callable(previous):
+            previous(signum, frame)
+
+    # -- on the watchdog thread -----------------------------------------------------------------
+    def _culprit(self) -> tuple[Watch | None, str | None]:
+        frame = sys._current_frames().get(self._loop_thread)
+        innermost = frame
+        site = None
+        while frame is not None:
+            w = self._frames.get(frame)
+            if w is not None:
+                if site is None and innermost is not None:
+                    site = _site(innermost)
+                return w, site
+            if site is None and _is_user_frame(frame):
+                site = _site(frame)
+            frame = frame.f_back
+        return None, None
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.beat_s):
+            now = time.monotonic()
+            stalled = now - self._last_beat
+            if stalled < self.stall_s:
+                continue
+            w, site = self._culprit()
+            if w is None:
+                continue
+            self._blamed = w
+            if w._stall_started is None:
+                w._stall_started = self._last_beat
+            w.blocked_s = max(w.blocked_s, now - w._stall_started)
+            w.site = w.site or site
+            if not w.over_deadline(now):
+                continue
+            if w._interrupt_sent is None:
+                w._interrupt_sent = now
+                if self._can_interrupt and _SIGNAL is not None:
+                    self._to_interrupt = w
+                    signal.pthread_kill(threading.main_thread().ident or 0, _SIGNAL)
+            elif now - w._interrupt_sent > self.grace_s and self.on_stuck is not None and not self._stuck_told:
+                self._stuck_told = True
+                self.on_stuck(w.message() + f"; it could not be interrupted (pid {os.getpid()})")

@@ -1,0 +1,274 @@
+"""The one run path every transport calls: `run_evaluation` (async) and `run_tests` (blocking).
+
+One call runs the selected tests for one or more agent versions under one concurrency limit,
+stores every result the moment it finishes (tagged with the run's id, next to an `EvalRun`
+manifest written at the start and rewritten at the end), and streams each result to any number
+of reporters. Nothing keeps the results unless a reporter asks for them, so memory stays flat in
+the number of tests. The CLI and the Dagster pipeline are thin callers of this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent_health.config import Config
+from agent_health.engine import AgentEngine, EngineOptions, Scopes, Watchdog, run_plan
+from agent_health.errors import ConfigError
+from agent_health.judges.service import JudgeService
+from agent_health.loader.types import LoadedTest
+from agent_health.model import EvalRun, RunReport, RunSettings, TestResult, check_replay_mode
+from agent_health.model.report import SummaryTally
+from agent_health.offloop import use_daemon_threads
+from agent_health.reporters.base import CallbackReporter, Reporter
+from agent_health.session.settings import build_settings
+from agent_health.session.sink import ResultSink
+from agent_health.session.wiring import build_analyzers, build_judges, build_runtime
+from agent_health.stores import ResultStore, open_store
+
+Tests = Sequence[LoadedTest] | Mapping[str, Sequence[LoadedTest]]
+
+_CLOSE_S = 5.0  # closing connectors and judge clients never holds the process longer than this
+_configured_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended: its final manifest, and what could not be written."""
+
+    run: EvalRun
+    output_errors: tuple[str, ...] = ()  # a reporter or the store failed (the run went on)
+    stored: int = 0  # results written to the store
+    store: str | None = None  # the store's location, when there was one
+
+    @property
+    def all_passed(self) -> bool:
+        """Every test that ran passed, every test ran, and no after_all hook failed."""
+        return (
+            self.run.status == "finished"
+            and not self.run.hook_errors
+            and not any(self.run.not_run.values())
+            and all(s.failed == 0 and s.errored == 0 for s in self.run.summaries)
+        )
+
+
+def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: str | None = None) -> list[LoadedTest]:
+    """Tests carrying every label whose name or id matches the regular expression `grep`."""
+    try:
+        rx = re.compile(grep, re.IGNORECASE) if grep else None
+    except re.error as exc:
+        raise ConfigError(f"grep {grep!r} is not a valid regular expression: {exc}") from None
+    return [
+        t
+        for t in tests
+        if all(label in t.case.labels for label in labels)
+        and (rx is None or rx.search(t.case.name) or rx.search(t.case.id))
+    ]
+
+
+def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list[LoadedTest]]:
+    if isinstance(tests, Mapping):
+        return {agent: select_tests(ts, settings.labels, settings.grep) for agent, ts in tests.items()}
+    selected = select_tests(tests, settings.labels, settings.grep)
+    return {agent: selected for agent in settings.agents or (config.default_agent,)}
+
+
+def _run_config(config: Config, settings: RunSettings) -> Config:
+    """The configuration with the run's judge model, if it names one."""
+    if not settings.judge.model:
+        return config
+    return config.model_copy(update={"judge": config.judge.model_copy(update={"model": settings.judge.model})})
+
+
+def _harness_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-health")
+    except PackageNotFoundError:
+        return ""
+
+
+async def _close(closers: Sequence[Callable[[], Any]]) -> None:
+    try:
+        async with asyncio.timeout(_CLOSE_S):
+            for close in closers:
+                try:
+                    await close()
+                except Exception:  # closing a broken connection must not hide the run's outcome
+                    pass
+    except TimeoutError:
+        pass
+
+
+async def run_evaluation(
+    tests: Tests,
+    config: Config,
+    settings: RunSettings | None = None,
+    *,
+    reporters: Sequence[Reporter] = (),
+    store: ResultStore | None = None,
+    transport: Literal["cli", "dagster", "api"] = "api",
+    load_errors: Sequence[str] = (),
+    on_error: Callable[[str], None] | None = None,
+    on_stuck: Callable[[str], None] | None = None,
+    judges: JudgeService | None = None,
+) -> RunOutcome:
+    """Run `tests` (the same for every agent version of `settings.agents`, or a mapping agent
+    version -> its tests); the outcome holds the run's final manifest.
+
+    `settings` default to `build_settings(config)` (environment, then configuration). Results go
+    to `store`, else to `open_store(config, settings.store)` (none when `settings.store` is None).
+    Every agent version (and its secrets) and the judges are resolved before any test runs; a
+    ConfigError then means nothing ran. `on_error` hears of a reporter or store that fails (the
+    run goes on); `on_stuck` of a test that blocks the loop and cannot be interrupted (the CLI
+    exits then). `judges` replaces the configured judge service (tests use it; it is closed at the
+    end like the one built here)."""
+    settings = settings or build_settings(config)
+    plan = _plan(tests, config, settings)
+    run_config = _run_config(config, settings)
+    if judges is None:
+        judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)
+    closers: list[Callable[[], Any]] = [judges.aclose]
+    try:
+        runtimes = []
+        for agent in plan:
+            runtimes.append(build_runtime(run_config, agent, settings.replay))
+            closers.insert(0, runtimes[-1].aclose)
+        if store is None and settings.store is not None:
+            store = open_store(config, settings.store)
+        analyzers = build_analyzers(run_config, judges)
+    except BaseException:
+        await _close(closers)
+        raise
+
+    loop = asyncio.get_running_loop()
+    if loop not in _configured_loops:  # sync user code runs in daemon threads, never joined at exit
+        use_daemon_threads(loop)
+        _configured_loops.add(loop)
+    run = EvalRun(
+        transport=transport,
+        harness_version=_harness_version(),
+        settings=settings,
+        agents=tuple(plan),
+        tests=max((len(ts) for ts in plan.values()), default=0),
+        load_errors=tuple(load_errors),
+    )
+    sink = ResultSink(store, reporters, on_error)
+
+    def stuck(message: str) -> None:  # the watchdog's thread; the loop is blocked for good
+        sink.flush_blocking(_CLOSE_S)  # whatever finished before the block is stored and reported
+        if on_stuck is not None:
+            on_stuck(message)
+
+    watchdog = Watchdog(on_stuck=stuck if on_stuck is not None else None).start()
+    options = EngineOptions(
+        timeout_s=settings.timeout_s,
+        epochs=settings.epochs,
+        skip_judge=settings.judge.skip,
+        prices=dict(config.prices),
+        eval_run_id=run.id,
+    )
+    scopes = Scopes([t for ts in plan.values() for t in ts], settings.timeout_s)
+    pairs = [
+        (AgentEngine(rt, judges, options, scopes, analyzers, watchdog), plan[agent])
+        for agent, rt in zip(plan, runtimes)
+    ]
+    planned = {agent: len(ts) for agent, ts in plan.items()}
+    tallies = {agent: SummaryTally(agent) for agent in plan}
+    collected: list[TestResult] | None = [] if any(r.keeps_results for r in reporters) else None
+    done: set[str] = set()
+    sink.start()
+
+    async def on_result(result: TestResult) -> None:
+        tally = tallies[result.agent]
+        tally.add(result)
+        if collected is not None:
+            collected.append(result)
+        await sink.put(result)
+        if tally.total == planned[result.agent]:
+            done.add(result.agent)
+            await sink.agent_done(result.agent)
+
+    status = "interrupted"
+    outcome = None
+    try:
+        await sink.begin(run, planned)
+        outcome = await run_plan(
+            pairs, scopes, on_result, concurrency=settings.concurrency, fail_fast=settings.fail_fast
+        )
+        status = "finished"
+    finally:
+        watchdog.stop()
+        not_run = outcome.not_run if outcome else {a: planned[a] - tallies[a].total for a in plan}
+        hook_errors = outcome.hook_errors if outcome else list(scopes.errors)
+        for agent in plan:
+            if agent not in done:
+                await sink.agent_done(agent)
+        summaries = tuple(tallies[a].summary(not_run=not_run.get(a, 0)) for a in plan)
+        final = run.model_copy(
+            update={
+                "status": status,
+                "finished_at": time.time(),
+                "summaries": summaries,
+                "not_run": not_run,
+                "hook_errors": tuple(hook_errors),
+            }
+        )
+        report = RunReport(
+            eval_run_id=run.id,
+            started_at=run.started_at,
+            finished_at=final.finished_at or time.time(),
+            summaries=list(summaries),
+            results=collected or [],
+            load_errors=list(load_errors),
+            hook_errors=list(hook_errors),
+            not_run=sum(not_run.values()),
+        )
+        await sink.finish(final, report)
+        await sink.close()
+        await _close(closers)
+    return RunOutcome(final, tuple(sink.errors), sink.stored, store.location if store is not None else None)
+
+
+def run_tests(
+    tests: Sequence[LoadedTest],
+    config: Config,
+    agent_ref: str | None = None,
+    settings: RunSettings | None = None,
+    on_result: Callable[[TestResult], None] | None = None,
+    *,
+    no_cache: bool = False,
+    replay: str | None = None,
+) -> list[TestResult]:
+    """Blocking convenience over `run_evaluation` for one agent version: the results, in the order
+    they finished. `settings` default to `build_settings(config)`; `agent_ref`, `no_cache` and
+    `replay` override them. `on_result` is called with each result as it finishes."""
+    if settings is not None and not isinstance(settings, RunSettings):
+        raise TypeError(
+            f"run_tests() takes RunSettings as its settings, not {type(settings).__name__} "
+            "(EngineOptions is gone: RunSettings(concurrency=..., timeout_s=..., judge={'skip': True}))"
+        )
+    settings = settings or build_settings(config)
+    updates: dict[str, Any] = {}
+    if agent_ref:
+        updates["agents"] = (agent_ref,)
+    if no_cache:
+        updates["judge"] = settings.judge.model_copy(update={"cache": False})
+    if replay:
+        updates["replay"] = check_replay_mode(replay, "replay")
+    settings = settings.model_copy(update=updates)
+    results: list[TestResult] = []
+
+    def collect(result: TestResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    asyncio.run(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))
+    return results

@@ -1,0 +1,189 @@
+"""The one builder of `RunSettings`, with one precedence rule for every transport.
+
+For each setting, the first of these that gives a value wins:
+
+1. explicit values: CLI flags, Dagster run config, or what a caller passes (`overrides`);
+2. environment variables (`ENV_VARS`);
+3. the configuration file (`agent_health_config.py`);
+4. built-in defaults.
+
+A test's own `timeout=` and `epochs=` win over all of them (the engine applies the run's value
+only to tests that do not say). Bad values raise `ConfigError` naming the flag, variable or
+setting they came from. docs/running.md is the user-facing version of this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent_health.config import Config
+from agent_health.errors import ConfigError
+from agent_health.model import JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+NO_STORE = ("none", "off")  # AGENT_HEALTH_STORE / store= values that turn storing off
+
+
+def _bool(raw: str, name: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={raw!r}: expected one of {', '.join(_TRUE + _FALSE)}")
+
+
+def _int(raw: str, name: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a whole number") from None
+
+
+def _float(raw: str, name: str) -> float:
+    try:
+        return float(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a number of seconds") from None
+
+
+def parse_store(value: Any, name: str) -> StoreSettings | None:
+    """A store given as a type name (`local`), `none`, a JSON object `{"type": ..., "settings":
+    {...}}` (text or mapping), or StoreSettings; None means storing is off."""
+    if isinstance(value, StoreSettings) or value is None:
+        return value
+    if value is False:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in NO_STORE:
+            return None
+        if text.startswith("{"):
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                raise ConfigError(f"{name}: not a JSON object: {exc}") from None
+        else:
+            value = {"type": text}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{name}: expected a store type name or an object with type and settings")
+    try:
+        return StoreSettings.model_validate(dict(value))
+    except ValidationError as exc:
+        raise ConfigError(f"{name}: {_first_problem(exc)}") from None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    return f"{where + ': ' if where else ''}{err.get('msg', exc)} (got {err.get('input')!r})"
+
+
+# Variable -> (setting, parser). The setting names are RunSettings fields; `judge.*` are nested.
+ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "AGENT_HEALTH_CONCURRENCY": ("concurrency", _int),
+    "AGENT_HEALTH_TIMEOUT": ("timeout_s", _float),
+    "AGENT_HEALTH_EPOCHS": ("epochs", _int),
+    "AGENT_HEALTH_FAIL_FAST": ("fail_fast", _bool),
+    "AGENT_HEALTH_SKIP_JUDGE": ("judge.skip", _bool),
+    "AGENT_HEALTH_JUDGE_MODEL": ("judge.model", lambda raw, name: raw.strip()),
+    "AGENT_HEALTH_NO_CACHE": ("judge.cache", lambda raw, name: not _bool(raw, name)),
+    "AGENT_HEALTH_REPLAY": ("replay", lambda raw, name: check_replay_mode(raw, name)),
+    "AGENT_HEALTH_STORE": ("store", parse_store),
+}
+
+# Names callers may use in `overrides` for nested or negated settings (CLI flags, run config).
+_ALIASES = {
+    "timeout": "timeout_s",
+    "skip_judge": "judge.skip",
+    "judge_model": "judge.model",
+    "no_cache": "judge.cache",
+    "cache": "judge.cache",
+    "no_store": "store",
+}
+_FIELDS = set(RunSettings.model_fields) - {"judge"} | {f"judge.{k}" for k in JudgeRunSettings.model_fields}
+
+
+def _explicit(overrides: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    out: dict[str, tuple[Any, str]] = {}
+    for key, value in overrides.items():
+        if key == "judge" and isinstance(value, Mapping):
+            out.update({f"judge.{k}": (v, f"judge.{k}") for k, v in value.items() if v is not None})
+            continue
+        if value is None:  # not given (a CLI flag left out)
+            continue
+        name = _ALIASES.get(key, key)
+        if name not in _FIELDS:
+            raise ConfigError(f"unknown run setting {key!r}; known: {', '.join(sorted(_FIELDS | set(_ALIASES)))}")
+        if key == "no_cache":
+            value = not value
+        elif key == "no_store":
+            if not value:
+                continue
+            value = None
+        elif name == "store":
+            value = parse_store(value, key)
+        elif name == "replay":
+            value = check_replay_mode(str(value), key)
+        out[name] = (value, key)
+    return out
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    out: dict[str, tuple[Any, str]] = {}
+    for var, (name, parse) in ENV_VARS.items():
+        raw = environ.get(var)
+        if raw is not None and raw.strip() != "":
+            out[name] = (parse(raw, f"${var}"), f"${var}")
+    return out
+
+
+def _from_config(config: Config) -> dict[str, tuple[Any, str]]:
+    return {
+        "concurrency": (config.concurrency, "configuration concurrency"),
+        "timeout_s": (config.timeout_s, "configuration timeout_s"),
+        "epochs": (config.epochs, "configuration epochs"),
+        "replay": (config.replay, "configuration replay"),
+        "store": (config.store, "configuration store"),
+        "judge.cache": (config.judge.cache, "configuration judge.cache"),
+    }
+
+
+def build_settings(
+    config: Config,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> RunSettings:
+    """The run's settings: `overrides` (flags or run config; None values mean "not given"), then
+    the environment, then the configuration, then the defaults. Keys of `overrides` are RunSettings
+    field names (`judge` as a nested mapping) or the aliases `timeout`, `skip_judge`, `judge_model`,
+    `no_cache`, `no_store`; `store` takes a type name, `none`, a JSON object or StoreSettings."""
+    layers = [_explicit(overrides or {}), _from_env(os.environ if environ is None else environ), _from_config(config)]
+    chosen: dict[str, tuple[Any, str]] = {}
+    for layer in reversed(layers):  # later (higher) layers overwrite
+        chosen.update(layer)
+    values: dict[str, Any] = {}
+    judge: dict[str, Any] = {}
+    for name, (value, _) in chosen.items():
+        if name.startswith("judge."):
+            judge[name.removeprefix("judge.")] = value
+        else:
+            values[name] = value
+    for key in ("agents", "labels"):
+        if isinstance(values.get(key), str):
+            values[key] = (values[key],)
+    try:
+        return RunSettings(**values, judge=judge)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(p) for p in err.get("loc", ())]
+        field = ".".join(loc[:2]) if loc[:1] == ["judge"] else (loc[0] if loc else "")
+        source = chosen.get(field, (None, field))[1]
+        raise ConfigError(f"{source}: {err.get('msg', exc)} (got {err.get('input')!r})") from None

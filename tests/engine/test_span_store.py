@@ -1,0 +1,85 @@
+"""The local span store keeps memory flat in the number of runs, writes from a background thread
+(lines reach the file soon, without a read), and survives its folder being cleaned mid-way."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import tracemalloc
+
+from agent_health.traces import local
+from agent_health.traces.local import LocalSpanStore, LocalTraceSource
+from agent_health.traces.source import RunRef
+
+from ..conftest import ROOT
+
+
+def _spans(trace_id: str, run_id: str, n: int = 8) -> list[dict]:
+    return [
+        {
+            "trace_id": trace_id,
+            "span_id": f"{i:016x}",
+            "name": f"execute_tool step_{i}",
+            "service": "demo-agent",
+            "start_ms": 1000.0 + i,
+            "end_ms": 1001.0 + i,
+            "attributes": {"agent_health.run.id": run_id, "gen_ai.usage.input_tokens": 10, "payload": "x" * 800},
+        }
+        for i in range(n)
+    ]
+
+
+def test_memory_stays_flat_in_the_number_of_runs_and_old_runs_are_still_read(tmp_path):
+    local.reset()
+    store = LocalSpanStore(tmp_path / "spans")
+    store.write_spans(_spans("warm", "warm"))
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(3000):  # about 30 MB of span records
+        store.write_spans(_spans(f"{i:032x}", f"run-{i}"))
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 8_000_000, f"the index grew {grown / 1e6:.1f} MB for 3,000 runs"
+    source = LocalTraceSource(store.root)
+    oldest = source.fetch(RunRef(run_id="run-0", trace_id=f"{0:032x}"))  # long out of memory: read back
+    assert oldest.correlation == "trace_id" and len(oldest.spans) == 8
+    newest = source.peek(RunRef(run_id="run-2999", trace_id=f"{2999:032x}"))  # still in memory
+    assert newest is not None and len(newest.spans) == 8
+    assert source.peek(RunRef(run_id="run-0", trace_id=f"{0:032x}")) is None
+    local.reset()
+
+
+def test_lines_reach_the_file_without_a_read_and_another_process_sees_them(tmp_path):
+    local.reset()
+    store = LocalSpanStore(tmp_path / "spans")
+    store.write_spans(_spans("a" * 32, "run-a"))
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and not any(p.stat().st_size for p in (tmp_path / "spans").glob("*.jsonl")):
+        time.sleep(0.01)
+    code = (
+        "import sys; from agent_health.traces.local import LocalTraceSource; "
+        "from agent_health.traces.source import RunRef; "
+        f"f = LocalTraceSource({str(tmp_path / 'spans')!r}).fetch(RunRef(run_id='run-a', trace_id='a' * 32)); "
+        "print(len(f.spans))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    assert out.stdout.strip() == "8", out.stderr
+    local.reset()
+
+
+def test_a_folder_cleaned_mid_way_gets_new_files(tmp_path):
+    local.reset()
+    store = LocalSpanStore(tmp_path / "spans")
+    source = LocalTraceSource(store.root)
+    store.write_spans(_spans("b" * 32, "run-b"))
+    assert len(source.fetch(RunRef(run_id="run-b", trace_id="b" * 32)).spans) == 8
+    shutil.rmtree(tmp_path / "spans")
+    store.write_spans(_spans("c" * 32, "run-c"))
+    local.flush_all()
+    assert list((tmp_path / "spans").glob("*.jsonl"))  # written again, to new files
+    local._INDEXES[str(store.root.resolve())].recent.clear()  # force the read from the file
+    assert len(source.fetch(RunRef(run_id="run-c", trace_id="c" * 32)).spans) == 8
+    assert source.fetch(RunRef(run_id="run-b", trace_id="b" * 32)).spans == []  # cleaned away
+    local.reset()
