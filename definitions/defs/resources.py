@@ -14,9 +14,9 @@ import os
 from dagster import Config, ConfigurableResource
 from pydantic import Field
 
-from agent_health.model import JudgeRunSettings, RunSettings
-from agent_health.model.settings import check_replay_mode
+from agent_health.model import RunSettings
 from agent_health.pipeline import Project, Thresholds
+from agent_health.session import build_settings
 
 
 class EvaluateConfig(Config):
@@ -42,13 +42,17 @@ class AgentHealthResource(ConfigurableResource):
     )
     state_dir: str | None = Field(None, description="State folder override (results live in <state>/results).")
     concurrency: int | None = Field(
-        None, description="Tests in flight at once over all agent versions of a run (else the configuration's)."
+        default=None, description="Tests in flight at once over all agent versions of a run (else the configuration's)."
     )
-    timeout_s: float | None = Field(None, description="Per-test timeout (else the configuration's timeout_s).")
-    epochs: int | None = Field(None, description="Trials per test (else 1).")
-    skip_judge: bool = Field(False, description="Skip every judge() call.")
-    judge_model: str | None = Field(None, description="Judge model for every run (`provider:model`).")
-    replay: str | None = Field(None, description="Record/replay mode (else $AGENT_HEALTH_REPLAY, else the config's).")
+    timeout_s: float | None = Field(default=None, description="Per-test timeout (else the configuration's timeout_s).")
+    epochs: int | None = Field(default=None, description="Trials per test (else 1).")
+    skip_judge: bool | None = Field(
+        default=None, description="Skip every judge() call (else $AGENT_HEALTH_SKIP_JUDGE)."
+    )
+    judge_model: str | None = Field(default=None, description="Judge model for every run (`provider:model`).")
+    replay: str | None = Field(
+        default=None, description="Record/replay mode (else $AGENT_HEALTH_REPLAY, else the config's)."
+    )
     min_pass_rate: float = Field(0.5, description="Rollup check: pass rate at least this (0..1).")
     suite_min_pass_rate: dict[str, float] = Field(
         default_factory=dict, description="Per-suite pass-rate thresholds (suite -> 0..1)."
@@ -65,24 +69,13 @@ class AgentHealthResource(ConfigurableResource):
         return Project.load(self.config_path, self.eval_root, self.state_dir)
 
     def run_settings(self, run: EvaluateConfig | None = None) -> RunSettings:
-        """The typed settings of an evaluation run (the same model the CLI builds): the run's
-        config over this resource over the configuration file."""
-        run = run or EvaluateConfig(
-            concurrency=None, timeout_s=None, epochs=None, skip_judge=None, judge_model=None, replay=None
-        )
-        config = self.project().config
-        replay = run.replay or self.replay or os.environ.get("AGENT_HEALTH_REPLAY") or config.replay
-        return RunSettings(
-            concurrency=run.concurrency or self.concurrency or config.concurrency,
-            timeout_s=run.timeout_s or self.timeout_s or config.timeout_s,
-            epochs=run.epochs or self.epochs or 1,
-            judge=JudgeRunSettings(
-                skip=run.skip_judge if run.skip_judge is not None else self.skip_judge,
-                model=run.judge_model or self.judge_model,
-            ),
-            replay=check_replay_mode(replay, "replay"),
-            store=config.store,
-        )
+        """The typed settings of an evaluation run, built by the CLI's builder: the run's config,
+        then this resource, then the environment, then the configuration file, then defaults."""
+        fields = ("concurrency", "timeout_s", "epochs", "skip_judge", "judge_model", "replay")
+        overrides = {name: getattr(self, name) for name in fields}
+        if run is not None:
+            overrides.update({name: getattr(run, name) for name in fields if getattr(run, name) is not None})
+        return build_settings(self.project().config, overrides)
 
     def thresholds(self) -> Thresholds:
         return Thresholds(
@@ -106,7 +99,9 @@ def _number(name: str, kind: type, default: float | None = None) -> float | None
 
 
 def resource_from_env() -> AgentHealthResource:
-    """The resource as configured by environment variables (see the README)."""
+    """The resource as configured by environment variables (see the README). Run settings
+    (AGENT_HEALTH_CONCURRENCY, ..._TIMEOUT, ..._EPOCHS, ...) are read by `build_settings` when a run
+    starts, as the CLI reads them."""
     suites = os.environ.get("AGENT_HEALTH_SUITE_MIN_PASS_RATE")
     try:
         per_suite = {str(k): float(v) for k, v in json.loads(suites).items()} if suites else {}
@@ -114,18 +109,10 @@ def resource_from_env() -> AgentHealthResource:
         raise ValueError(
             f'$AGENT_HEALTH_SUITE_MIN_PASS_RATE must be a JSON object like {{"rca/payments": 0.8}}, got {suites!r}'
         ) from None
-    concurrency = _number("AGENT_HEALTH_CONCURRENCY", int)
-    epochs = _number("AGENT_HEALTH_EPOCHS", int)
     return AgentHealthResource(
         config_path=os.environ.get("AGENT_HEALTH_CONFIG") or None,
         eval_root=os.environ.get("AGENT_HEALTH_EVAL_ROOT") or None,
         state_dir=os.environ.get("AGENT_HEALTH_STATE_DIR") or None,
-        concurrency=int(concurrency) if concurrency else None,
-        timeout_s=_number("AGENT_HEALTH_TIMEOUT", float),
-        epochs=int(epochs) if epochs else None,
-        skip_judge=os.environ.get("AGENT_HEALTH_SKIP_JUDGE", "").lower() in ("1", "true", "yes"),
-        judge_model=os.environ.get("AGENT_HEALTH_JUDGE_MODEL") or None,
-        replay=os.environ.get("AGENT_HEALTH_REPLAY") or None,
         min_pass_rate=_number("AGENT_HEALTH_MIN_PASS_RATE", float, 0.5) or 0.0,
         suite_min_pass_rate=per_suite,
         max_errored_share=_number("AGENT_HEALTH_MAX_ERRORED_SHARE", float, 0.1) or 0.0,
