@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -23,12 +24,13 @@ class RunSummary(BaseModel):
     output_tokens: int = 0
     total_tokens: int = 0
     judge_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = Field(0.0, description="Estimated USD of the results whose cost is known.")
+    unpriced: int = Field(0, description="Results whose cost is unknown (a model without a price): not in cost_usd.")
     duration_ms: float = Field(0.0, description="Wall-clock time of this agent's run.")
     not_run: int = Field(0, description="Tests of this agent version never started (fail-fast, interruption).")
 
     @classmethod
-    def of(cls, agent: str, results: Iterable[TestResult], duration_ms: float = 0.0) -> RunSummary:
+    def of(cls, agent: str, results: Iterable[TestResult | Any], duration_ms: float = 0.0) -> RunSummary:
         tally = SummaryTally(agent)
         for r in results:
             tally.add(r)
@@ -46,10 +48,12 @@ class SummaryTally:
         self.scored = 0
         self.input_tokens = self.output_tokens = self.total_tokens = self.judge_tokens = 0
         self.cost_usd = 0.0
+        self.unpriced = 0
         self.first_start: float | None = None
         self.last_end: float | None = None
 
-    def add(self, r: TestResult) -> None:
+    def add(self, r: TestResult | Any) -> None:
+        """Count one result (a TestResult, or anything with its summary fields)."""
         self.counts[r.status] += 1
         if r.score is not None:
             self.scores += r.score
@@ -58,7 +62,10 @@ class SummaryTally:
         self.output_tokens += r.usage.output_tokens
         self.total_tokens += r.usage.total_tokens
         self.judge_tokens += r.judge_usage.total_tokens
-        self.cost_usd += r.cost_usd or 0.0
+        if r.cost_usd is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd += r.cost_usd
         end = r.started_at + r.duration_ms / 1000
         self.first_start = r.started_at if self.first_start is None else min(self.first_start, r.started_at)
         self.last_end = end if self.last_end is None else max(self.last_end, end)
@@ -86,6 +93,7 @@ class SummaryTally:
             total_tokens=self.total_tokens,
             judge_tokens=self.judge_tokens,
             cost_usd=round(self.cost_usd, 6),
+            unpriced=self.unpriced,
             duration_ms=round(duration_ms, 1),
             not_run=not_run,
         )

@@ -205,8 +205,8 @@ class ReportBuilder:
             by_agent[s.agent].append(s)
         agents = list(by_agent) or [s.agent for s in summaries]
         if not summaries or {s.agent for s in summaries} != set(by_agent):
-            # RunSummary.of reads only what summaries carry (status, score, usage, cost)
-            summaries = [RunSummary.of(a, rs) for a, rs in by_agent.items()]  # type: ignore[arg-type]
+            # RunSummary.of reads only what summaries carry (status, score, usage, cost, timings)
+            summaries = [RunSummary.of(a, rs) for a, rs in by_agent.items()]
         many = len(agents) > 1
         rows = sorted(self._rows, key=lambda row: (_STATUS_ORDER.get(row[1].status, 3), row[1].suite, row[1].test_id))
         context = {

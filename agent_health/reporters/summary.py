@@ -114,7 +114,7 @@ class SummaryReporter(Reporter):
                 "-" if s.pass_rate is None else f"{s.pass_rate:.0%}",
                 "-" if s.mean_score is None else f"{s.mean_score:.2f}",
                 f"{s.total_tokens:,}" + (f" (+{s.judge_tokens:,} judge)" if s.judge_tokens else ""),
-                _fmt_cost(s.cost_usd),
+                _fmt_cost(s.cost_usd) + (f" + {s.unpriced} unpriced" if s.unpriced else ""),
                 f"{s.duration_ms / 1000:.2f}s",
             ]
             if report.not_run:

@@ -57,6 +57,7 @@ class ResultSummary:
     score: float | None = None
     labels: tuple[str, ...] = ()
     content_hash: str = ""
+    started_at: float = 0.0
     duration_ms: float = 0.0
     usage: TokenCounts = TokenCounts()
     judge_usage: TokenCounts = TokenCounts()

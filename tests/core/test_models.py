@@ -52,3 +52,15 @@ def test_run_result_helpers(write_eval, tmp_path):
     )
     r = run_dir(tmp_path / "evals")["j"]
     assert r.status == "passed", r.error
+
+
+def test_a_run_summary_counts_unpriced_results_apart_instead_of_as_free():
+    from agent_health.model import RunSummary, TestResult
+
+    def result(cost):
+        return TestResult(
+            test_id="s::t", name="t", suite="s", source_file="s.json", agent="a@v1", status="passed", cost_usd=cost
+        )
+
+    summary = RunSummary.of("a@v1", [result(0.25), result(None), result(0.5)])
+    assert summary.cost_usd == 0.75 and summary.unpriced == 1
