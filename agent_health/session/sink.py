@@ -1,11 +1,13 @@
 """Where a run's results go the moment they finish: the result store first, then every reporter.
 
-Store and report writes are blocking I/O and never run on the event loop: results go to writer
-threads (several store writes at once), then to the sink's one thread, which calls the reporters
-(so reporters are only ever called from one thread), and a result a reporter saw is already in the
-store (a run killed mid-way has a report that is a subset of its stored results). At most
-`max_pending` results wait; past that, finishing tests wait, so a slow store slows the run instead
-of filling memory.
+Store and report writes are blocking I/O and never run on the event loop: results are stored in
+batches by writer threads (`ResultStore.put_many`: for local files one fsync per batch, not per
+result; for S3 and OpenSearch one bulk request), then go to the sink's one thread, which calls the
+reporters (so reporters are only ever called from one thread), and a result a reporter saw is
+already in the store (a run killed mid-way has a report that is a subset of its stored results).
+A batch is whatever finished while the previous one was being written: a slow store gets bigger
+batches, not a longer queue. At most `max_pending` results wait; past that, finishing tests
+wait, so a slow store slows the run instead of filling memory.
 
 A failing reporter or store is reported once through `on_error` (and kept in `errors`); the
 reporter is dropped, the store is retried with every result, and the run goes on.
@@ -30,14 +32,15 @@ from agent_health.stores import ResultStore
 _STOP = object()
 _BATCH = 64  # results handed to the sink's thread at once, at most
 _HANDOFF_S = 0.005  # how long a finished result may wait for others to go with it
-_PARALLEL_WRITES = 16  # store writes in flight at once
+_STORE_BATCH = 128  # results stored in one put_many, at most
+_PARALLEL_WRITES = 2  # put_many calls in flight at once (one writes while the next fills)
 
 
 @dataclass(frozen=True)
 class _Stored:
-    """A writer thread has stored this result (or failed to): report it."""
+    """A writer thread has stored these results (or failed to): report them."""
 
-    result: TestResult
+    results: list[TestResult]
 
 
 class ResultSink:
@@ -65,8 +68,8 @@ class ResultSink:
         self._batch: list[TestResult] = []
         self._handoff: asyncio.TimerHandle | None = None
         self._writers = DaemonThreadPool("agent-health-store") if store is not None else None
-        self._held: deque[Any] = deque()  # batches and calls in order, waiting for writers
-        self._in_flight = 0  # results handed to writers and not reported yet
+        self._held: deque[Any] = deque()  # result lists and calls in order, waiting for writers
+        self._in_flight = 0  # batches handed to writers and not reported yet
         self._done = 0  # results reported whose room the loop has not got back yet
 
     def start(self) -> ResultSink:
@@ -133,10 +136,9 @@ class ResultSink:
             self._writers.shutdown(wait=False)
 
     # -- the sink's thread ----------------------------------------------------------------------
-    # Results are written to the store by up to `_PARALLEL_WRITES` writer threads (a local store
-    # syncs every file to disk, and parallel syncs share the disk's journal commits); a writer
-    # hands each stored result back to this thread, which reports it. A call (begin, agent_done,
-    # finish) waits until every result queued before it is stored and reported.
+    # Results are stored in batches by up to `_PARALLEL_WRITES` writer threads; a writer hands each
+    # stored batch back to this thread, which reports it. A call (begin, agent_done, finish) waits
+    # until every result queued before it is stored and reported.
     def _work(self) -> None:
         while True:
             try:
@@ -148,8 +150,7 @@ class ResultSink:
                 return
             if isinstance(item, _Stored):
                 self._in_flight -= 1
-                self._each("result", item.result)
-                self._done += 1
+                self._report(item.results)
             else:
                 self._held.append(item)
             self._advance()
@@ -157,46 +158,65 @@ class ResultSink:
     def _advance(self) -> None:
         """Start what the held items allow, in order."""
         while self._held:
-            item = self._held[0]
-            if isinstance(item, list):  # results to store
-                while item and (self._writers is None or self._in_flight < _PARALLEL_WRITES):
-                    self._write(item.pop(0))
-                if item:
-                    return  # every writer is busy: go on when one hands a result back
-                self._held.popleft()
+            if isinstance(self._held[0], list):  # results to store
+                if self._writers is None:  # no store: straight to the reporters
+                    self._report(self._held.popleft())
+                    continue
+                if self._in_flight >= _PARALLEL_WRITES:
+                    return  # go on when a writer hands its batch back
+                self._in_flight += 1
+                self._writers.submit(self._store_batch, self._take_batch())
                 continue
             if self._in_flight:
                 return  # a call runs once everything before it is stored and reported
-            self._held.popleft()
-            future, fn, args = item
+            future, fn, args = self._held.popleft()
             try:
                 future.set_result(fn(*args))
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def _write(self, result: TestResult) -> None:
-        self._in_flight += 1
-        if self._writers is None:  # no store: straight to the reporters
-            self._queue.put(_Stored(result))
-        else:
-            self._writers.submit(self._store_one, result)
+    def _take_batch(self) -> list[TestResult]:
+        """Up to `_STORE_BATCH` results from the held lists at the front (never past a call)."""
+        batch: list[TestResult] = []
+        while self._held and isinstance(self._held[0], list) and len(batch) < _STORE_BATCH:
+            front = self._held[0]
+            room = _STORE_BATCH - len(batch)
+            batch += front[:room]
+            del front[:room]
+            if not front:
+                self._held.popleft()
+        return batch
 
-    def _store_one(self, result: TestResult) -> None:
-        """On a writer thread: store one result, then hand it back for reporting."""
+    def _report(self, results: list[TestResult]) -> None:
+        for result in results:
+            self._each("result", result)
+        self._done += len(results)
+
+    def _store_batch(self, batch: list[TestResult]) -> None:
+        """On a writer thread: store a batch, then hand it back for reporting. When the batch
+        fails, each result is tried alone, so the count of stored results stays true."""
         assert self.store is not None
+        failed: list[Exception] = []
         try:
-            self.store.put(result)
-        except Exception as exc:
+            try:
+                self.store.put_many(batch)
+                stored = len(batch)
+            except Exception:
+                stored = 0
+                for result in batch:
+                    try:
+                        self.store.put(result)
+                        stored += 1
+                    except Exception as exc:
+                        failed.append(exc)
             with self._lock:
-                self._store_failures += 1
-                first = self._store_failures == 1
+                self.stored += stored
+                first = self._store_failures == 0 and bool(failed)
+                self._store_failures += len(failed)
             if first:  # once: every later result would say the same
-                self._error(f"result store {self.store.location}: {exc}; the run goes on without it")
-        else:
-            with self._lock:
-                self.stored += 1
+                self._error(f"result store {self.store.location}: {failed[0]}; the run goes on without it")
         finally:
-            self._queue.put(_Stored(result))
+            self._queue.put(_Stored(batch))
 
     def _release(self) -> None:
         n, self._done = self._done, 0

@@ -1,0 +1,40 @@
+"""A process that rewrites the same results in batches until it is killed or its time is up:
+
+    python -m tests.engine.store_writer <store root> <run id> <seconds>
+
+Each batch rewrites every key with a new round number and large content (a write of one file
+takes many pages, so a non-atomic write would be seen half done). After each `put_many` returns it
+prints the round, so a reader of its output knows which round is stored."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from agent_health.stores import LocalResultStore
+from tests.stores.results import make_result
+
+KEYS = 20
+BIG = "x" * 200_000
+
+
+def batch(round_: int, run_id: str) -> list:
+    return [
+        make_result(f"race::t{i:02d}", suite="race", eval_run_id=run_id, error=f"{round_}:{BIG}", score=i / KEYS)
+        for i in range(KEYS)
+    ]
+
+
+def main() -> None:
+    root, run_id, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    store = LocalResultStore(root)
+    deadline = time.monotonic() + seconds
+    round_ = 0
+    while time.monotonic() < deadline:
+        store.put_many(batch(round_, run_id))
+        print(round_, flush=True)
+        round_ += 1
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Results are stored in batches (`put_many`), with the durability the local store promises: a
+kill loses nothing reported stored, a reader never sees a torn result file, a machine crash loses
+nothing either (the run log is fsynced per batch and rebuilds a file the crash left empty), and a
+store that fails for some results stores the rest and counts them truly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_health import RunSettings, TestResult, define_config, load_tests, run_evaluation
+from agent_health.reporters.base import CallbackReporter
+from agent_health.stores import LocalResultStore, ResultKey, StoreError
+from tests.engine import store_writer
+from tests.stores.results import make_result
+
+from ..conftest import ROOT
+
+RUN = "20261201T000000-cafe0001"
+
+
+def count_fsyncs(monkeypatch) -> list[int]:
+    """Count os.fsync calls (each still syncs)."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls
+
+
+def test_put_many_syncs_once_per_batch_not_once_per_result(tmp_path, monkeypatch):
+    store = LocalResultStore(tmp_path)
+    store.put_many([make_result(f"rca::t{i:03d}", eval_run_id=RUN) for i in range(5)])  # creates the folders
+    fsyncs = count_fsyncs(monkeypatch)
+    keys = store.put_many([make_result(f"rca::t{i:03d}", eval_run_id=RUN, score=0.5) for i in range(100)])
+    assert len(fsyncs) == 2  # the run log and the one folder the batch renamed files in
+    assert [r.score for r in store.get_many(keys)] == [0.5] * 100
+    assert sum(1 for _ in store.run_results(RUN)) == 100
+    assert (tmp_path / "_runs" / RUN / "results.jsonl").read_bytes().count(b"\n") == 105
+
+    fsyncs.clear()  # a result without a run has no log to fall back on: its own file is synced
+    store.put_many([make_result(f"rca::u{i}") for i in range(3)])
+    assert len(fsyncs) == 3 + 1
+
+
+def test_a_result_file_a_machine_crash_left_empty_is_rebuilt_from_the_newest_run_log(tmp_path):
+    store = LocalResultStore(tmp_path)
+    older, newer = "20261201T000000-aaaa0001", "20261201T000001-aaaa0002"
+    store.put_many([make_result("rca::t1", eval_run_id=older, status="failed"), make_result("rca::t2")])
+    store.put_many([make_result("rca::t1", eval_run_id=newer, status="passed")])
+    path = store.path_for(ResultKey("demo@v1", "rca", "rca::t1"))
+    path.write_bytes(b"")  # renamed into place, its data never written: what a power loss leaves
+
+    assert store.get(ResultKey("demo@v1", "rca", "rca::t1")).eval_run_id == newer
+    assert TestResult.model_validate_json(path.read_bytes()).status == "passed"  # and put back
+    path.write_bytes(b'{"test_id": "rca::t1", "na')
+    (summary,) = store.get_summaries([ResultKey("demo@v1", "rca", "rca::t1")])
+    assert summary.status == "passed"
+
+    other = store.path_for(ResultKey("demo@v1", "rca", "rca::t2"))  # stored without a run: no log
+    other.write_bytes(b"")
+    with pytest.raises(StoreError, match=r"rca%3A%3At2\.json is not a valid TestResult"):
+        store.get(ResultKey("demo@v1", "rca", "rca::t2"))
+
+
+def test_a_concurrent_reader_never_sees_a_partial_result_file(tmp_path):
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "tests.engine.store_writer", str(tmp_path), RUN, "2.5"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "0"  # the first batch is in
+        folder = LocalResultStore(tmp_path).path_for(ResultKey("demo@v1", "race", "race::t00")).parent
+        reads, rounds = 0, set()
+        while writer.poll() is None:
+            for entry in os.scandir(folder):
+                if entry.name.endswith(".json"):
+                    data = Path(entry.path).read_bytes()  # raw bytes: no repair from the log
+                    result = TestResult.model_validate_json(data)  # whole, or this raises
+                    rounds.add(result.error.split(":", 1)[0])
+                    reads += 1
+        assert writer.wait() == 0
+    finally:
+        writer.kill()
+        writer.wait()
+    assert reads > 100 and len(rounds) > 1  # it did read files while they were being replaced
+
+
+def test_a_killed_writer_loses_nothing_it_reported_stored(tmp_path):
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "tests.engine.store_writer", str(tmp_path), RUN, "30"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None
+    for _ in range(3):
+        last = int(writer.stdout.readline())
+    time.sleep(0.05)  # somewhere inside a later batch
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    reported = max([last] + [int(line) for line in writer.stdout.read().split()])
+
+    store = LocalResultStore(tmp_path)
+    keys = store.list()
+    assert len(keys) == store_writer.KEYS
+    for result in store.get_many(keys):  # every file whole, from the last reported round or later
+        assert int(result.error.split(":", 1)[0]) >= reported
+    logged = {r.test_id: int(r.error.split(":", 1)[0]) for r in store.run_results(RUN)}
+    assert len(logged) == store_writer.KEYS and min(logged.values()) >= reported
+
+
+class CountingStore(LocalResultStore):
+    """A local store that records the size of every batch it is given."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.batches: list[int] = []
+
+    def put_many(self, results):
+        results = list(results)
+        self.batches.append(len(results))
+        return super().put_many(results)
+
+
+def suite_of(n: int) -> str:
+    return "\n".join(
+        [
+            "from agent_health import test",
+            f"for i in range({n}):",
+            "    @test(f't{i:03d}')",
+            "    def t():",
+            "        pass",
+        ]
+    )
+
+
+def run(tmp_path: Path, store: LocalResultStore) -> tuple[object, list[str], list[str]]:
+    errors: list[str] = []
+    reported: list[str] = []
+    outcome = asyncio.run(
+        run_evaluation(
+            load_tests([tmp_path / "evals"]).tests,
+            define_config(root=str(tmp_path)),
+            RunSettings(concurrency=16),
+            store=store,
+            reporters=[CallbackReporter(lambda r: reported.append(r.test_id))],
+            on_error=errors.append,
+        )
+    )
+    return outcome, reported, errors
+
+
+def test_the_run_stores_results_in_batches(write_eval, tmp_path):
+    write_eval("many.eval.py", suite_of(300))
+    store = CountingStore(tmp_path / "results")
+    outcome, reported, errors = run(tmp_path, store)
+    assert len(reported) == 300 and outcome.stored == 300 and not errors
+    assert sum(store.batches) == 300 and len(store.batches) <= 300 / 4  # not one call per result
+    assert len(list(store.run_results(outcome.run.id))) == 300
+
+
+def test_a_store_failing_for_some_results_stores_the_rest_and_counts_them(write_eval, tmp_path):
+    write_eval("good.eval.py", suite_of(150))
+    write_eval("blocked.eval.py", suite_of(10))
+    (tmp_path / "results" / "demo@v2").mkdir(parents=True)
+    (tmp_path / "results" / "demo@v2" / "blocked").write_text("a file where a suite's folder should be")
+    store = LocalResultStore(tmp_path / "results")
+    outcome, reported, errors = run(tmp_path, store)
+    assert len(reported) == 160 and outcome.run.status == "finished"  # every result still reported
+    assert outcome.stored == 150 and len(store.list(suite="good")) == 150
+    assert len(errors) == 2, errors  # the first failure, and the count at the end
+    assert "cannot write demo@v2 blocked::t" in errors[0] and "the run goes on without it" in errors[0]
+    assert errors[1].endswith("10 results could not be stored")
+    logged = {r.test_id for r in store.run_results(outcome.run.id)}
+    assert len(logged) == 150 and not any(t.startswith("blocked") for t in logged)  # a result not stored is not logged
