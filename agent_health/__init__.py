@@ -2,59 +2,145 @@
 
 Write tests with `test`, drive the agent with the `agent` fixture, assert with `expect` and
 `judge`; run them with `agent-health run` or as Dagster assets.
+
+Every public name is imported on first use (PEP 562): `from agent_health import test, expect` in
+an eval file loads the authoring API, not the stores, judges, reports and data frames behind the
+rest of this list.
 """
 
-from agent_health.analysis.frames import results_frame
-from agent_health.config import AgentSpec, Config, JudgeSettings, define_config, load_config
-from agent_health.errors import (
-    AgentError,
-    AgentHealthError,
-    ConfigError,
-    EvalFileError,
-    InfrastructureError,
-    TracesNotEnabled,
-    TracesUnavailable,
-    UsageError,
-)
-from agent_health.judges.rubric import Rubric, load_rubric
-from agent_health.loader import LoadedTest, LoadResult, load_tests
-from agent_health.model import (
-    SCHEMA_VERSION,
-    ContextItem,
-    EvalRun,
-    ExpectedStep,
-    Insight,
-    RunReport,
-    RunResult,
-    RunSettings,
-    RunSummary,
-    Signal,
-    Step,
-    TestCase,
-    TestResult,
-    TrialResult,
-    Usage,
-    Verdict,
-)
-from agent_health.sdk import (
-    AgentProxy,
-    TestInfo,
-    after_all,
-    after_each,
-    before_all,
-    before_each,
-    describe,
-    expect,
-    fixture,
-    judge,
-    test,
-)
-from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
-from agent_health.traces.view import TracesView
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-agent = AgentProxy()
+# public name -> the module that defines it
+_LAZY: dict[str, str] = {
+    "results_frame": "agent_health.analysis.frames",
+    **dict.fromkeys(["AgentSpec", "Config", "JudgeSettings", "define_config", "load_config"], "agent_health.config"),
+    **dict.fromkeys(
+        [
+            "AgentError",
+            "AgentHealthError",
+            "ConfigError",
+            "EvalFileError",
+            "InfrastructureError",
+            "TracesNotEnabled",
+            "TracesUnavailable",
+            "UsageError",
+        ],
+        "agent_health.errors",
+    ),
+    **dict.fromkeys(["Rubric", "load_rubric"], "agent_health.judges.rubric"),
+    **dict.fromkeys(["LoadedTest", "LoadResult", "load_tests"], "agent_health.loader"),
+    **dict.fromkeys(
+        [
+            "SCHEMA_VERSION",
+            "ContextItem",
+            "EvalRun",
+            "ExpectedStep",
+            "Insight",
+            "RunReport",
+            "RunResult",
+            "RunSettings",
+            "RunSummary",
+            "Signal",
+            "Step",
+            "TestCase",
+            "TestResult",
+            "TrialResult",
+            "Usage",
+            "Verdict",
+        ],
+        "agent_health.model",
+    ),
+    **dict.fromkeys(
+        [
+            "AgentProxy",
+            "TestInfo",
+            "after_all",
+            "after_each",
+            "before_all",
+            "before_each",
+            "describe",
+            "expect",
+            "fixture",
+            "judge",
+            "test",
+        ],
+        "agent_health.sdk",
+    ),
+    **dict.fromkeys(["RunOutcome", "build_settings", "run_evaluation", "run_tests"], "agent_health.session"),
+    "TracesView": "agent_health.traces.view",
+}
+
+if TYPE_CHECKING:  # what the names are, for type checkers and editors
+    from agent_health.analysis.frames import results_frame
+    from agent_health.config import AgentSpec, Config, JudgeSettings, define_config, load_config
+    from agent_health.errors import (
+        AgentError,
+        AgentHealthError,
+        ConfigError,
+        EvalFileError,
+        InfrastructureError,
+        TracesNotEnabled,
+        TracesUnavailable,
+        UsageError,
+    )
+    from agent_health.judges.rubric import Rubric, load_rubric
+    from agent_health.loader import LoadedTest, LoadResult, load_tests
+    from agent_health.model import (
+        SCHEMA_VERSION,
+        ContextItem,
+        EvalRun,
+        ExpectedStep,
+        Insight,
+        RunReport,
+        RunResult,
+        RunSettings,
+        RunSummary,
+        Signal,
+        Step,
+        TestCase,
+        TestResult,
+        TrialResult,
+        Usage,
+        Verdict,
+    )
+    from agent_health.sdk import (
+        AgentProxy,
+        TestInfo,
+        after_all,
+        after_each,
+        before_all,
+        before_each,
+        describe,
+        expect,
+        fixture,
+        judge,
+        test,
+    )
+    from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
+    from agent_health.traces.view import TracesView
+
+    agent: AgentProxy
+
+
+def __getattr__(name: str) -> Any:
+    if name == "agent":
+        value: Any = __getattr__("AgentProxy")()
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'agent_health' has no attribute {name!r}")
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -69,8 +155,10 @@ __all__ = [
     "ExpectedStep",
     "InfrastructureError",
     "Insight",
+    "JudgeSettings",
     "LoadResult",
     "LoadedTest",
+    "Rubric",
     "RunOutcome",
     "RunReport",
     "RunResult",
@@ -101,10 +189,10 @@ __all__ = [
     "fixture",
     "judge",
     "load_config",
+    "load_rubric",
     "load_tests",
     "results_frame",
     "run_evaluation",
     "run_tests",
     "test",
 ]
-__all__ += ["JudgeSettings", "Rubric", "load_rubric"]

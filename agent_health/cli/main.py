@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import click
 
 from agent_health.errors import AgentHealthError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands are imported when they are used (or listed in --help), so
+    `agent-health run` never loads the code of compare, report or schema."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, str] = {}  # command name -> "module:attribute"
+
+    def add_lazy_command(self, name: str, target: str) -> None:
+        self.lazy[name] = target
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, attr = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     "config_path",
@@ -28,17 +51,12 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 
 def _register() -> None:
-    from agent_health.cli.agents import agents
-    from agent_health.cli.compare import compare_command
-    from agent_health.cli.report import report_command
-    from agent_health.cli.run import run_command
-    from agent_health.cli.schema import schema_command
-
-    cli.add_command(run_command)
-    cli.add_command(agents)
-    cli.add_command(compare_command)
-    cli.add_command(report_command)
-    cli.add_command(schema_command)
+    assert isinstance(cli, LazyGroup)
+    cli.add_lazy_command("run", "agent_health.cli.run:run_command")
+    cli.add_lazy_command("agents", "agent_health.cli.agents:agents")
+    cli.add_lazy_command("compare", "agent_health.cli.compare:compare_command")
+    cli.add_lazy_command("report", "agent_health.cli.report:report_command")
+    cli.add_lazy_command("schema", "agent_health.cli.schema:schema_command")
 
 
 _register()

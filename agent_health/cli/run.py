@@ -36,30 +36,33 @@ def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
     return root
 
 
+# reporter name -> "module:class", imported only when a run asks for it
+REPORTER_CLASSES = {
+    "json": "agent_health.reporters.json_report:JsonReporter",
+    "jsonl": "agent_health.reporters.json_report:JsonLinesReporter",
+    "junit": "agent_health.reporters.junit:JunitReporter",
+    "html": "agent_health.reporters.html:HtmlReporter",
+}
+
+
 def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
-    from agent_health.reporters.html import HtmlReporter
-    from agent_health.reporters.json_report import JsonLinesReporter, JsonReporter
-    from agent_health.reporters.junit import JunitReporter
+    import importlib
+
     from agent_health.reporters.summary import SummaryReporter
 
-    kinds: dict[str, type[Reporter]] = {
-        "json": JsonReporter,
-        "jsonl": JsonLinesReporter,
-        "junit": JunitReporter,
-        "html": HtmlReporter,
-    }
     out: list[Reporter] = []
     stdout_taken = False
     for spec in specs or ("summary",):
         name, _, path = spec.partition("=")
         if name == "summary":
             continue
-        if name not in kinds:
+        if name not in REPORTER_CLASSES:
             raise click.UsageError(f"unknown reporter {name!r}; use {REPORTERS}")
         if not path and stdout_taken:
             raise click.UsageError(f"--reporter {spec}: another reporter already writes to stdout; give it =FILE")
         stdout_taken |= not path
-        out.append(kinds[name](path or None))  # type: ignore[call-arg]
+        module, _, cls = REPORTER_CLASSES[name].partition(":")
+        out.append(getattr(importlib.import_module(module), cls)(path or None))
     # the summary always runs; it moves to stderr when a machine-readable report owns stdout
     out.insert(0, SummaryReporter(sys.stderr if stdout_taken else sys.stdout, verbose=verbose))
     return out

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from agent_health.errors import EvalFileError
 from agent_health.loader.code import load_code_file
-from agent_health.loader.data import load_data_file
 from agent_health.loader.ids import CODE_SUFFIX, DATA_SUFFIXES
 from agent_health.loader.types import LoadResult
 
@@ -63,7 +62,10 @@ def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[
             rel = file.name
         result.files.append(rel)
         try:
-            loader = load_code_file if file.name.lower().endswith(CODE_SUFFIX) else load_data_file
+            if file.name.lower().endswith(CODE_SUFFIX):
+                loader = load_code_file
+            else:  # data files only: the YAML parser and the data formats load when one is found
+                from agent_health.loader.data import load_data_file as loader
             tests, file_errors = loader(file, rel)
         except EvalFileError as exc:
             result.errors.append(exc)

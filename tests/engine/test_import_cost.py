@@ -1,0 +1,90 @@
+"""Import cost: `import agent_health` loads nothing until a name is used, every public name still
+resolves, and `agent-health run` on Python eval files never imports what only other commands,
+other reporters or data files need."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import agent_health
+
+from ..conftest import ROOT
+
+
+def python(code: str, cwd=ROOT) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_importing_the_package_loads_no_submodule_and_no_pydantic():
+    code = "import sys, json, agent_health; print(json.dumps(sorted(sys.modules)))"
+    loaded = json.loads(python(code))
+    assert [m for m in loaded if m.startswith(("agent_health", "pydantic"))] == ["agent_health"]
+
+
+def test_every_public_name_resolves_to_its_defining_object():
+    import importlib
+
+    for name in agent_health.__all__:
+        value = getattr(agent_health, name)
+        if name in agent_health._LAZY:
+            assert value is getattr(importlib.import_module(agent_health._LAZY[name]), name), name
+    assert set(agent_health.__all__) <= set(dir(agent_health))
+    assert set(agent_health.__all__) - {"__version__", "agent"} <= set(agent_health._LAZY)
+    assert agent_health.agent is agent_health.agent  # one proxy, made once
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        agent_health.not_a_name
+    code = "import json; from agent_health import *; print(json.dumps(sorted(k for k in dir() if k[0] != '_')))"
+    star = json.loads(python(code))
+    assert set(star) >= set(agent_health.__all__) - {"__version__"}
+
+
+NOT_FOR_A_RUN = [
+    "yaml",  # data files only
+    "agent_health.loader.data",
+    "agent_health.reporters.html",  # reporters that were not asked for
+    "agent_health.reporters.junit",
+    "agent_health.cli.compare",  # other commands
+    "agent_health.cli.report",
+    "agent_health.cli.schema",
+    "agent_health.analysis.frames",
+    "pandas",
+]
+
+RUN_AND_LIST_MODULES = """
+import atexit, json, runpy, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+sys.argv = ["agent-health", "run", "evals"]
+runpy.run_module("agent_health", run_name="__main__")
+"""
+
+
+def test_a_cli_run_of_python_eval_files_imports_only_what_it_needs(write_eval, tmp_path):
+    write_eval(
+        "one.eval.py", "from agent_health import test, expect\n@test('one')\ndef one():\n    expect(1).to_equal(1)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_AND_LIST_MODULES],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    modules = set(json.loads(out.stderr.strip().splitlines()[-1]))
+    assert "agent_health.session.run" in modules and "agent_health.stores.local" in modules  # it did run and store
+    assert sorted(modules & set(NOT_FOR_A_RUN)) == []
