@@ -2,48 +2,60 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import tempfile
-import threading
 from pathlib import Path
 
-_UMASK_LOCK = threading.Lock()
+# Temporary names unique over threads (the counter), processes (the pid) and machines sharing a
+# folder (the token): O_EXCL then never meets another writer's file.
+_TOKEN = os.urandom(4).hex()
+_COUNT = itertools.count()
 
 
-def current_umask() -> int:
-    """The process umask, read without changing it where Linux shows it (/proc/self/status);
-    elsewhere os.umask must set it to read it, so that is done under a lock, for the shortest time."""
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until all of `data` is written (a regular file takes less only when full)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def fsync_folder(path: str | os.PathLike[str]) -> None:
+    """Make a folder's entries (new names, renames) durable; a no-op where folders cannot be
+    opened (Windows)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    with _UMASK_LOCK:
-        mask = os.umask(0o077)
-        os.umask(mask)
-    return mask
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
-def write_atomic(path: Path, text: str | bytes, mode: int = 0o666) -> None:
-    """Write to a temp file in the same folder, fsync, then rename over `path`.
-
-    The file gets `mode` less the user's umask, as `open()` would create it (mkstemp alone makes
-    every file 0600, so reports and results would be unreadable to the user's group)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode() if isinstance(text, str) else text
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def replace_file(folder: str, name: str, data: bytes, *, sync: bool = True, mode: int = 0o666) -> None:
+    """Write `folder/name` through a temporary file in `folder` renamed over it (`os.replace` is
+    atomic on POSIX and Windows): readers see the old file or the new one, never a part. `sync`
+    fsyncs the data before the rename; making the rename itself durable is `fsync_folder`'s job.
+    The file gets `mode` less the user's umask, as `open()` creates files."""
+    tmp = os.path.join(folder, f".{name}.{_TOKEN}{os.getpid()}-{next(_COUNT)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
     try:
-        os.fchmod(fd, mode & ~current_umask())
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, os.path.join(folder, name))
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+
+
+def write_atomic(path: Path, text: str | bytes, mode: int = 0o666) -> None:
+    """Create `path`'s folder if needed, then write `path` atomically and fsync it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode() if isinstance(text, str) else text
+    replace_file(str(path.parent), path.name, data, mode=mode)

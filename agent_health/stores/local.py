@@ -17,7 +17,6 @@ Durability (what `put` and `put_many` promise once they return):
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -29,7 +28,7 @@ from pydantic import ValidationError
 
 from agent_health.config import Config
 from agent_health.model import EvalRun, StoreSettings, TestResult
-from agent_health.stores.atomic import write_atomic
+from agent_health.stores.atomic import fsync_folder, replace_file, write_all, write_atomic
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.summary import ResultSummary
 
@@ -54,25 +53,6 @@ def encode_part(part: str) -> str:
     return text if not _UNSAFE_NAME.match(text) else text.replace(".", "%2E")
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """os.write until all of `data` is written (a regular file takes less only when full)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def fsync_folder(path: str) -> None:
-    """Make a folder's entries (new names, renames) durable; a no-op where folders cannot be
-    opened (Windows)."""
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class LocalResultStore(ResultStore):
     """Results as JSON files under `root` (see the module docstring for what a write promises)."""
 
@@ -80,10 +60,6 @@ class LocalResultStore(ResultStore):
         self.root = Path(root)
         self._folders: set[str] = set()  # folders this store has seen exist
         self._logs: set[str] = set()  # run logs this store has seen exist
-        # temporary names unique over threads (the counter), processes (the pid) and machines
-        # sharing the folder (the token)
-        self._tmp_token = os.urandom(4).hex()
-        self._tmp_count = itertools.count()
 
     @property
     def location(self) -> str:
@@ -126,30 +102,13 @@ class LocalResultStore(ResultStore):
         return [k for k, _, _ in batch]
 
     def _replace(self, folder: str, name: str, data: bytes, sync: bool) -> None:
-        """Write `folder/name` through a temporary file and a rename (fsynced first when `sync`)."""
-        tmp = os.path.join(folder, f".{name}.{self._tmp_token}{os.getpid()}-{next(self._tmp_count)}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         try:
-            fd = os.open(tmp, flags, 0o666)  # 0o666 less the umask, as open() makes files (mkstemp: 0600)
+            replace_file(folder, name, data, sync=sync)
         except FileNotFoundError:  # the folder was removed since this store saw it
             self._folders.discard(folder)
             for path in self._ensure_folder(folder):
                 fsync_folder(path)
-            fd = os.open(tmp, flags, 0o666)
-        try:
-            try:
-                write_all(fd, data)
-                if sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, os.path.join(folder, name))
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+            replace_file(folder, name, data, sync=sync)
 
     def _ensure_folder(self, folder: str) -> list[str]:
         """Make sure `folder` exists; the folders whose entries a write there changes: `folder`

@@ -74,14 +74,19 @@ def test_a_result_file_a_machine_crash_left_empty_is_rebuilt_from_the_newest_run
         store.get(ResultKey("demo@v1", "rca", "rca::t2"))
 
 
-def test_a_concurrent_reader_never_sees_a_partial_result_file(tmp_path):
-    writer = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.store_writer", str(tmp_path), RUN, "2.5"],
+def start_writer(root: Path, seconds: float) -> subprocess.Popen:
+    """tests/engine/store_writer.py in a process of its own, rewriting results under `root`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.engine.store_writer", str(root), RUN, str(seconds)],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def test_a_concurrent_reader_never_sees_a_partial_result_file(tmp_path):
+    writer = start_writer(tmp_path, 2.5)
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "0"  # the first batch is in
         folder = LocalResultStore(tmp_path).path_for(ResultKey("demo@v1", "race", "race::t00")).parent
@@ -101,13 +106,7 @@ def test_a_concurrent_reader_never_sees_a_partial_result_file(tmp_path):
 
 
 def test_a_killed_writer_loses_nothing_it_reported_stored(tmp_path):
-    writer = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.store_writer", str(tmp_path), RUN, "30"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = start_writer(tmp_path, 30)
     assert writer.stdout is not None
     for _ in range(3):
         last = int(writer.stdout.readline())

@@ -16,7 +16,7 @@ import agent_health
 from ..conftest import ROOT
 
 
-def python(code: str, cwd=ROOT) -> str:
+def python(code: str, cwd=ROOT) -> subprocess.CompletedProcess:
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=cwd,
@@ -25,13 +25,13 @@ def python(code: str, cwd=ROOT) -> str:
         text=True,
         timeout=60,
     )
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out
 
 
 def test_importing_the_package_loads_no_submodule_and_no_pydantic():
     code = "import sys, json, agent_health; print(json.dumps(sorted(sys.modules)))"
-    loaded = json.loads(python(code))
+    loaded = json.loads(python(code).stdout)
     assert [m for m in loaded if m.startswith(("agent_health", "pydantic"))] == ["agent_health"]
 
 
@@ -48,7 +48,7 @@ def test_every_public_name_resolves_to_its_defining_object():
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         agent_health.not_a_name
     code = "import json; from agent_health import *; print(json.dumps(sorted(k for k in dir() if k[0] != '_')))"
-    star = json.loads(python(code))
+    star = json.loads(python(code).stdout)
     assert set(star) >= set(agent_health.__all__) - {"__version__"}
 
 
@@ -76,15 +76,7 @@ def test_a_cli_run_of_python_eval_files_imports_only_what_it_needs(write_eval, t
     write_eval(
         "one.eval.py", "from agent_health import test, expect\n@test('one')\ndef one():\n    expect(1).to_equal(1)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", RUN_AND_LIST_MODULES],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+    out = python(RUN_AND_LIST_MODULES, cwd=tmp_path)
     modules = set(json.loads(out.stderr.strip().splitlines()[-1]))
     assert "agent_health.session.run" in modules and "agent_health.stores.local" in modules  # it did run and store
     assert sorted(modules & set(NOT_FOR_A_RUN)) == []
