@@ -8,6 +8,7 @@ first run in a project is; one line measures a rerun that replaces 1,000 stored 
 - import cost: `import agent_health`, `from agent_health import test, expect`, and a whole CLI
   process running one test;
 - storing 1,000 results: `put` one at a time against `put_many` in batches of 64 (in-process);
+- loading 10,000 tests from one file (in-process);
 - whole CLI process time (start to exit, default summary reporter, results stored as the CLI does
   by default) for 200 and 1,000 zero-latency tests, with `--no-store`, and a rerun;
 - 1,000 zero-latency tests against inspect_ai running an equivalent 1,000-sample task on its
@@ -249,6 +250,16 @@ def bare_agent_wall(path: Path) -> float:
     return asyncio.run(calls())
 
 
+def load_wall(path: Path) -> float:
+    """Seconds to load one eval file (the SDK already imported)."""
+    import agent_health.sdk  # noqa: F401 - importing it is not loading
+    from agent_health import load_tests
+
+    t0 = time.perf_counter()
+    load_tests([path])
+    return time.perf_counter() - t0
+
+
 def store_wall(n: int, batch: int) -> float:
     """Seconds to store n results into a fresh local store, `batch` at a time (1: `put`)."""
     from agent_health.model import TestResult
@@ -278,6 +289,8 @@ def measure(what: str, args: list[str]) -> None:
         print(engine_wall(Path(args[0]), int(args[1])))
     elif what == "bare-agent":
         print(bare_agent_wall(Path(args[0])))
+    elif what == "load":
+        print(load_wall(Path(args[0])))
     elif what == "store":
         print(store_wall(int(args[0]), int(args[1])))
     elif what == "import":
@@ -420,6 +433,8 @@ def main() -> None:
             )
         if not opts.quick:
             s10000 = write_suite(suites, 10000)
+            loaded = min_of(repeat, trees, lambda t: t.measure("load", str(s10000)))
+            report.line("load 10,000 tests (one file, in-process)", loaded, secs)
             big = {t.name: t.cli(s10000, "--concurrency", "64") for t in trees}
             report.line(
                 "peak memory, CLI 10,000 tests, c=64",

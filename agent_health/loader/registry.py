@@ -76,20 +76,22 @@ class FileRegistry:
     root: Scope = field(default_factory=lambda: Scope(None))
     stack: list[Scope] = field(default_factory=list)
     errors: list[EvalFileError] = field(default_factory=list)
+    lines: dict[str, int | None] = field(default_factory=dict)  # test name -> its line, to find duplicates at once
 
     @property
     def scope(self) -> Scope:
         return self.stack[-1] if self.stack else self.root
 
     def add_test(self, spec: TestSpec) -> None:
-        for other in self.tests:
-            if other.name == spec.name:
-                self.errors.append(
-                    EvalFileError(
-                        self.path, f"duplicate test name {spec.name!r} (first defined on line {other.line})", spec.line
-                    )
+        if spec.name in self.lines:
+            first = self.lines[spec.name]
+            self.errors.append(
+                EvalFileError(
+                    self.path, f"duplicate test name {spec.name!r} (first defined on line {first})", spec.line
                 )
-                return
+            )
+            return
+        self.lines[spec.name] = spec.line
         self.tests.append(spec)
 
 
