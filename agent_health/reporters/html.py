@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from agent_health.analysis.rollup import SuiteRollup, rollup
 from agent_health.errors import UsageError
+from agent_health.files import open_atomic
 from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.stores.summary import ResultSummary
@@ -128,25 +129,13 @@ def _when(ts: float | None) -> str:
 
 @contextlib.contextmanager
 def _atomic_text(path: Path) -> Iterator[IO[str]]:
-    """Stream text into `path`: written beside it and moved into place when complete, so a failed
-    render never replaces a good page with half of one. A path that cannot be written is one
-    clear error naming it."""
+    """Stream the page into `path` atomically (see `open_atomic`); a path that cannot be written
+    is one clear error naming it."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with open_atomic(path, fsync=False) as fh:
+            yield fh
     except OSError as exc:
         raise UsageError(f"cannot write HTML report {path}: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yield fh
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be opened and shared
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise UsageError(f"cannot write HTML report {path}: {exc.strerror or exc}") from exc
-        raise
 
 
 class ReportBuilder:

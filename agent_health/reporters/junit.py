@@ -14,9 +14,9 @@ import xml.etree.ElementTree as ET
 from itertools import groupby
 from pathlib import Path
 
+from agent_health.files import write_atomic
 from agent_health.model import RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter
-from agent_health.stores.atomic import write_atomic
 
 # ANSI escape sequences (CSI such as colours, OSC such as hyperlinks, and two-character ones).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
