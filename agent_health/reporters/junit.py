@@ -8,7 +8,6 @@ hold (ANSI colour codes removed, other forbidden characters written as visible e
 
 from __future__ import annotations
 
-import re
 import sys
 import xml.etree.ElementTree as ET
 from itertools import groupby
@@ -17,23 +16,7 @@ from pathlib import Path
 from agent_health.files import write_atomic
 from agent_health.model import RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter
-
-# ANSI escape sequences (CSI such as colours, OSC such as hyperlinks, and two-character ones).
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-# Characters XML 1.0 forbids (its Char production), lone surrogates included.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def xml_safe(text: str) -> str:
-    """`text` with ANSI codes removed and every character XML 1.0 forbids written as `\\xNN`/`\\uNNNN`."""
-    if not text:
-        return text
-    return _NOT_XML.sub(_escape, _ANSI.sub("", text))
+from agent_health.reporters.text import xml_safe
 
 
 def _details(r: TestResult) -> str:
