@@ -36,7 +36,17 @@ def open_atomic(path: Path, mode: int = 0o666, *, binary: bool = False, fsync: b
     """Stream into `path`: the data goes to a temp file beside it, which replaces `path` only when
     the block ends without an error, so a crash or a failed render never leaves half a file in
     place of a good one. The file gets `mode` less the user's umask, as `open()` would create it
-    (mkstemp alone makes every file 0600, unreadable to the user's group)."""
+    (mkstemp alone makes every file 0600, unreadable to the user's group). A symbolic link is
+    followed (the file it points to is replaced, the link stays); a path that is not a regular
+    file (a device such as /dev/stdout, a FIFO) is written in place, never replaced."""
+    path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():
+        if path.is_dir():
+            raise IsADirectoryError(21, "it is a directory", str(path))
+        device: IO[Any] = open(path, "wb") if binary else open(path, "w", encoding="utf-8")  # noqa: SIM115
+        with device:
+            yield device
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
