@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from agent_health.config import Config
+from agent_health.errors import StoreError
 from agent_health.model import StoreSettings
 from agent_health.stores import ResultKey, ResultSummary, S3ResultStore, open_store
+from agent_health.stores.s3_log import Write
 from agent_health.stores.summary_log import Entry, current, parse_chunk
 from tests.conftest import ROOT
 from tests.stores.log_worker import AGENT, SUITE, all_keys
@@ -205,6 +207,8 @@ def test_a_writer_killed_after_writing_its_result_and_before_logging_it_loses_no
     seen = Requests(reader)
     assert summaries_by_id(reader, keys)[key.test_id].score == 0.125
     assert seen.result_gets() == [reader.object_key(key)]  # what the pending chunk named, only
+    summaries_by_id(open_s3(s3_settings, log_compact_at=1), keys)  # compacts, but within the lease
+    assert "pending" in chunks(store, AGENT, SUITE).values()  # its writer may still be writing
 
     late = open_s3(s3_settings, log_lease_s=0)  # once the lease is over, the writer is taken for dead
     assert summaries_by_id(late, keys) == truth(store, keys)
@@ -244,6 +248,71 @@ def test_deleted_results_leave_the_log_and_stay_gone_through_merges_and_compacti
     assert got == expected and not any(k in reader.list("demo@v1", "rca") for k in gone)
     writer.put(results[65])  # stored again after its delete
     assert summaries_by_id(reader, keys)[results[65].test_id] == ResultSummary.of(results[65])
+
+
+def test_a_test_written_twice_in_one_batch_keeps_the_last_write(s3_settings):
+    store = open_s3(s3_settings)
+    results = suite_results(70)
+    twice = [*results, results[3].model_copy(update={"score": 0.3}), results[3].model_copy(update={"score": 0.4})]
+    puts: list[str] = []
+    store.bucket.client.meta.events.register(
+        "provide-client-params.s3.PutObject", lambda params, **kw: puts.append(params["Key"])
+    )
+    store.put_many(twice)
+    assert puts.count(store.object_key(ResultKey.of(results[3]))) == 1  # never two racing PUTs of one object
+    assert store.get(ResultKey.of(results[3])).score == 0.4
+    got = summaries_by_id(open_s3(s3_settings), [ResultKey.of(r) for r in results])
+    assert got[results[3].test_id].score == 0.4 and len(got) == 70
+
+
+def test_a_failed_result_write_fails_its_put_and_readers_read_that_object(s3_settings):
+    store = open_s3(s3_settings)
+    results = suite_results(70)
+    store.put_many(results)
+    broken = store.object_key(ResultKey.of(results[4]))
+    real_write = store.bucket.write
+
+    def write(key: str, data: bytes, **kw: Any):
+        if key == broken:
+            raise StoreError(f"cannot write {key}: SlowDown")
+        return real_write(key, data, **kw)
+
+    store.bucket.write = write  # type: ignore[method-assign]
+    rewrite = [r.model_copy(update={"score": 0.5}) for r in results[:10]]
+    with pytest.raises(StoreError, match="SlowDown"):
+        store.put_many(rewrite)
+    same = Write(results[4].test_id, ((broken, b"{}"),), None)
+    errors = store.log.write("demo@v1", "rca", [same, same])  # a write replaced in its batch fails with it
+    assert all(isinstance(e, StoreError) for e in errors) and len(errors) == 2
+    reader = open_s3(s3_settings)
+    seen = Requests(reader)
+    got = summaries_by_id(reader, [ResultKey.of(r) for r in results])
+    assert got[results[4].test_id] == ResultSummary.of(results[4])  # the object still holds the old one
+    assert [got[r.test_id].score for r in rewrite if r.test_id != results[4].test_id] == [0.5] * 9
+    assert seen.result_gets() == [broken]  # the log names the failed write, so a reader checks it
+
+
+def test_a_chunk_compacted_away_under_a_reader_makes_it_list_again(s3_settings, caplog):
+    writer = open_s3(s3_settings)
+    results = suite_results(80)
+    for r in results[:20]:
+        writer.put(r)
+    writer.put_many(results[20:])
+    keys = [ResultKey.of(r) for r in results]
+    reader = open_s3(s3_settings)
+    seen = Requests(reader)
+    compacted: list[bool] = []
+
+    def compact_first(params: dict[str, Any], **kw: Any) -> None:
+        if params["Key"].endswith(".jsonl") and not compacted:
+            compacted.append(True)
+            summaries_by_id(open_s3(s3_settings, log_compact_at=1), keys)  # another machine compacts now
+
+    reader.bucket.client.meta.events.register("provide-client-params.s3.GetObject", compact_first)
+    with caplog.at_level(logging.WARNING, logger="agent_health.stores"):
+        assert list(reader.get_summaries(keys)) == [ResultSummary.of(r) for r in results]
+    assert compacted and len(seen.lists) == 2 and seen.result_gets() == []  # listed again, read the compaction
+    assert "summary log" not in caplog.text
 
 
 def test_results_from_before_the_log_are_read_once_then_the_log_is_trusted(s3_settings):
