@@ -100,6 +100,7 @@ def measure(settings: StoreSettings, n: int) -> None:
     """The read side, in its own process: times and peak memory of what the rollup asset does."""
     store = open_store(Config(root=tempfile.gettempdir()), settings)
     tests = [f"bench::t{i:05d}" for i in range(n)]
+    load = os.getloadavg()  # the machine is shared: the figures mean little without it
     chunks_before = log_chunks(store, "bench@v2", "bench")
     start = time.perf_counter()
     results = load_summaries(store, "bench@v2", "bench", tests)
@@ -124,6 +125,9 @@ def measure(settings: StoreSettings, n: int) -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     target = 1.0 if settings.type == "local" and n <= 10_000 else 5.0 if settings.type == "local" else 3.0
     print(f"results: {n} per version ({settings.type} store at {store.location})")
+    one, five, fifteen = load
+    cores = os.cpu_count()
+    print(f"machine load average before the reads: {one:.2f} {five:.2f} {fifteen:.2f} (1/5/15 min; {cores} cores)")
     print(f"load summaries, first read{chunks_before}: {loaded:.3f} s; second read{chunks_after}: {loaded_again:.3f} s")
     print(f"rollup computation (incl. recommendations): {rolled:.3f} s")
     print(f"first read + rollup: {loaded + rolled:.3f} s  (target <= {target:g} s)")
