@@ -29,6 +29,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from agent_health.backends.shared import check_no_inline_secrets
+from agent_health.config.secrets import register_credentials
 from agent_health.errors import ConfigError, StoreError
 
 RETRY_MODES = ("standard", "adaptive", "legacy")
@@ -129,6 +130,7 @@ class S3Bucket:
             from botocore.config import Config as BotoConfig
 
             session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
+            register_credentials(session.get_credentials())  # the secret key is scrubbed like any credential
             self._client = session.client(
                 "s3",
                 endpoint_url=self.endpoint_url,

@@ -68,7 +68,7 @@ RUNS_MAPPING: dict[str, Any] = {
 }
 
 
-SCAN_FROM = 500  # a suite read asking for this many summaries may be read by search (_scan_suite)
+SCAN_FROM = 500  # a suite read asking for this many summaries may be read by search (_worth_a_scan)
 
 
 def _suite_query(agent: str, suite: str) -> dict[str, Any]:
