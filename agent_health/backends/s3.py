@@ -87,14 +87,23 @@ def server_time(response: Mapping[str, Any] | None) -> float:
     return time.time()
 
 
-def _int(settings: Mapping[str, Any], name: str, default: int, setting: str) -> int:
+def number_setting(
+    settings: Mapping[str, Any], name: str, default: float, setting: str, *, minimum: float = 0, whole: bool = False
+) -> float:
+    """`settings[name]` (or `default`) as a number of at least `minimum`; errors name the setting."""
+    raw = settings.get(name, default)
+    kind = "a whole number" if whole else "a number"
     try:
-        value = int(settings.get(name, default))
+        value = float(raw)
     except (TypeError, ValueError):
-        raise ConfigError(f"{setting}.{name}: expected a whole number, got {settings.get(name)!r}") from None
-    if value < 1:
-        raise ConfigError(f"{setting}.{name}: must be at least 1, got {value}")
+        raise ConfigError(f"{setting}.{name}: expected {kind}, got {raw!r}") from None
+    if (whole and value != int(value)) or value < minimum:
+        raise ConfigError(f"{setting}.{name}: expected {kind} of at least {minimum:g}, got {raw!r}")
     return value
+
+
+def _int(settings: Mapping[str, Any], name: str, default: int, setting: str) -> int:
+    return int(number_setting(settings, name, default, setting, minimum=1, whole=True))
 
 
 class S3Bucket:

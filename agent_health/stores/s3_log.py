@@ -42,8 +42,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote
 
-from agent_health.backends.s3 import ObjectRead, S3Bucket
-from agent_health.errors import ConfigError, StoreError
+from agent_health.backends.s3 import ObjectRead, S3Bucket, number_setting
+from agent_health.errors import StoreError
 from agent_health.stores.summary import ResultSummary
 from agent_health.stores.summary_log import (
     Chunk,
@@ -83,19 +83,10 @@ class LogSettings:
 
     @classmethod
     def of(cls, settings: Mapping[str, Any], setting: str) -> LogSettings:
-        def number(name: str, default: float) -> float:
-            try:
-                value = float(settings.get(name, default))
-            except (TypeError, ValueError):
-                raise ConfigError(f"{setting}.{name}: expected a number, got {settings.get(name)!r}") from None
-            if value < 0:
-                raise ConfigError(f"{setting}.{name}: must not be negative, got {value:g}")
-            return value
-
-        compact_at = number("log_compact_at", 32)
-        if compact_at < 1 or compact_at != int(compact_at):
-            raise ConfigError(f"{setting}.log_compact_at: expected a whole number of at least 1, got {compact_at:g}")
-        return cls(number("log_skew_s", 1.0), number("log_lease_s", 900.0), int(compact_at))
+        skew_s = number_setting(settings, "log_skew_s", 1.0, setting)
+        lease_s = number_setting(settings, "log_lease_s", 900.0, setting)
+        compact_at = number_setting(settings, "log_compact_at", 32, setting, minimum=1, whole=True)
+        return cls(skew_s, lease_s, int(compact_at))
 
 
 @dataclass

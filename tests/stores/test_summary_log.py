@@ -353,6 +353,12 @@ def test_invalid_log_settings_name_the_setting(s3_settings):
         open_s3(s3_settings, log_compact_at=0)
     with pytest.raises(ConfigError, match=r"store\.settings\.log_lease_s"):
         open_s3(s3_settings, log_lease_s="soon")
+    with pytest.raises(ConfigError, match=r"store\.settings\.log_compact_at: expected a whole number .* got 2\.5"):
+        open_s3(s3_settings, log_compact_at=2.5)
+    with pytest.raises(ConfigError, match=r"store\.settings\.log_skew_s: expected a number of at least 0"):
+        open_s3(s3_settings, log_skew_s=-1)
+    with pytest.raises(ConfigError, match=r"store\.settings\.read_concurrency: .* at least 1, got 0"):
+        open_s3(s3_settings, read_concurrency=0)
 
 
 # -- the ordering rule alone ------------------------------------------------------------------------
