@@ -193,12 +193,18 @@ def test_machines_writing_deleting_reading_and_compacting_one_suite_at_once_agre
     assert seen.result_gets() == []
 
 
-def test_a_writer_killed_after_writing_its_result_and_before_logging_it_loses_nothing(s3_settings):
+def _killed_writer(s3_settings, mode: str, test: str, score: str):
+    """A stored suite of 80 whose `test` another process rewrites with `score` and dies (`mode`)."""
     store = open_s3(s3_settings)
     results = suite_results(80, suite=SUITE)
     store.put_many(results)
-    key = ResultKey(AGENT, SUITE, f"{SUITE}::t007")
-    _finish(_worker(s3_settings, "die-before-commit", key.test_id, "0.125"), code=9)
+    key = ResultKey(AGENT, SUITE, f"{SUITE}::{test}")
+    _finish(_worker(s3_settings, mode, key.test_id, score), code=9)
+    return store, results, key
+
+
+def test_a_writer_killed_after_writing_its_result_and_before_logging_it_loses_nothing(s3_settings):
+    store, results, key = _killed_writer(s3_settings, "die-before-commit", "t007", "0.125")
     assert store.get(key).score == 0.125  # the result is stored; its log chunk is still pending
     assert "pending" in chunks(store, AGENT, SUITE).values()
     keys = [ResultKey.of(r) for r in results]
@@ -218,11 +224,7 @@ def test_a_writer_killed_after_writing_its_result_and_before_logging_it_loses_no
 
 
 def test_a_writer_killed_before_writing_its_result_leaves_the_previous_one(s3_settings):
-    store = open_s3(s3_settings)
-    results = suite_results(80, suite=SUITE)
-    store.put_many(results)
-    key = ResultKey(AGENT, SUITE, f"{SUITE}::t008")
-    _finish(_worker(s3_settings, "die-before-result", key.test_id, "0.875"), code=9)
+    store, results, key = _killed_writer(s3_settings, "die-before-result", "t008", "0.875")
     keys = [ResultKey.of(r) for r in results]
     assert summaries_by_id(open_s3(s3_settings), keys)[key.test_id] == ResultSummary.of(results[8])
     assert summaries_by_id(open_s3(s3_settings, log_lease_s=0), keys) == truth(store, keys)
