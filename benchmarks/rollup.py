@@ -1,17 +1,19 @@
 """Benchmark: suite rollups over many stored results, on each result store.
 
-    python benchmarks/rollup.py [--store local|s3|opensearch] [--results 10000]
+    python benchmarks/rollup.py [--store local|s3|opensearch] [--results 10000] [--writes put_many|put]
 
 Targets: 10,000 results at most 1 s on local and 3 s on S3 and OpenSearch; 50,000 at most 5 s
 on local with peak memory at most 300 MB. Results are real demo-agent results (trajectory,
 signals, usage, insights) copied under N test ids per agent version with mixed statuses, labels
-and epochs, and written with the store's bulk write. The S3 store runs against a moto server
-process on 127.0.0.1 (`--endpoint` to use another), OpenSearch against the test node
-(`--url` to use another).
+and epochs, and written with the store's bulk write (`--writes put_many`, 2,000 at a time) or
+one `put` per result from 16 threads, as the engine's result sink stores them (`--writes put`).
+The S3 store runs against a moto server process on 127.0.0.1 (`--endpoint` to use another),
+OpenSearch against the test node (`--url` to use another).
 
-The reads run in a fresh process, so its peak memory (ru_maxrss) is the rollup's own: the time to
-load the summaries (the first read, and S3's second one from its summary cache), the rollup,
-the comparison of two versions and the leaderboard."""
+The reads run in a fresh process (another machine's first read after the backfill), so its peak
+memory (ru_maxrss) is the rollup's own: the time to load the summaries (the first read, then a
+second one), the rollup, the comparison of two versions and the leaderboard. On S3 it also says
+how many summary log chunks the first and the second read found."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +43,7 @@ from agent_health.analysis.rollup import leaderboard, load_summaries, rollup  # 
 from agent_health.config import Config  # noqa: E402
 from agent_health.model import StoreSettings  # noqa: E402
 from agent_health.session import run_tests  # noqa: E402
-from agent_health.stores import ResultStore, open_store  # noqa: E402
+from agent_health.stores import ResultStore, S3ResultStore, open_store  # noqa: E402
 from tests.evalkit import write_config, write_evals  # noqa: E402
 from tests.support.s3 import moto_server_process  # noqa: E402
 
@@ -55,8 +58,10 @@ def templates(root: Path) -> list[TestResult]:
     return run_tests(tests, config, "demo@v2") + run_tests(tests, config, "demo@v1")
 
 
-def fill(store: ResultStore, base: list[TestResult], n: int) -> None:
+def fill(store: ResultStore, base: list[TestResult], n: int, writes: str = "put_many") -> None:
     rng = random.Random(7)
+    sink = ThreadPoolExecutor(16)  # the engine's result sink: 16 writer threads, one put per result
+    write = store.put_many if writes == "put_many" else lambda batch: list(sink.map(store.put, batch))
     for agent in AGENTS:
         batch: list[TestResult] = []
         for i in range(n):
@@ -77,18 +82,30 @@ def fill(store: ResultStore, base: list[TestResult], n: int) -> None:
                 )
             )
             if len(batch) == 2000:
-                store.put_many(batch)
+                write(batch)
                 batch = []
-        store.put_many(batch)
+        write(batch)
+    sink.shutdown()
+
+
+def log_chunks(store: ResultStore, agent: str, suite: str) -> str:
+    """How many summary log chunks an S3 store has for one suite (other stores: nothing)."""
+    if not isinstance(store, S3ResultStore):
+        return ""
+    folder = store.log.folder(agent, suite)
+    return f" ({sum(1 for name, _ in store.bucket.list(folder) if name.endswith('.jsonl'))} log chunks)"
 
 
 def measure(settings: StoreSettings, n: int) -> None:
     """The read side, in its own process: times and peak memory of what the rollup asset does."""
     store = open_store(Config(root=tempfile.gettempdir()), settings)
     tests = [f"bench::t{i:05d}" for i in range(n)]
+    load = os.getloadavg()  # the machine is shared: the figures mean little without it
+    chunks_before = log_chunks(store, "bench@v2", "bench")
     start = time.perf_counter()
     results = load_summaries(store, "bench@v2", "bench", tests)
     loaded = time.perf_counter() - start
+    chunks_after = log_chunks(store, "bench@v2", "bench")
     start = time.perf_counter()
     again = load_summaries(store, "bench@v2", "bench", tests)
     loaded_again = time.perf_counter() - start
@@ -108,7 +125,10 @@ def measure(settings: StoreSettings, n: int) -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     target = 1.0 if settings.type == "local" and n <= 10_000 else 5.0 if settings.type == "local" else 3.0
     print(f"results: {n} per version ({settings.type} store at {store.location})")
-    print(f"load summaries, first read: {loaded:.3f} s; second read: {loaded_again:.3f} s")
+    one, five, fifteen = load
+    cores = os.cpu_count()
+    print(f"machine load average before the reads: {one:.2f} {five:.2f} {fifteen:.2f} (1/5/15 min; {cores} cores)")
+    print(f"load summaries, first read{chunks_before}: {loaded:.3f} s; second read{chunks_after}: {loaded_again:.3f} s")
     print(f"rollup computation (incl. recommendations): {rolled:.3f} s")
     print(f"first read + rollup: {loaded + rolled:.3f} s  (target <= {target:g} s)")
     print(f"second read + rollup: {loaded_again + rolled:.3f} s")
@@ -145,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("local", "s3", "opensearch"), default="local")
     parser.add_argument("--results", type=int, default=10_000)
+    parser.add_argument("--writes", choices=("put_many", "put"), default="put_many", help="how the results are written")
     parser.add_argument("--endpoint", help="s3: an S3-compatible endpoint to use (default: start moto_server)")
     parser.add_argument("--bucket", help="s3: an existing bucket (default: a new one)")
     parser.add_argument("--url", help="opensearch: a node to use (default: start the test node)")
@@ -159,8 +180,8 @@ def main() -> None:
             settings = store_settings(args.store, args, stack, root)
             store = open_store(Config(root=str(root)), settings)
             start = time.perf_counter()
-            fill(store, templates(root), args.results)
-            print(f"wrote {2 * args.results} results with put_many in {time.perf_counter() - start:.1f} s")
+            fill(store, templates(root), args.results, args.writes)
+            print(f"wrote {2 * args.results} results with {args.writes} in {time.perf_counter() - start:.1f} s")
             subprocess.run(
                 [
                     sys.executable,

@@ -23,8 +23,9 @@ def load_summaries(
     store: ResultStore, agent: str, suite: str, test_ids: Iterable[str] | None = None
 ) -> list[ResultSummary]:
     """What a rollup reads: the summaries (never whole results) of one agent version's suite, in
-    one bulk read (local: one small parse per file; S3: a listing, a summary cache and parallel
-    reads of what changed; OpenSearch: mget of the summary field). `test_ids` picks exactly those
+    one bulk read (local: one small parse per file; S3: the suite's summary log chunks, plus the
+    result objects the log cannot vouch for; OpenSearch: one search of the stored summaries for
+    most of a suite, mget for a few tests). `test_ids` picks exactly those
     tests (a suite's current ones; missing results are left out); None reads every stored one."""
     keys = (
         [ResultKey(agent, suite, t) for t in test_ids] if test_ids is not None else store.list(agent=agent, suite=suite)

@@ -20,6 +20,7 @@ from agent_health.errors import ConfigError, StoreError
 from agent_health.traces.opensearch import _redact_url, build_client
 
 MAX_ID_BYTES = 512  # OpenSearch's limit on a document id
+_HIT_FIELDS = "hits.hits._source,hits.hits.sort"
 
 
 def doc_id(*parts: str) -> str:
@@ -159,6 +160,13 @@ class OpenSearchIndex:
             raise self.fail(f"cannot delete {id}", exc) from exc
         return resp.get("result") == "deleted"
 
+    def count(self, query: dict[str, Any]) -> int:
+        """How many documents match `query` (as of the last refresh)."""
+        try:
+            return int(self.ensure().count(index=self.index, body={"query": query})["count"])
+        except Exception as exc:
+            raise self.fail("count failed", exc) from exc
+
     def search(
         self, query: dict[str, Any], sort: list[Any], source: list[str] | bool = True
     ) -> Iterator[dict[str, Any]]:
@@ -171,9 +179,11 @@ class OpenSearchIndex:
             if after is not None:
                 body["search_after"] = after
             try:
-                hits = client.search(index=self.index, body=body)["hits"]["hits"]
+                # filter_path: only what is read comes back (no _index/_id/_score on every hit)
+                resp = client.search(index=self.index, body=body, filter_path=_HIT_FIELDS)
             except Exception as exc:
                 raise self.fail("search failed", exc) from exc
+            hits = resp.get("hits", {}).get("hits", [])  # filter_path drops "hits" when none match
             for hit in hits:
                 yield hit.get("_source") or {}
             if len(hits) < self.page_size:

@@ -1,15 +1,17 @@
-"""S3 result store: one object per result, the run history beside them, summaries cached.
+"""S3 result store: one object per result, the run history beside them, and a summary log per
+suite that rollups read instead of every result.
 
 Layout under `s3://<bucket>/<prefix>/`:
 
     results/<agent>/<suite>/<test>.json        the latest result per key (one PutObject each)
     _runs/<run id>/run.json                     a run's manifest
     _runs/<run id>/results/<ns>-<key hash>.json each result the run stored, in the order it stored them
-    _summaries/<agent>/<suite>.json             a cache of summaries, each with its result's ETag
+    _summary_log/<agent>/<suite>/               the suite's summary log (see stores/s3_log.py)
 
-Key parts are percent-quoted as in the local store. The summary cache is only ever trusted
-where its ETag matches the listing of the result objects, so a stale or lost cache costs a few
-reads, never a wrong figure; concurrent writers never touch it (readers rewrite it).
+Key parts are percent-quoted as in the local store. Every write of results goes through the
+summary log (a pending chunk, the objects, the chunk committed), so a rollup over 10,000 results
+reads a few log objects, not 10,000; the log is only trusted where it can vouch for a result, and
+the result objects stay the truth `get` reads.
 """
 
 from __future__ import annotations
@@ -29,13 +31,12 @@ from agent_health.backends.s3 import S3Bucket
 from agent_health.model import EvalRun, TestResult
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.local import encode_part
+from agent_health.stores.s3_log import LOG, LogSettings, SummaryLog, Write
 from agent_health.stores.summary import ResultSummary
 
 RESULTS = "results"
 RUNS = "_runs"
-SUMMARIES = "_summaries"
-SUMMARY_CACHE_FORMAT = 1
-# Below this many keys of one (agent, suite), reading them one by one beats listing the folder.
+# Below this many keys of one (agent, suite), reading them one by one beats reading the log.
 LIST_THRESHOLD = 64
 _CHUNK = 256  # objects in flight per bulk read: memory stays flat in the number of results
 
@@ -49,6 +50,14 @@ class S3ResultStore(ResultStore):
 
     def __init__(self, settings: Mapping[str, Any], *, client: Any = None):
         self.bucket = S3Bucket(settings, "store.settings", client=client)
+        self.log = SummaryLog(
+            self.bucket,
+            object_key=lambda agent, suite, test_id: self.object_key(ResultKey(agent, suite, test_id)),
+            results_folder=self._folder,
+            folder=lambda agent, suite: self.bucket.key(LOG, encode_part(agent), encode_part(suite)) + "/",
+            parse_summary=lambda name, data: self._parse(name, data, ResultSummary),
+            settings=LogSettings.of(settings, "store.settings"),
+        )
 
     @property
     def location(self) -> str:
@@ -76,25 +85,27 @@ class S3ResultStore(ResultStore):
 
     # -- results ---------------------------------------------------------------------------------
     def put(self, result: TestResult) -> ResultKey:
-        key = ResultKey.of(result)
-        data = result.model_dump_json().encode()
-        self.bucket.put(self.object_key(key), data)
-        if result.eval_run_id:
-            self.bucket.put(self._run_result_key(result.eval_run_id, key), data)
-        return key
+        return self.put_many([result])[0]
 
     def put_many(self, results: Iterable[TestResult]) -> builtins.list[ResultKey]:
-        items: builtins.list[tuple[str, bytes]] = []
         keys: builtins.list[ResultKey] = []
+        groups: dict[tuple[str, str], builtins.list[Write]] = defaultdict(list)
         for result in results:
             key = ResultKey.of(result)
             data = result.model_dump_json().encode()
-            items.append((self.object_key(key), data))
+            objects = [(self.object_key(key), data)]
             if result.eval_run_id:
-                items.append((self._run_result_key(result.eval_run_id, key), data))
+                objects.append((self._run_result_key(result.eval_run_id, key), data))
+            groups[(key.agent, key.suite)].append(Write(key.test_id, tuple(objects), ResultSummary.of(result)))
             keys.append(key)
-        self.bucket.put_many(items)
+        self._write(groups)
         return keys
+
+    def _write(self, groups: Mapping[tuple[str, str], builtins.list[Write]]) -> None:
+        """Each suite's writes through its summary log; the first failure raises once all ran."""
+        failures = [e for (agent, suite), writes in groups.items() for e in self.log.write(agent, suite, writes) if e]
+        if failures:
+            raise failures[0]
 
     def _run_result_key(self, run_id: str, key: ResultKey) -> str:
         # Zero-padded nanoseconds sort in storing order; the key hash lets a reader keep only
@@ -124,17 +135,19 @@ class S3ResultStore(ResultStore):
                     yield result
 
     def list(self, agent: str | None = None, suite: str | None = None) -> list[ResultKey]:
-        if agent is not None:
-            prefix = self._folder(agent, suite)
-        else:
-            prefix = self.bucket.key(RESULTS) + "/"
+        if agent is not None and suite is not None:  # one suite: its summary log knows its keys
+            return sorted(ResultKey(agent, suite, t) for t in self.log.read(agent, suite))
+        prefix = self._folder(agent) if agent is not None else self.bucket.key(RESULTS) + "/"
         keys = [k for name, _ in self.bucket.list(prefix) if (k := self._parse_key(name)) is not None]
         if suite is not None:
             keys = [k for k in keys if k.suite == suite]
         return sorted(keys)
 
     def delete(self, key: ResultKey) -> bool:
-        return self.bucket.delete(self.object_key(key))
+        if not self.bucket.exists(self.object_key(key)):
+            return False
+        self._write({(key.agent, key.suite): [Write(key.test_id, (), None)]})
+        return True
 
     # -- summaries: the bulk read path rollups use -------------------------------------------------
     def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
@@ -151,67 +164,11 @@ class S3ResultStore(ResultStore):
                     if summary is not None:
                         found[k] = summary
             else:
-                found.update(self._group_summaries(agent, suite, members))
+                summaries = self.log.read(agent, suite, {k.test_id for k in members})
+                found.update((k, summaries[k.test_id]) for k in members if k.test_id in summaries)
         for k in keys:
             if k in found:
                 yield found[k]
-
-    def _cache_key(self, agent: str, suite: str) -> str:
-        return self.bucket.key(SUMMARIES, encode_part(agent), encode_part(suite) + ".json")
-
-    def _group_summaries(
-        self, agent: str, suite: str, members: builtins.list[ResultKey]
-    ) -> dict[ResultKey, ResultSummary]:
-        """One listing (ETags), one cache object, and reads of only what the cache lacks."""
-        etags: dict[str, str] = {}
-        folder = self._folder(agent, suite)
-        for name, tag in self.bucket.list(folder):
-            etags[name[len(folder) :]] = tag
-        cached = self._load_cache(agent, suite)
-        out: dict[ResultKey, ResultSummary] = {}
-        stale: builtins.list[ResultKey] = []
-        for k in members:
-            leaf = encode_part(k.test_id) + ".json"
-            etag = etags.get(leaf)
-            if etag is None:
-                continue  # not stored
-            entry = cached.get(leaf)
-            if entry is not None and entry[0] == etag:
-                out[k] = ResultSummary.model_validate(entry[1])
-            else:
-                stale.append(k)
-        if not stale:
-            return out
-        names = [self.object_key(k) for k in stale]
-        for i in range(0, len(names), _CHUNK):
-            for k, (name, found) in zip(stale[i : i + _CHUNK], self.bucket.fetch_many(names[i : i + _CHUNK])):
-                if found is None:
-                    continue  # deleted since the listing
-                summary = self._parse(name, found[0], ResultSummary)
-                out[k] = summary
-                # The listing's ETag may be older than the object just read (a writer in
-                # between): cache the summary under the ETag of what was read.
-                cached[encode_part(k.test_id) + ".json"] = (found[1], summary.model_dump(mode="json"))
-        live = {leaf: entry for leaf, entry in cached.items() if leaf in etags}
-        self._save_cache(agent, suite, live)
-        return out
-
-    def _load_cache(self, agent: str, suite: str) -> dict[str, tuple[str, dict[str, Any]]]:
-        try:
-            data = self.bucket.get(self._cache_key(agent, suite))
-            doc = json.loads(data) if data else {}
-        except (StoreError, ValueError):
-            return {}  # a cache is never worth failing a read for
-        if not isinstance(doc, dict) or doc.get("format") != SUMMARY_CACHE_FORMAT:
-            return {}
-        return {leaf: (str(e[0]), e[1]) for leaf, e in doc.get("entries", {}).items()}
-
-    def _save_cache(self, agent: str, suite: str, entries: dict[str, tuple[str, dict[str, Any]]]) -> None:
-        doc = {"format": SUMMARY_CACHE_FORMAT, "entries": {leaf: list(e) for leaf, e in entries.items()}}
-        try:
-            self.bucket.put(self._cache_key(agent, suite), json.dumps(doc, separators=(",", ":")).encode())
-        except StoreError:
-            pass  # read-only credentials still read; the next reader rebuilds what it needs
 
     # -- run history -------------------------------------------------------------------------------
     def put_run(self, run: EvalRun) -> None:

@@ -75,6 +75,6 @@ def stored_bytes(store_settings: StoreSettings) -> Callable[[], bytes]:
 
 
 @pytest.fixture
-def s3_store(request: pytest.FixtureRequest, tmp_path: Path, project_config: Config) -> ResultStore:
-    """A fresh S3 store alone (for tests of the S3 read path)."""
-    return open_store(project_config, new_store_settings("s3", request, tmp_path))
+def s3_settings(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
+    """Settings of a fresh S3 store alone (for tests of the S3 read path and its summary log)."""
+    return new_store_settings("s3", request, tmp_path)

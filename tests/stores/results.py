@@ -39,3 +39,25 @@ def make_result(test_id: str, agent: str = "demo@v1", suite: str = "rca", **kw: 
     }
     fields.update(kw)
     return TestResult(**fields)
+
+
+def suite_results(n: int = 90, **kw: Any) -> list[TestResult]:
+    """`n` results of one suite with every status, labels, epochs, errors and insights."""
+    out = []
+    for i in range(n):
+        status = ("passed", "failed", "errored")[i % 3]
+        extra = {"epochs": 3, "pass_at_k": 1.0, "pass_hat_k": 0.0, "flaky": True} if i % 10 == 0 else {}
+        insights = (Insight(rule="ignored_tool_errors", severity="error", summary="s", recommendation="check"),)
+        out.append(
+            make_result(
+                f"{kw.get('suite', 'rca')}::t{i:03d}",
+                status=status,
+                duration_ms=float(i),
+                labels=(f"group:{i % 4}",),
+                error="agent unreachable" if status == "errored" else None,
+                insights=insights if i % 5 == 0 else (),
+                **extra,
+                **kw,
+            )
+        )
+    return out

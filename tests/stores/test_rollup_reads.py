@@ -5,29 +5,8 @@ from __future__ import annotations
 
 from agent_health.analysis.insights import rollup_recommendations
 from agent_health.analysis.rollup import load_summaries, rollup
-from agent_health.model import Insight
-from agent_health.stores import ResultKey, ResultSummary, S3ResultStore
-from tests.stores.results import make_result
-
-
-def suite_results(n: int = 90):
-    out = []
-    for i in range(n):
-        status = ("passed", "failed", "errored")[i % 3]
-        extra = {"epochs": 3, "pass_at_k": 1.0, "pass_hat_k": 0.0, "flaky": True} if i % 10 == 0 else {}
-        insights = (Insight(rule="ignored_tool_errors", severity="error", summary="s", recommendation="check"),)
-        out.append(
-            make_result(
-                f"rca::t{i:03d}",
-                status=status,
-                duration_ms=float(i),
-                labels=(f"group:{i % 4}",),
-                error="agent unreachable" if status == "errored" else None,
-                insights=insights if i % 5 == 0 else (),
-                **extra,
-            )
-        )
-    return out
+from agent_health.stores import ResultKey, ResultSummary
+from tests.stores.results import suite_results
 
 
 def test_rollups_over_summaries_equal_rollups_over_full_results(store):
@@ -44,21 +23,33 @@ def test_rollups_over_summaries_equal_rollups_over_full_results(store):
     assert load_summaries(store, "demo@v1", "rca") == summaries  # every stored one, by listing
 
 
-def test_s3_summaries_come_from_one_cache_object_once_warm(s3_store):
-    store = s3_store
-    assert isinstance(store, S3ResultStore)
-    store.put_many(suite_results())
-    gets: list[str] = []
-    client = store.bucket.client
-    client.meta.events.register("provide-client-params.s3.GetObject", lambda params, **kw: gets.append(params["Key"]))
-    keys = [ResultKey("demo@v1", "rca", f"rca::t{i:03d}") for i in range(90)]
-    cold = list(store.get_summaries(keys))
-    assert len(gets) == 91  # every result once, plus the (absent) cache
-    gets.clear()
-    assert list(store.get_summaries(keys)) == cold
-    assert len(gets) == 1 and gets[0].endswith("_summaries/demo@v1/rca.json")
-    store.put(make_result("rca::t005", status="passed", score=0.25))  # another worker rewrites one
-    gets.clear()
-    warm = {s.test_id: s for s in store.get_summaries(keys)}
-    assert warm["rca::t005"].score == 0.25
-    assert len(gets) == 2  # the cache, and only the result that changed
+def test_opensearch_reads_most_of_a_suite_by_search_and_sees_every_acknowledged_write(
+    request, tmp_path, project_config, monkeypatch
+):
+    from agent_health.stores import open_store
+    from agent_health.stores import opensearch as module
+    from tests.stores.conftest import new_store_settings
+
+    monkeypatch.setattr(module, "SCAN_FROM", 10)  # a 90-result suite stands for a 10,000-result one
+    store = open_store(project_config, new_store_settings("opensearch", request, tmp_path))
+    results = suite_results()
+    others = suite_results(5, suite="other")
+    store.put_many(results + others)
+    rewritten = results[7].model_copy(update={"status": "failed", "score": 0.0})
+    store.put(rewritten)  # neither is refreshed yet: the search must still see both
+    assert store.delete(ResultKey.of(results[8]))
+    current = {r.test_id: r for r in [*results[:7], rewritten, *results[9:], *others]}
+    by_id: list[str] = []
+    get_many = store.results.get_many
+    monkeypatch.setattr(store.results, "get_many", lambda ids, source=None: by_id.extend(ids) or get_many(ids, source))
+
+    keys = [ResultKey("demo@v1", "rca", r.test_id) for r in results] + [ResultKey("demo@v1", "rca", "rca::nope")]
+    keys += [ResultKey.of(others[0]), ResultKey.of(results[3]), ResultKey.of(others[1])]
+    expected = [ResultSummary.of(current[k.test_id]) for k in keys if k.test_id in current]
+    assert list(store.get_summaries(keys)) == expected  # in order, duplicates kept, missing skipped
+    assert sorted(by_id) == sorted(module.key_id(ResultKey.of(r)) for r in others[:2])  # rca: one search
+
+    by_id.clear()
+    few = keys[:20]  # under half the suite: by id again
+    assert list(store.get_summaries(few)) == [ResultSummary.of(current[k.test_id]) for k in few if k.test_id in current]
+    assert len(by_id) == 20

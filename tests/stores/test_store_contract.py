@@ -7,11 +7,13 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 from agent_health.config import Config
+from agent_health.config.secrets import REDACTED, scrub_secrets
 from agent_health.errors import ConfigError, StoreError
 from agent_health.model import EvalRun, RunSettings, StoreSettings
 from agent_health.stores import ResultKey, ResultSummary, open_store
@@ -228,3 +230,20 @@ def test_the_run_manifest_round_trips(store):
 def test_local_store_settings_path_is_relative_to_the_project(tmp_path: Path):
     store = open_store(Config(root=str(tmp_path)), StoreSettings(type="local", settings={"path": "shared/results"}))
     assert store.location == str(tmp_path / "shared" / "results")
+
+
+def test_store_credentials_join_the_process_scrub_set(shared_settings, monkeypatch):
+    """The S3 secret key (from the AWS chain) and the OpenSearch password (from the environment)
+    are registered when the store first connects, so they never reach results, reports or logs."""
+    secret = f"store-credential-{uuid.uuid4().hex}"  # fresh: no other test can have registered it
+    settings = dict(shared_settings.settings)
+    if shared_settings.type == "s3":
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)  # moto accepts any key
+    else:
+        monkeypatch.setenv("AH_TEST_STORE_PASSWORD", secret)  # the test node ignores credentials
+        settings["auth"] = {"type": "basic", "username": "u", "password_env": "AH_TEST_STORE_PASSWORD"}
+    assert secret in scrub_secrets(f"echoed: {secret}")
+    store = open_store(Config(root="."), StoreSettings(type=shared_settings.type, settings=settings))
+    store.put(make_result("rca::credential"))
+    assert store.get(ResultKey("demo@v1", "rca", "rca::credential")) is not None
+    assert scrub_secrets(f"echoed: {secret}") == f"echoed: {REDACTED}"
