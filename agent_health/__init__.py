@@ -24,6 +24,9 @@ from agent_health.model import (
     EvalRun,
     ExpectedStep,
     Insight,
+    JudgeIdentity,
+    Judgement,
+    Provenance,
     RunReport,
     RunResult,
     RunSettings,
@@ -49,7 +52,7 @@ from agent_health.sdk import (
     judge,
     test,
 )
-from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
+from agent_health.session import RejudgeOutcome, RunOutcome, build_settings, rejudge, run_evaluation, run_tests
 from agent_health.traces.view import TracesView
 
 __version__ = "0.1.0"
@@ -69,8 +72,12 @@ __all__ = [
     "ExpectedStep",
     "InfrastructureError",
     "Insight",
+    "JudgeIdentity",
+    "Judgement",
     "LoadResult",
     "LoadedTest",
+    "Provenance",
+    "RejudgeOutcome",
     "RunOutcome",
     "RunReport",
     "RunResult",
@@ -102,6 +109,7 @@ __all__ = [
     "judge",
     "load_config",
     "load_tests",
+    "rejudge",
     "results_frame",
     "run_evaluation",
     "run_tests",

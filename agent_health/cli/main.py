@@ -30,6 +30,7 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 def _register() -> None:
     from agent_health.cli.agents import agents
     from agent_health.cli.compare import compare_command
+    from agent_health.cli.rejudge import rejudge_command
     from agent_health.cli.report import report_command
     from agent_health.cli.run import run_command
     from agent_health.cli.schema import schema_command
@@ -38,6 +39,7 @@ def _register() -> None:
     cli.add_command(agents)
     cli.add_command(compare_command)
     cli.add_command(report_command)
+    cli.add_command(rejudge_command)
     cli.add_command(schema_command)
 
 

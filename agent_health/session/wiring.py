@@ -28,7 +28,8 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
     """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent, or the
     setting whose environment variable is missing), wrapped for record/replay unless the mode is
     `off`. Recordings live in `<state>/recordings`. Runs of agents with traces get a lazy
-    `result.traces` view."""
+    `result.traces` view. While re-judging (`agent_health.replay.stored.replaying`), the version
+    replays its stored results' runs instead, and its connector is never built."""
     from agent_health.traces import trace_view_factory, traces_enabled
 
     agent = config.agent(agent_ref)
@@ -39,6 +40,11 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
         # The demo agent writes its spans where the local trace source reads them.
         spans = config.path(config.traces.settings.get("path") or str(config.state_path / "spans"))
         agent = agent.model_copy(update={"settings": {**agent.settings, "spans_dir": str(spans)}})
+    from agent_health.replay.stored import StoredRunConnector, stored_runs_for
+
+    stored = stored_runs_for(agent.ref)
+    if stored is not None:  # re-judging: the stored results' runs, and the agent is never called
+        return AgentRuntime(agent, StoredRunConnector(agent, stored), trace_view_factory(config), settings_hash)
     connector = connector_class(agent.connector)(agent)
     mode = replay_mode(config, replay)
     if mode != "off":
