@@ -19,6 +19,7 @@ from tests.evalkit import write_config, write_evals
 from ..conftest import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore")
+PASS_RATE_FIELDS = (("", "estimate"), ("_low", "low"), ("_high", "high"))
 warnings.filterwarnings("ignore", module="dagster")
 
 
@@ -47,15 +48,12 @@ def test_comparison_asset_metadata_agrees_with_compare_json(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     cli = json.loads(p.stdout)
     stats = cli["stats"]
-    expected = {
-        "stats/baseline_pass_rate": stats["baseline_pass_rate"]["estimate"],
-        "stats/baseline_pass_rate_low": stats["baseline_pass_rate"]["low"],
-        "stats/baseline_pass_rate_high": stats["baseline_pass_rate"]["high"],
-        "stats/baseline_graded": stats["baseline_pass_rate"]["graded"],
-        "stats/candidate_pass_rate": stats["candidate_pass_rate"]["estimate"],
-        "stats/candidate_pass_rate_low": stats["candidate_pass_rate"]["low"],
-        "stats/candidate_pass_rate_high": stats["candidate_pass_rate"]["high"],
-        "stats/candidate_graded": stats["candidate_pass_rate"]["graded"],
+    expected = {}
+    for side in ("baseline", "candidate"):
+        rate = stats[f"{side}_pass_rate"]
+        expected |= {f"stats/{side}_pass_rate{end}": rate[field] for end, field in PASS_RATE_FIELDS}
+        expected[f"stats/{side}_graded"] = rate["graded"]
+    expected |= {
         "stats/mcnemar_p": stats["mcnemar"]["p_value"],
         "stats/mcnemar_pairs": stats["mcnemar"]["pairs"],
         "stats/mcnemar_regressed": stats["mcnemar"]["regressed"],
