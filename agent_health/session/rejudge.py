@@ -40,10 +40,6 @@ class RejudgeOutcome:
     run: RunOutcome | None
     skipped: tuple[str, ...] = ()
 
-    @property
-    def rejudged(self) -> int:
-        return self.run.stored if self.run is not None else 0
-
 
 def load_tests_for(results: Iterable[TestResult], config: Config) -> tuple[list[LoadedTest], list[str]]:
     """The tests of the eval files `results` came from, under the configured eval root; and one
@@ -103,10 +99,11 @@ async def rejudge_results(
     """Re-judge stored `results` (at most one per agent version and test) with the current bodies
     of `tests`, replaying each result's agent run(s). `settings` give the judge model, cache,
     concurrency, timeout and filters (default: `build_settings(config)`; the replay mode is not
-    used). `source` names what is re-judged (a run id, an agent
-    version, a store) for the new run's manifest. Results go to `store`, else to the configured
-    one. Only results of tests that `settings.labels` / `settings.grep` select are re-judged;
-    results whose test is gone, or that errored before any agent run, are skipped and said."""
+    used). `source` names what is re-judged (a run id, an agent version, a store) for the new
+    run's manifest. Results go to `store`, else to the configured one, and become the latest of
+    their tests. Only results of tests that `settings.labels` / `settings.grep` select are
+    re-judged; results whose test is gone, or that errored before any agent run, are skipped and
+    said."""
     base = settings or build_settings(config)
     by_id = {t.id: t for t in tests}
     selected = {t.id for t in select_tests(tests, base.labels, base.grep)} if base.labels or base.grep else None
@@ -163,15 +160,25 @@ def rejudge(
     store: ResultStore | None = None,
     reporters: Sequence[Reporter] = (),
     transport: Literal["cli", "dagster", "api"] = "api",
+    on_error: Callable[[str], None] | None = None,
 ) -> RejudgeOutcome:
     """Blocking `rejudge_results`; the tests are loaded from the results' eval files when not given
-    (a file that is gone or fails to load makes its results skipped, said in the outcome)."""
+    (a file that is gone or fails to load makes its results skipped, said in the outcome). A store
+    or reporter that fails is told to `on_error` and kept in the outcome's `run.output_errors`."""
     results = list(results)
     problems: list[str] = []
     if tests is None:
         tests, problems = load_tests_for(results, config)
     coro = rejudge_results(
-        results, tests, config, settings, source=source, store=store, reporters=reporters, transport=transport
+        results,
+        tests,
+        config,
+        settings,
+        source=source,
+        store=store,
+        reporters=reporters,
+        transport=transport,
+        on_error=on_error,
     )
     outcome = asyncio.run(coro)
     return dataclasses.replace(outcome, skipped=(*problems, *outcome.skipped))

@@ -83,6 +83,7 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
                 store=project.store,
                 reporters=[CallbackReporter(out.append)],
                 transport="dagster",
+                on_error=context.log.error,
             )
         except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
             raise Failure(f"{suite.suite}: {exc}") from exc
@@ -91,6 +92,8 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
         if missing:
             context.log.warning(f"{suite.suite}: {missing} selected partition(s) have no stored result to re-judge")
         run = outcome.run
+        if run is not None and run.output_errors:  # the store said no: these partitions did not change
+            raise Failure(f"{suite.suite}: the re-judged results could not be stored: " + "; ".join(run.output_errors))
         context.log.info(
             f"{suite.suite}: {len(out)} result(s) re-judged"
             + (f" and stored in {run.store} (run {run.run.id})" if run and run.store else "")
