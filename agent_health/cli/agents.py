@@ -81,4 +81,4 @@ def agents(ctx: click.Context, as_json: bool, check: bool) -> None:
             + (f"   (config: {config.source})" if config.source else "   (embedded defaults)")
         )
     if check and any(r["status"] != "ok" for r in rows):
-        ctx.exit(1)
+        ctx.exit(2)  # a configuration problem, as `run` reports it

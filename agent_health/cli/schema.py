@@ -53,7 +53,7 @@ def schema_text(name: str) -> str:
 @click.option("--update", is_flag=True, help="Regenerate the published schemas in the package (maintainers).")
 def schema_command(name: str, output: Path | None, update: bool) -> None:
     """Print the JSON Schema of a JSON report (default), a stored result, a run manifest or a comparison."""
-    from agent_health.stores.atomic import write_atomic
+    from agent_health.files import write_atomic
 
     if update:
         for each in NAMES:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from agent_health.backends import OpenSearchIndex, S3Bucket, doc_id, is_shared
 from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import Connector
 from agent_health.errors import AgentError
+from agent_health.files import open_atomic
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
 from agent_health.model.settings import StoreSettings, check_replay_mode
@@ -98,10 +98,8 @@ class RecordingStore:
             return str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = _document(agent_key, version, key, result, request)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rec-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with open_atomic(path, fsync=False) as fh:  # readers never see half a recording
             json.dump(doc, fh, ensure_ascii=False, indent=1)
-        os.replace(tmp, path)  # readers never see half a recording
         return str(path)
 
 

@@ -30,8 +30,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from agent_health.analysis.rollup import SuiteRollup, rollup
 from agent_health.errors import UsageError
+from agent_health.files import open_atomic
 from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
-from agent_health.reporters.base import Reporter
+from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores.summary import ResultSummary
 
 if TYPE_CHECKING:
@@ -128,25 +129,13 @@ def _when(ts: float | None) -> str:
 
 @contextlib.contextmanager
 def _atomic_text(path: Path) -> Iterator[IO[str]]:
-    """Stream text into `path`: written beside it and moved into place when complete, so a failed
-    render never replaces a good page with half of one. A path that cannot be written is one
-    clear error naming it."""
+    """Stream the page into `path` atomically (see `open_atomic`); a path that cannot be written
+    is one clear error naming it."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with open_atomic(path, fsync=False) as fh:
+            yield fh
     except OSError as exc:
         raise UsageError(f"cannot write HTML report {path}: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yield fh
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be opened and shared
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise UsageError(f"cannot write HTML report {path}: {exc.strerror or exc}") from exc
-        raise
 
 
 class ReportBuilder:
@@ -288,10 +277,14 @@ def write_run_report(path: str | os.PathLike[str], report: RunReport, source: st
 
 class HtmlReporter(Reporter):
     """`--reporter html[=FILE]`: the run's page, written when the run finishes (to stdout without
-    FILE, like the other machine-readable reporters)."""
+    FILE, like the other machine-readable reporters). Each result's details are spooled to a
+    temporary file as it arrives, so it keeps no results in memory."""
+
+    keeps_results = False
 
     def __init__(self, path: str | None = None):
         self.path = path
+        self.name = f"html={path}" if path else "html"
         self.builder = ReportBuilder()
 
     def result(self, result: TestResult) -> None:
@@ -301,10 +294,16 @@ class HtmlReporter(Reporter):
         if not len(self.builder):  # a transport that hands the results over only at the end
             self.builder.extend(report.results)
         page = report_page(report)
-        if self.path:
-            self.builder.write(self.path, **page)
-        else:
+        if not self.path:
             self.builder.render(sys.stdout, **page)
+            return
+        try:
+            self.builder.write(self.path, **page)
+        except UsageError as exc:  # names the file and the cause
+            raise ReportError(f"--reporter {self.name}: {exc}") from None
+
+    def abort(self) -> None:
+        self.builder.close()
 
 
 # -- the comparison page -------------------------------------------------------------------------

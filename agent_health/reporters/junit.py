@@ -8,32 +8,15 @@ hold (ANSI colour codes removed, other forbidden characters written as visible e
 
 from __future__ import annotations
 
-import re
-import sys
+import tempfile
 import xml.etree.ElementTree as ET
-from itertools import groupby
-from pathlib import Path
+from collections.abc import Callable
 
-from agent_health.model import RunReport, RunSummary, TestResult
+from agent_health.model import RunReport, TestResult
+from agent_health.model.report import SummaryTally
 from agent_health.reporters.base import Reporter
-from agent_health.stores.atomic import write_atomic
-
-# ANSI escape sequences (CSI such as colours, OSC such as hyperlinks, and two-character ones).
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-# Characters XML 1.0 forbids (its Char production), lone surrogates included.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def xml_safe(text: str) -> str:
-    """`text` with ANSI codes removed and every character XML 1.0 forbids written as `\\xNN`/`\\uNNNN`."""
-    if not text:
-        return text
-    return _NOT_XML.sub(_escape, _ANSI.sub("", text))
+from agent_health.reporters.output import ReportOutput
+from agent_health.reporters.text import xml_safe
 
 
 def _details(r: TestResult) -> str:
@@ -70,41 +53,59 @@ def _properties(parent: ET.Element, values: list[tuple[str, object]]) -> None:
 
 
 def _sanitize(tree: ET.Element) -> None:
+    """Every attribute and text of `tree` made XML 1.0-safe (see reporters/text.py)."""
     for el in tree.iter():
         el.attrib = {k: xml_safe(v) for k, v in el.attrib.items()}
         if el.text:
             el.text = xml_safe(el.text)
 
 
-def to_junit(report: RunReport) -> ET.Element:
-    root = ET.Element(
-        "testsuites",
-        name="agent-health",
-        tests=str(len(report.results)),
-        failures=str(sum(r.status == "failed" for r in report.results)),
-        errors=str(sum(r.status == "errored" for r in report.results)),
-        time=f"{max(0.0, report.finished_at - report.started_at):.3f}",
-    )
-    key = lambda r: (r.agent, r.source_file)  # noqa: E731
-    for (agent, file), group in groupby(sorted(report.results, key=key), key=key):
-        results = list(group)
-        summary = RunSummary.of(agent, results)
-        suite = ET.SubElement(
-            root,
+def testcase(r: TestResult) -> ET.Element:
+    """One result as a `<testcase>` (its failure or error, its figures in `system-out`)."""
+    case = ET.Element("testcase", name=r.name, classname=r.suite, time=f"{r.duration_ms / 1000:.3f}")
+    if r.status == "failed":
+        ET.SubElement(case, "failure", message=r.error or "failed", type="AssertionError").text = _details(r)
+    elif r.status == "errored":
+        ET.SubElement(case, "error", message=r.error or "errored", type="InfrastructureError").text = _details(r)
+    ET.SubElement(case, "system-out").text = _figures(r)
+    _sanitize(case)
+    return case
+
+
+class _Suite:
+    """One testsuite (an eval file against one agent version): its tally, and its testcases
+    spooled to a temporary file so nothing is kept per result."""
+
+    def __init__(self, agent: str, file: str, suite: str):
+        self.agent, self.file, self.suite = agent, file, suite
+        self.tally = SummaryTally(agent)
+        self.seconds = 0.0
+        self.spool = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed in write_to()
+
+    def add(self, r: TestResult) -> None:
+        self.tally.add(r)
+        self.seconds += r.duration_ms / 1000
+        case = testcase(r)
+        ET.indent(case, space="  ", level=2)
+        self.spool.write("    " + ET.tostring(case, encoding="unicode").rstrip() + "\n")
+
+    def write_to(self, out: Callable[[str], None]) -> None:
+        summary = self.tally.summary(0.0)
+        suite = ET.Element(
             "testsuite",
-            name=f"{file} [{agent}]",
-            tests=str(len(results)),
+            name=f"{self.file} [{self.agent}]",
+            tests=str(summary.total),
             failures=str(summary.failed),
             errors=str(summary.errored),
             skipped="0",
-            time=f"{sum(r.duration_ms for r in results) / 1000:.3f}",
-            file=file,
+            time=f"{self.seconds:.3f}",
+            file=self.file,
         )
         _properties(
             suite,
             [
-                ("agent", agent),
-                ("suite", results[0].suite),
+                ("agent", self.agent),
+                ("suite", self.suite),
                 ("pass_rate", summary.pass_rate),
                 ("mean_score", summary.mean_score),
                 ("total_tokens", summary.total_tokens),
@@ -112,37 +113,84 @@ def to_junit(report: RunReport) -> ET.Element:
                 ("cost_usd", summary.cost_usd),
             ],
         )
-        for r in results:
-            case = ET.SubElement(suite, "testcase", name=r.name, classname=r.suite, time=f"{r.duration_ms / 1000:.3f}")
-            if r.status == "failed":
-                ET.SubElement(case, "failure", message=r.error or "failed", type="AssertionError").text = _details(r)
-            elif r.status == "errored":
-                ET.SubElement(case, "error", message=r.error or "errored", type="InfrastructureError").text = _details(
-                    r
-                )
-            ET.SubElement(case, "system-out").text = _figures(r)
-    for err in report.load_errors:
-        suite = ET.SubElement(root, "testsuite", name="load errors", tests="1", failures="0", errors="1")
-        case = ET.SubElement(suite, "testcase", name=err.split(":", 1)[0], classname="load")
-        ET.SubElement(case, "error", message=err, type="EvalFileError")
-    _sanitize(root)
-    return root
-
-
-def junit_xml(report: RunReport) -> str:
-    """The whole JUnit document as text (well-formed XML 1.0 whatever the results hold)."""
-    tree = to_junit(report)
-    ET.indent(tree)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(tree, encoding="unicode") + "\n"
+        _sanitize(suite)
+        ET.indent(suite, space="  ", level=1)
+        opening = ET.tostring(suite, encoding="unicode").rstrip()
+        out("  " + opening.removesuffix("</testsuite>").rstrip() + "\n")  # the header, then the cases
+        self.spool.seek(0)
+        for line in self.spool:
+            out(line)
+        out("  </testsuite>\n")
+        self.spool.close()
 
 
 class JunitReporter(Reporter):
+    """`--reporter junit[=FILE]`: a testsuite per eval file and agent version, a testcase per test.
+    Streams: each testcase is rendered when its result arrives and spooled to a temporary file, so
+    memory stays flat in the number of tests; the document is assembled at the end."""
+
+    keeps_results = False
+
     def __init__(self, path: str | None = None):
         self.path = path
+        self.name = f"junit={path}" if path else "junit"
+        self._suites: dict[tuple[str, str], _Suite] = {}
+
+    def result(self, result: TestResult) -> None:
+        key = (result.agent, result.source_file)
+        if key not in self._suites:
+            self._suites[key] = _Suite(result.agent, result.source_file, result.suite)
+        self._suites[key].add(result)
 
     def finish(self, report: RunReport) -> None:
-        text = junit_xml(report)
-        if self.path:
-            write_atomic(Path(self.path), text)
-        else:
-            sys.stdout.write(text)
+        out = ReportOutput(self.name, self.path, atomic=True)
+        out.open()
+        try:
+            self.write_document(report, out.write)
+        except BaseException:
+            out.discard()
+            raise
+        out.close()
+
+    def write_document(self, report: RunReport, out: Callable[[str], None]) -> None:
+        suites = [self._suites[k] for k in sorted(self._suites)]
+        totals = SummaryTally("all")
+        for s in suites:
+            totals.counts = {k: totals.counts[k] + s.tally.counts[k] for k in totals.counts}
+        root = ET.Element(
+            "testsuites",
+            name="agent-health",
+            tests=str(totals.total + len(report.load_errors)),
+            failures=str(totals.counts["failed"]),
+            errors=str(totals.counts["errored"] + len(report.load_errors)),
+            time=f"{max(0.0, report.finished_at - report.started_at):.3f}",
+        )
+        opening = ET.tostring(root, encoding="unicode").removesuffix(" />").removesuffix("/>")
+        out(f'<?xml version="1.0" encoding="UTF-8"?>\n{opening}>\n')
+        for s in suites:
+            s.write_to(out)
+        for err in report.load_errors:
+            suite = ET.Element("testsuite", name="load errors", tests="1", failures="0", errors="1")
+            case = ET.SubElement(suite, "testcase", name=err.split(":", 1)[0], classname="load")
+            ET.SubElement(case, "error", message=err, type="EvalFileError")
+            _sanitize(suite)
+            ET.indent(suite, space="  ", level=1)
+            out("  " + ET.tostring(suite, encoding="unicode").rstrip() + "\n")
+        out("</testsuites>\n")
+        self._suites.clear()
+
+    def abort(self) -> None:
+        for s in self._suites.values():
+            s.spool.close()
+        self._suites.clear()
+
+
+def junit_xml(report: RunReport) -> str:
+    """The whole JUnit document of a report's results as text (well-formed XML 1.0 whatever the
+    results hold)."""
+    reporter = JunitReporter()
+    for r in report.results:
+        reporter.result(r)
+    parts: list[str] = []
+    reporter.write_document(report, parts.append)
+    return "".join(parts)

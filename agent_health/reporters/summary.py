@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from agent_health.model import RunReport, TestResult
 from agent_health.reporters.base import Reporter
+from agent_health.reporters.text import terminal_safe
 
 _MARK = {"passed": "✓", "failed": "✗", "errored": "!"}
 _STYLE = {"passed": "green", "failed": "red", "errored": "yellow"}
@@ -68,10 +69,10 @@ class SummaryReporter(Reporter):
         counts[r.status] += 1
         several = len(self._counts) > 1
         line = (
-            f"[{_STYLE[r.status]}]{_MARK[r.status]} {r.status:<7}[/] {r.test_id}"
-            + (f"  [dim]{r.agent}[/dim]" if several else "")
+            f"[{_STYLE[r.status]}]{_MARK[r.status]} {r.status:<7}[/] {terminal_safe(r.test_id)}"
+            + (f"  [dim]{terminal_safe(r.agent)}[/dim]" if several else "")
             + (f"  score={r.score:.2f}" if r.score is not None else "")
-            + (f"  [dim]{r.error}[/dim]" if r.error and r.status != "passed" else "")
+            + (f"  [dim]{terminal_safe(r.error)}[/dim]" if r.error and r.status != "passed" else "")
         )
         if self._progress is not None and r.agent in self._tasks:
             self._progress.update(self._tasks[r.agent], advance=1, counts=self._count_text(r.agent))
@@ -81,8 +82,8 @@ class SummaryReporter(Reporter):
             for s in r.signals:
                 mark = "·" if s.skipped else "✓" if s.passed else "✗" if s.passed is False else "!"
                 self.console.print(
-                    f"    {mark} [{s.kind}/{s.role}] {s.name}"
-                    + (f" — {s.reasoning}" if s.reasoning and not s.passed else "")
+                    f"    {mark} \\[{s.kind}/{s.role}] {terminal_safe(s.name)}"
+                    + (f" — {terminal_safe(s.reasoning)}" if s.reasoning and not s.passed else "")
                 )
 
     def _stop_progress(self) -> None:
@@ -95,9 +96,9 @@ class SummaryReporter(Reporter):
 
         self._stop_progress()
         for err in report.load_errors:
-            self.console.print(f"[red]load error[/red] {err}")
+            self.console.print(f"[red]load error[/red] {terminal_safe(err)}")
         for err in report.hook_errors:
-            self.console.print(f"[yellow]hook error[/yellow] {err}")
+            self.console.print(f"[yellow]hook error[/yellow] {terminal_safe(err)}")
         table = Table(title="agent-health results", title_justify="left")
         columns = ["agent", "tests", "passed", "failed", "errored", "pass rate", "score", "tokens", "cost", "duration"]
         if report.not_run:

@@ -15,8 +15,8 @@ from urllib.parse import quote, unquote
 from pydantic import ValidationError
 
 from agent_health.config import Config
+from agent_health.files import write_atomic
 from agent_health.model import EvalRun, StoreSettings, TestResult
-from agent_health.stores.atomic import write_atomic
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.summary import ResultSummary
 

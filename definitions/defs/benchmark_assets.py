@@ -20,9 +20,9 @@ from pydantic import Field
 from agent_health.analysis.compare import compare
 from agent_health.analysis.rollup import leaderboard as build_leaderboard
 from agent_health.analysis.rollup import rollup as build_rollup
+from agent_health.files import write_atomic
 from agent_health.pipeline import percent, sig
 from agent_health.pipeline.tables import comparison_table, leaderboard_table
-from agent_health.stores.atomic import write_atomic
 from definitions.defs.partitions import AGENT_VERSIONS, agent_versions
 from definitions.defs.resources import AgentHealthResource
 from definitions.defs.suite_assets import OWNERS, SuiteAssets, clean, current_results, previous_version

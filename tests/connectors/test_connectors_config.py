@@ -68,7 +68,7 @@ def test_agents_check_names_the_broken_setting(tmp_path, server, monkeypatch):
     monkeypatch.delenv("CFG_TOKEN", raising=False)
     cfg = load_config(write_config(tmp_path, server))
     out = CliRunner().invoke(agents, ["--check"], obj={"config": cfg})
-    assert out.exit_code == 1
+    assert out.exit_code == 2  # a configuration error, as `run` exits on it
     assert "error: setting agents.rest.settings.auth.token: environment variable CFG_TOKEN is not set" in out.output
 
 

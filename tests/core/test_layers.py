@@ -91,6 +91,7 @@ def test_bottom_layers_import_only_what_is_below_them(bottom, allowed):
 LAYERS = [
     "errors",
     "offloop",
+    "files",
     "model",
     "pricing",
     "config",

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import skip_or_fail
+
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_dagster_definitions_validate_passes_from_the_root(project_dir):
     exe = shutil.which("dagster", path=str(Path(sys.executable).parent))
     if exe is None:
-        pytest.skip("the dagster CLI is not installed next to the Python interpreter")
+        skip_or_fail("the dagster CLI is not installed next to the Python interpreter")
     env = {**os.environ, "AGENT_HEALTH_CONFIG": str(project_dir / "agent_health_config.py"), "PYTHONPATH": str(ROOT)}
     env.pop("DAGSTER_HOME", None)
     proc = subprocess.run(
@@ -35,10 +37,10 @@ def test_dagster_definitions_validate_passes_from_the_root(project_dir):
 
 
 def test_dg_check_defs_loads_the_code_location(project_dir):
-    """`dg` (dagster-dg-cli, installed on its own: it pins an exact dagster) with [tool.dg]."""
-    exe = os.environ.get("AGENT_HEALTH_DG") or shutil.which("dg")
+    """`dg` (dagster-dg-cli, in the dev extra, released in step with dagster) with [tool.dg]."""
+    exe = os.environ.get("AGENT_HEALTH_DG") or shutil.which("dg", path=str(Path(sys.executable).parent))
     if exe is None:
-        pytest.skip("dg is not installed (pipx/uv tool install dagster-dg-cli; or set $AGENT_HEALTH_DG)")
+        skip_or_fail("dg is not installed next to the Python interpreter (pip install dagster-dg-cli)")
     venv = Path(sys.executable).parent.parent
     env = {
         **os.environ,

@@ -297,12 +297,19 @@ def test_streaming_reporters_keep_no_results_in_memory(write_eval, tmp_path):
         src += [f"@test('t{i}')", f"def t{i}():", "    expect(1).to_equal(1)"]
     write_eval("many.eval.py", "\n".join(src) + "\n")
     counter = CountsLiveResults()
-    from agent_health.reporters.json_report import JsonLinesReporter
+    from agent_health.reporters.json_report import JsonLinesReporter, JsonReporter
+    from agent_health.reporters.junit import JunitReporter
     from agent_health.reporters.summary import SummaryReporter
 
     settings = RunSettings(agents=("demo@v2",), concurrency=16)
     with open(os.devnull, "w") as devnull:
-        reporters = [SummaryReporter(devnull), JsonLinesReporter(str(tmp_path / "r.jsonl")), counter]
+        reporters = [
+            SummaryReporter(devnull),
+            JsonLinesReporter(str(tmp_path / "r.jsonl")),
+            JsonReporter(str(tmp_path / "r.json")),
+            JunitReporter(str(tmp_path / "r.xml")),
+            counter,
+        ]
         outcome = asyncio.run(
             run_evaluation(
                 load_tests([tmp_path / "evals"]).tests, define_config(root=str(tmp_path)), settings, reporters=reporters
@@ -310,6 +317,7 @@ def test_streaming_reporters_keep_no_results_in_memory(write_eval, tmp_path):
         )
     assert outcome.run.summaries[0].passed == 300 and outcome.stored == 300
     assert counter.alive_at_finish < 5, f"{counter.alive_at_finish} TestResult objects alive at the end"
+    assert (tmp_path / "r.xml").read_text().count("<testcase ") == 300  # the streamed JUnit has every test
 
 
 def test_interrupting_a_run_keeps_its_results_finishes_its_reports_and_says_so(write_eval, tmp_path):

@@ -209,6 +209,6 @@ def test_the_cli_refuses_a_bad_endpoint_before_any_test_runs(tmp_path):
     assert not (tmp_path / ".agent_health" / "results").exists()  # nothing ran
 
     p = run_cli("agents", "--check", "--json", cwd=tmp_path)
-    assert p.returncode != 0
+    assert p.returncode == 2
     (row,) = [r for r in json.loads(p.stdout) if r["ref"] == "rca@v1"]
     assert "agents.rca.settings.endpoint" in row["status"] and "scheme ftp:// is not supported" in row["status"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,27 @@ def test_reports_and_results_follow_the_umask(tmp_path, evals, umask):
     assert {name: oct(m) for name, m in {**reports, **results}.items()} == {
         name: oct(expected) for name in {**reports, **results}
     }
+
+
+def test_a_device_is_written_in_place_and_never_replaced(tmp_path):
+    from agent_health.files import write_atomic
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    write_atomic(fifo, "through the pipe")  # a report path can be a FIFO or /dev/stdout
+    reader.join(timeout=10)
+    assert got == [b"through the pipe"] and stat.S_ISFIFO(fifo.stat().st_mode)  # still the FIFO
+    write_atomic(Path("/dev/null"), "x")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_symbolic_link_is_followed_and_stays_a_link(tmp_path):
+    from agent_health.files import write_atomic
+
+    (tmp_path / "real.html").write_text("old")
+    (tmp_path / "latest.html").symlink_to("real.html")
+    write_atomic(tmp_path / "latest.html", "new")
+    assert (tmp_path / "latest.html").is_symlink() and (tmp_path / "real.html").read_text() == "new"

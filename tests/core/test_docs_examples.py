@@ -1,0 +1,191 @@
+"""Every example in README.md and docs/ is exercised by a test. The examples no other test file
+runs are run here; `test_every_block_is_exercised` fails when a new block appears that no test
+claims (add it to EXERCISED with the test that runs it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent_health import define_config, load_tests, run_tests
+from agent_health.model import RunReport, RunSettings
+from tests.conftest import ROOT, run_cli
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+
+# (file, first line of the block) -> the test that runs it. Blocks without a language are output
+# or synopsis text (a usage line, a layout tree, a message a user sees), named as such.
+EXERCISED = {
+    ("README.md", "bash scripts/main.sh"): "tests/dagster/test_dagster_headless.py (the job main.sh runs) + below",
+    ("README.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"): "tests/dagster/test_dagster_live.py (dagster dev)",
+    ("README.md", "# evals/payments.eval.py"): "test_the_readme_eval_file_runs_with_the_readme_command",
+    ("README.md", "agent-health run evals/ --agent demo@v1"): "test_the_readme_eval_file_runs_with_the_readme_command",
+    ("README.md", "agent-health [--config FILE] run"): "synopsis (tests/core/test_cli.py runs every option)",
+    (
+        "README.md",
+        "agent-health run evals --agent demo@v1",
+    ): "tests/reports/test_docs.py::test_the_readme_reports_section_runs",
+    ("README.md", "from agent_health import define_config"): "tests/deploy/test_docs_config.py",
+    ("README.md", "agent_health/          the library"): "layout tree (tests/core/test_layers.py checks its order)",
+    ("deploy.md", "# agent_health_config.py: results, judge cache"): "tests/deploy/test_docs_config.py",
+    ("deploy.md", "# agent_health_config.py: the same on OpenSearch"): "tests/deploy/test_docs_config.py",
+    ("deploy.md", "storage:"): "tests/deploy/test_docs_config.py (the tested PostgreSQL template)",
+    ("deploy.md", "run_launcher:"): "tests/deploy/test_docs_config.py (real launcher config keys)",
+    ("deploy.md", "execution:"): "tests/deploy/test_docs_config.py",
+    ("eval-files.md", "mixed.yaml:2: case #1"): "tests/faults/test_faults_eval_input.py (the real messages)",
+    ("eval-files.md", "["): "test_the_eval_file_formats_load_and_run",
+    ("eval-files.md", "defaults:            # merged into every test"): "test_the_eval_file_formats_load_and_run",
+    ("reports.md", "agent-health run evals --agent demo@v1"): "tests/reports/test_docs.py",
+    ("reports.md", "agent-health run evals --agent demo@v2"): "tests/reports/test_docs.py",
+    ("reports.md", "agent-health schema report"): "tests/reports/test_docs.py",
+    ("reports.md", ">>> from agent_health import results_frame"): "tests/reports/test_docs.py (doctest)",
+    ("running.md", "import asyncio"): "tests/engine/test_settings.py::test_the_python_example_in_docs_running_runs",
+    ("running.md", "timeout: test 'rca::slow-lookup' blocked"): "a message (tests/engine/test_watchdog.py)",
+    ("traces.md", '@test("payment RCA stays cheap"'): "test_the_traces_body_example_runs_on_the_demo_agent",
+    ("traces.md", "# agent_health_config.py"): "tests/deploy/test_docs_config.py",
+    ("traces.md", '{"trace_id": "'): "test_the_documented_span_line_is_read_by_the_local_source",
+    ("traces.md", "traces = {"): "test_the_opensearch_traces_settings_build_a_source",
+    ("traces.md", "async def my_synthesizer(data)"): "test_the_synthesizer_example_adds_its_insights",
+}
+
+
+def blocks() -> list[tuple[str, str, str]]:
+    """(file name, language, code) of every fenced block in README.md and docs/*.md."""
+    return [(p.name, m.group(1), m.group(2)) for p in DOCS for m in FENCE.finditer(p.read_text())]
+
+
+def block(file: str, head: str) -> str:
+    found = [code for name, _, code in blocks() if name == file and code.lstrip().startswith(head)]
+    assert found, f"no block starting {head!r} in {file}"
+    return found[0]
+
+
+def test_every_block_is_exercised():
+    unclaimed = []
+    for name, _, code in blocks():
+        if not any(name == f and code.lstrip().startswith(head) for f, head in EXERCISED):
+            unclaimed.append(f"{name}: {code.strip().splitlines()[0][:80]}")
+    assert unclaimed == [], "blocks no test claims (add them to EXERCISED with their test):\n" + "\n".join(unclaimed)
+
+
+def test_every_claim_still_has_its_block():
+    heads = [(f, h) for f, h in EXERCISED if not any(n == f and c.lstrip().startswith(h) for n, _, c in blocks())]
+    assert heads == []
+
+
+def test_the_readme_eval_file_runs_with_the_readme_command(tmp_path):
+    code = block("README.md", "# evals/payments.eval.py")
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "payments.eval.py").write_text(code)
+    command = block("README.md", "agent-health run evals/").split()
+    assert command[0] == "agent-health"
+    proc = run_cli(*command[1:], "--reporter", "json=report.json", "--no-store", cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = RunReport.model_validate_json((tmp_path / "report.json").read_bytes())
+    assert sorted(r.agent for r in report.results) == ["demo@v1", "demo@v2"]
+    assert all(r.status != "errored" for r in report.results), [r.error for r in report.results]
+    v2 = next(r for r in report.results if r.agent == "demo@v2")
+    assert v2.status == "passed" and v2.labels == ("category:RCA", "difficulty:Hard")
+
+
+def test_the_eval_file_formats_load_and_run(tmp_path):
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    (evals / "exported.json").write_text(block("eval-files.md", "["))
+    (evals / "native.yaml").write_text(block("eval-files.md", "defaults:"))
+    loaded = load_tests([evals])
+    assert loaded.errors == []
+    cases = {t.case.suite: t.case for t in loaded.tests}
+    exported, native = cases["exported"], cases["native"]
+    assert exported.name == "Payments: database connection refused"
+    assert {"payments", "p1", "category:RCA", "difficulty:Medium"} <= set(exported.labels)
+    assert exported.expected_trajectory[0].required_tools == ("search_logs",)
+    assert native.labels == ("smoke",) and native.timeout_s == 60 and native.epochs == 3
+    results = run_tests(loaded.tests, define_config(root=str(tmp_path)), "demo@v2", RunSettings(store=None))
+    assert sorted(r.status for r in results) != [] and all(r.status != "errored" for r in results)
+    assert next(r for r in results if r.suite == "native").epochs == 3
+
+
+def test_the_traces_body_example_runs_on_the_demo_agent(tmp_path):
+    (tmp_path / "evals").mkdir()
+    body = "from agent_health import test, expect\n\n" + block("traces.md", '@test("payment RCA stays cheap"')
+    (tmp_path / "evals" / "cheap.eval.py").write_text(body)
+    loaded = load_tests([tmp_path / "evals"])
+    [result] = run_tests(loaded.tests, define_config(root=str(tmp_path)), "demo@v2", RunSettings(store=None))
+    assert result.status == "passed", result.error
+    assert {s.name for s in result.signals} >= {"to_be_less_than(20000)", "to_be_less_than(2000)"}
+
+
+def test_the_documented_span_line_is_read_by_the_local_source(tmp_path):
+    from agent_health.traces.local import LocalTraceSource
+    from agent_health.traces.source import RunRef
+    from agent_health.traces.spans import span_metrics
+
+    text = block("traces.md", '{"trace_id": "')
+    trace_id, span_id = "a" * 32, "b" * 16
+    line = (
+        text.replace("…32 hex…", trace_id)
+        .replace("…16 hex…", span_id)
+        .replace('"parent_span_id": "…", ', "")
+        .replace('"agent_health.run.id": "…"', '"agent_health.run.id": "run-doc"')
+    )
+    (tmp_path / "spans").mkdir()
+    (tmp_path / "spans" / "mine.jsonl").write_text(json.dumps(json.loads(line)) + "\n")
+    found = LocalTraceSource(tmp_path / "spans").fetch(RunRef(run_id="run-doc", trace_id=trace_id))
+    metrics = span_metrics(found.spans)
+    assert (metrics["input_tokens"], metrics["output_tokens"], metrics["llm_calls"]) == (1200, 80, 1)
+
+
+def test_the_opensearch_traces_settings_build_a_source(tmp_path, monkeypatch):
+    from agent_health.traces import build_source
+
+    namespace: dict = {}
+    exec(block("traces.md", "traces = {"), namespace)
+    monkeypatch.setenv("OPENSEARCH_PASSWORD", "reader-secret")
+    settings = dict(namespace["traces"]["settings"])
+    settings["ca_certs"] = str(tmp_path / "ca.pem")  # the documented path does not exist here
+    (tmp_path / "ca.pem").write_text("")
+    config = define_config(root=str(tmp_path), traces={**namespace["traces"], "settings": settings})
+    source = build_source(config)
+    assert source is not None and "search-my-domain" in source.describe()
+
+
+def test_the_synthesizer_example_adds_its_insights(tmp_path):
+    namespace: dict = {}
+    exec("from agent_health import define_config\n" + block("traces.md", "async def my_synthesizer"), namespace)
+    config = namespace["config"].model_copy(update={"root": str(tmp_path)})
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "s.eval.py").write_text(
+        textwrap.dedent(
+            """
+            from agent_health import test, expect
+
+            @test("kafka", prompt="orders kafka consumer lag is growing")
+            def kafka(agent):
+                expect(agent.run()).to_have_called_tool("search_logs")
+            """
+        )
+    )
+    [result] = run_tests(load_tests([tmp_path / "evals"]).tests, config, "demo@v2", RunSettings(store=None))
+    rules = [i.rule for i in result.insights]
+    assert "synthesis" in rules and rules.count("synthesis.recommendation") == 2, rules
+
+
+@pytest.mark.parametrize("script", ["main.sh", "test.sh"])
+def test_the_readme_first_commands_are_the_scripts_that_exist(script):
+    assert f"bash scripts/{script}" in block("README.md", "bash scripts/main.sh")
+    text = (ROOT / "scripts" / script).read_text()
+    assert text.startswith("#!/usr/bin/env bash") and "_venv.sh" in text
+
+
+def test_ci_runs_the_readme_test_command():
+    assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_main_sh_runs_the_headless_job(tmp_path: Path):
+    assert "-m definitions.headless" in (ROOT / "scripts" / "main.sh").read_text()
