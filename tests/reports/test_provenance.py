@@ -226,3 +226,27 @@ def test_partition_metadata_shows_provenance(tmp_path, judge_server, agent_serve
         == "openai:judge-model (builtin:contextual), openai:judge-model (rca), python (short), demo:demo-heuristic"
     )
     assert "judgements" not in meta  # never re-judged
+
+
+def test_judge_credentials_reach_no_identity_and_no_stored_result(tmp_path, judge_server, agent_server, monkeypatch):
+    """The judge's endpoint is part of its identity without its user:password, and neither the
+    password nor the API key reach a stored result, even from a judge that echoes them."""
+    password, key = "judge-url-pass-7f3a", "sk-judge-key-value-91c2"
+    monkeypatch.setenv("PROV_AGENT_TOKEN", SECRET)
+    monkeypatch.setenv("PROV_JUDGE_KEY", key)
+    judge_server.default = lambda rec: (
+        reply(rec)
+        if "Metrics and scales" in rec.json["messages"][-1]["content"]
+        else chat(verdict_json(True, 0.9, f"I was called with {password} and {key}"))
+    )
+    host = judge_server.url.removeprefix("http://")
+    settings = {"base_url": f"http://judge:{password}@{host}/v1", "api_key_env": "PROV_JUDGE_KEY"}
+    config, tests = project(tmp_path, judge_server, agent_server, settings=settings)
+    result, _ = run(tmp_path, config, tests)
+    llm = identities(result)[0]
+    assert llm.endpoint == judge_server.url + "/v1"  # the endpoint still tells two servers apart
+    assert judge_server.posts()[-1].headers["authorization"]  # the judge was called with credentials
+    stored_text = "".join(p.read_text() for p in (tmp_path / "results").rglob("*.json*"))
+    assert "I was called with" in stored_text
+    assert password not in stored_text and key not in stored_text and SECRET not in stored_text
+    assert password not in json.dumps(partition_metadata(result)) and key not in json.dumps(partition_metadata(result))
