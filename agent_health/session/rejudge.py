@@ -98,13 +98,13 @@ async def rejudge_results(
 ) -> RejudgeOutcome:
     """Re-judge stored `results` (at most one per agent version and test) with the current bodies
     of `tests`, replaying each result's agent run(s). `settings` give the judge model, cache,
-    concurrency, timeout and filters (default: `build_settings(config)`; the replay mode is not
-    used). `source` names what is re-judged (a run id, an agent version, a store) for the new
-    run's manifest. Results go to `store`, else to the configured one, and become the latest of
-    their tests. Only results of tests that `settings.labels` / `settings.grep` select are
-    re-judged; results whose test is gone, or that errored before any agent run, are skipped and
-    said."""
-    base = settings or build_settings(config)
+    concurrency, timeout and filters (default: `build_settings(config)` with the judge cache off,
+    as the CLI: a cached verdict would only repeat the old one; the replay mode is not used).
+    `source` names what is re-judged (a run id, an agent version, a store) for the new run's
+    manifest. Results go to `store`, else to the configured one, and become the latest of their
+    tests. Only results of tests that `settings.labels` / `settings.grep` select are re-judged;
+    results whose test is gone, or that errored before any agent run, are skipped and said."""
+    base = settings or build_settings(config, {"no_cache": True})
     by_id = {t.id: t for t in tests}
     selected = {t.id for t in select_tests(tests, base.labels, base.grep)} if base.labels or base.grep else None
     previous: dict[Key, TestResult] = {}
