@@ -102,3 +102,28 @@ def test_the_rejudge_job_fails_clearly_without_stored_results(rejudge_project, i
         failure.error.message
     )
     assert project.agent.calls == 0
+
+
+def test_a_store_that_cannot_take_the_rejudge_run_fails_the_step(rejudge_project, instance):
+    project = rejudge_project
+    pipeline = build_pipeline(AgentHealthResource(config_path=str(project.root / "agent_health_config.py")))
+    register(instance, pipeline)
+    tags = range_tags(["sre@v1"], [PAYMENT, CHECKOUT])
+    evaluate = pipeline.defs.resolve_job_def(pipeline.suites[0].names.job)
+    assert evaluate.execute_in_process(instance=instance, tags=tags, run_config=QUIET).success
+    # the run history's folder became a file: no new run can be recorded in this store
+    runs = project.store_root / "_runs"
+    runs.rename(project.store_root / "_runs.moved")
+    runs.write_text("not a folder")
+
+    job = pipeline.defs.resolve_job_def("rejudge__rca")
+    run = job.execute_in_process(instance=instance, tags=tags, run_config=QUIET, raise_on_error=False)
+    assert not run.success
+    failure = run.failure_data_for_node("rca__rejudge")
+    assert failure is not None and "rca: the re-judged results could not be stored: result store" in (
+        failure.error.message
+    )
+    records = instance.fetch_materializations(AssetKey(["rca", "results"]), limit=100).records
+    assert [r for r in records if r.run_id == run.run_id] == []  # nothing claims the partitions changed
+    assert latest_outcomes(instance, AssetKey(["rca", "results"]), run.run_id) == {}
+    assert project.agent.calls == 2
