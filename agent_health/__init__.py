@@ -41,6 +41,9 @@ _LAZY: dict[str, str] = {
             "EvalRun",
             "ExpectedStep",
             "Insight",
+            "JudgeIdentity",
+            "Judgement",
+            "Provenance",
             "RunReport",
             "RunResult",
             "RunSettings",
@@ -71,7 +74,10 @@ _LAZY: dict[str, str] = {
         ],
         "agent_health.sdk",
     ),
-    **dict.fromkeys(["RunOutcome", "build_settings", "run_evaluation", "run_tests"], "agent_health.session"),
+    **dict.fromkeys(
+        ["RejudgeOutcome", "RunOutcome", "build_settings", "rejudge", "run_evaluation", "run_tests"],
+        "agent_health.session",
+    ),
     "TracesView": "agent_health.traces.view",
 }
 
@@ -96,6 +102,9 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         EvalRun,
         ExpectedStep,
         Insight,
+        JudgeIdentity,
+        Judgement,
+        Provenance,
         RunReport,
         RunResult,
         RunSettings,
@@ -121,7 +130,14 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         judge,
         test,
     )
-    from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
+    from agent_health.session import (
+        RejudgeOutcome,
+        RunOutcome,
+        build_settings,
+        rejudge,
+        run_evaluation,
+        run_tests,
+    )
     from agent_health.traces.view import TracesView
 
     agent: AgentProxy
@@ -155,9 +171,13 @@ __all__ = [
     "ExpectedStep",
     "InfrastructureError",
     "Insight",
+    "JudgeIdentity",
     "JudgeSettings",
+    "Judgement",
     "LoadResult",
     "LoadedTest",
+    "Provenance",
+    "RejudgeOutcome",
     "Rubric",
     "RunOutcome",
     "RunReport",
@@ -191,6 +211,7 @@ __all__ = [
     "load_config",
     "load_rubric",
     "load_tests",
+    "rejudge",
     "results_frame",
     "run_evaluation",
     "run_tests",

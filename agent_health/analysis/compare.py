@@ -178,6 +178,41 @@ class Comparison(BaseModel):
     def counts(self) -> dict[str, int]:
         return self.flip_counts
 
+    def stats_summary(self) -> dict[str, float | int | bool | list[str] | None]:
+        """The statistics as flat named values, exactly as `model_dump` holds them (what the Dagster
+        comparison asset shows, so the UI and `agent-health compare --json` agree): each side's
+        pass rate with its Wilson interval, the McNemar test, the bootstrap interval of the mean
+        score delta, and the noise-filtered regressions."""
+        s = self.stats
+        if s is None:
+            return {}
+        out: dict[str, float | int | bool | list[str] | None] = {}
+        for side, rate in (("baseline", s.baseline_pass_rate), ("candidate", s.candidate_pass_rate)):
+            out |= {
+                f"{side}_pass_rate": rate.estimate,
+                f"{side}_pass_rate_low": rate.low,
+                f"{side}_pass_rate_high": rate.high,
+                f"{side}_graded": rate.graded,
+            }
+        m, d = s.mcnemar, s.score_delta
+        return out | {
+            "confidence": s.baseline_pass_rate.confidence,
+            "alpha": s.alpha,
+            "mcnemar_p": m.p_value,
+            "mcnemar_pairs": m.pairs,
+            "mcnemar_regressed": m.regressed,
+            "mcnemar_fixed": m.fixed,
+            "significant": s.significant,
+            "significant_regression": self.significant_regression,
+            "score_delta": d.estimate,
+            "score_delta_low": d.low,
+            "score_delta_high": d.high,
+            "bootstrap_resamples": d.resamples,
+            "bootstrap_seed": d.seed,
+            "regressed_tests": self.regressed_tests,
+            "noise_tests": [t.test_id for t in self.noise],
+        }
+
     def to_markdown(self, limit: int = 50) -> str:
         lines = [
             f"### {self.baseline} -> {self.candidate}",

@@ -56,6 +56,7 @@ def _register() -> None:
     cli.add_lazy_command("agents", "agent_health.cli.agents:agents")
     cli.add_lazy_command("compare", "agent_health.cli.compare:compare_command")
     cli.add_lazy_command("report", "agent_health.cli.report:report_command")
+    cli.add_lazy_command("rejudge", "agent_health.cli.rejudge:rejudge_command")
     cli.add_lazy_command("schema", "agent_health.cli.schema:schema_command")
 
 

@@ -32,6 +32,7 @@ class Source:
     results: Callable[[], Iterator[TestResult]]
     run: EvalRun | None = None
     report: RunReport | None = None
+    store: ResultStore | None = None  # the store the results live in (None for a JSON report)
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -55,6 +56,7 @@ class Source:
             results=lambda: (r for r in inner() if r.agent == agent),
             run=self.run,
             report=self.report,
+            store=self.store,
         )
 
     def single_agent(self, role: str) -> Source:
@@ -94,14 +96,14 @@ def _from_report(path: Path) -> Source:
 def _from_store(store: ResultStore, label: str, agent: str | None = None) -> Source:
     keys = store.list(agent=agent)
     agents = list(dict.fromkeys(k.agent for k in keys))
-    return Source("agent" if agent else "store", label, agents, lambda: store.get_many(keys))
+    return Source("agent" if agent else "store", label, agents, lambda: store.get_many(keys), store=store)
 
 
 def _from_run(store: ResultStore, run: EvalRun) -> Source:
     agents = list(run.agents)
     if not agents:  # a manifest written before its agents were known: read them off the results
         agents = list(dict.fromkeys(r.agent for r in store.run_results(run.id)))
-    return Source("run", f"run {run.id}", agents, lambda: store.run_results(run.id), run=run)
+    return Source("run", f"run {run.id}", agents, lambda: store.run_results(run.id), run=run, store=store)
 
 
 def open_source(spec: str, config: Config, store: ResultStore | None = None, role: str = "source") -> Source:

@@ -64,11 +64,16 @@ class AgentRuntime:
     """An agent version ready to run: resolved once per engine run, shared by its tests."""
 
     def __init__(
-        self, agent: ResolvedAgent, connector: Connector | None = None, trace_views: TraceViewFactory | None = None
+        self,
+        agent: ResolvedAgent,
+        connector: Connector | None = None,
+        trace_views: TraceViewFactory | None = None,
+        settings_hash: str = "",
     ):
         self.agent = agent
         self.connector = connector or connector_class(agent.connector)(agent)
         self._trace_views = trace_views
+        self.settings_hash = settings_hash  # of the version's settings, secrets excluded (results' provenance)
 
     @property
     def ref(self) -> str:

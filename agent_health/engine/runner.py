@@ -28,7 +28,7 @@ from agent_health.errors import BodyStop, InfrastructureError
 from agent_health.judges.service import JudgeService
 from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
-from agent_health.model import Signal, TestResult, TrialResult, Usage
+from agent_health.model import Provenance, Signal, TestResult, TrialResult, Usage, harness_version
 from agent_health.offloop import call, is_async_callable, run_off_loop
 from agent_health.pricing import total_cost
 
@@ -341,6 +341,16 @@ class AgentEngine:
             "epochs": len(trials),
             "metrics": run_metrics(last.run, prices),
             "eval_run_id": self.options.eval_run_id,
+            "provenance": Provenance(
+                harness_version=harness_version(),
+                eval_file=test.case.source_file,
+                content_hash=test.case.content_hash,
+                agent_settings_hash=self.runtime.settings_hash if self.runtime else "",
+                judge_settings_hash=self.judges.settings_hash,
+                # a replayed run was made by whichever run recorded it
+                agent_eval_run_id=self.options.eval_run_id if runs and not runs[-1].replayed else None,
+                judged_at=time.time(),
+            ),
         }
         if len(trials) > 1:
             fields.update(scoring.combine_trials(trials), trials=tuple(trials))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from agent_health.model import Verdict
+from agent_health.model import JudgeIdentity, Verdict
 from agent_health.model.judge import JudgeRequest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,7 +30,11 @@ class JudgeProvider(abc.ABC):
 
     @abc.abstractmethod
     async def evaluate(self, request: JudgeRequest) -> Verdict:
-        """Judge one claim."""
+        """Judge one claim (its verdict's `identity` says who judged, when the provider knows)."""
+
+    def describe(self, request: JudgeRequest) -> JudgeIdentity | None:
+        """Who would judge `request`, before any answer (an errored verdict still names its judge)."""
+        return None
 
     async def aclose(self) -> None:
         """Release connections."""

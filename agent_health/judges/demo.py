@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
+from agent_health.config.fingerprints import digest
 from agent_health.judges.base import JudgeProvider
-from agent_health.model import Verdict
+from agent_health.model import JudgeIdentity, Verdict
 from agent_health.model.judge import JudgeRequest
 
 _STOP = frozenset(
@@ -24,6 +25,7 @@ _STOP = frozenset(
         "says say answer agent response output correctly correct clear clearly root cause causes "
     ).split()
 )
+HEURISTIC_VERSION = "demo-heuristic/1"  # bump when the scoring rule changes
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.:-]*[a-z0-9]|[a-z0-9]")
 
 
@@ -55,6 +57,16 @@ class DemoJudge(JudgeProvider):
 
     def __init__(self, threshold: float = 0.6):
         self.threshold = threshold
+        self.identity = JudgeIdentity(
+            provider="demo",
+            model="demo-heuristic",
+            evaluator="demo",
+            kind="demo",
+            definition_hash=digest({"heuristic": HEURISTIC_VERSION, "threshold": threshold}),
+        )
+
+    def describe(self, request: JudgeRequest) -> JudgeIdentity:
+        return self.identity
 
     async def evaluate(self, request: JudgeRequest) -> Verdict:
         wanted = terms(request.criteria)
@@ -74,6 +86,7 @@ class DemoJudge(JudgeProvider):
                 role=request.role,
                 evaluator="demo",
                 reasoning="criteria has no content words to check",
+                identity=self.identity,
             )
         found_out = [t for t in wanted if t in output]
         found_traj = [t for t in wanted if t not in output and t in traj]
@@ -95,4 +108,5 @@ class DemoJudge(JudgeProvider):
             evaluator="demo",
             model="demo-heuristic",
             details={"found": [wanted[t] for t in found_out + found_traj], "missing": [wanted[t] for t in missing]},
+            identity=self.identity,
         )

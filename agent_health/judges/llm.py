@@ -25,6 +25,7 @@ class CachedLLM(LLM):
         self.usage = Usage()
         self.calls = 0
         self.hits = 0
+        self.keys: list[str] = []  # cache keys of its completions, in order (the verdict's provenance)
 
     @property
     def model(self) -> str | None:
@@ -46,6 +47,7 @@ class CachedLLM(LLM):
             json_mode=json_mode,
             schema=dict(schema.schema) if schema else None,
         )
+        self.keys.append(key)
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)  # SQLite or a shared store: off the loop
             if hit is not None and isinstance(hit.get("text"), str):

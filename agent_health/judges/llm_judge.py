@@ -7,14 +7,16 @@ import asyncio
 import time
 from typing import Any
 
-from agent_health.judges.agentic import TOOL_PACKS, run_agentic
+from agent_health.config.fingerprints import digest
+from agent_health.judges.agentic import AGENTIC_NOTE, TOOL_PACKS, run_agentic
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache, cache_key
 from agent_health.judges.canonical import canonical_run, gather_traces
 from agent_health.judges.chat import ChatClient, ChatMessage
+from agent_health.judges.identity import client_identity
 from agent_health.judges.parse import VERDICT_ANSWER, ask_json, verdict_answer
-from agent_health.judges.prompt import PROMPT_VERSION, SYSTEM, PromptLimits, build_prompt
-from agent_health.model import Usage, Verdict
+from agent_health.judges.prompt import PROMPT_VERSION, SYSTEM, VERDICT_FORMAT, PromptLimits, build_prompt
+from agent_health.model import JudgeIdentity, Usage, Verdict
 from agent_health.model.judge import JudgeRequest
 
 CONTEXT_ITEMS = ("output", "trajectory", "traces", "logs")
@@ -46,6 +48,25 @@ class LLMJudge(JudgeProvider):
         self.limits = limits or PromptLimits()
         self.max_tool_steps = max_tool_steps
         self.cache = cache
+        # the judge's definition: its prompt template and limits (agentic mode adds its tool note)
+        definition = {"system": SYSTEM, "format": VERDICT_FORMAT, "limits": self.limits.model_dump()}
+        self._definitions = {
+            False: digest(definition),
+            True: digest({**definition, "agentic": AGENTIC_NOTE, "max_tool_steps": max_tool_steps}),
+        }
+
+    def describe(self, request: JudgeRequest, key: str | None = None) -> JudgeIdentity:
+        """Who judges `request`: this client's model, the built-in evaluator, its definition (and
+        the verdict's cache key, once known)."""
+        agentic = bool(request.tools)
+        return client_identity(
+            self.client,
+            evaluator=f"builtin:{'agentic' if agentic else 'contextual'}",
+            kind="llm",
+            definition_hash=self._definitions[agentic],
+            prompt_version=PROMPT_VERSION,
+            cache_keys=(key,) if key else (),
+        )
 
     def key(self, request: JudgeRequest, content: dict[str, Any], traces: dict[str, Any]) -> str:
         """What makes two judgements the same: evaluator, provider, model, criteria, context
@@ -84,6 +105,7 @@ class LLMJudge(JudgeProvider):
                         "criteria": request.criteria,
                         "usage": Usage(model=verdict.usage.model),
                         "details": hit_details,
+                        "identity": self.describe(request, key),
                     }
                 )
         started = time.perf_counter()
@@ -114,6 +136,7 @@ class LLMJudge(JudgeProvider):
             model=self.client.model,
             usage=usage.model_copy(update={"model": self.client.model}),
             details=details,
+            identity=self.describe(request, key),
         )
         if self.cache is not None:
             # off the event loop: a write may wait on another process's write lock (busy timeout)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -76,6 +76,8 @@ class OpenAIChat(ChatClient):
                 "api_key_env, never api_key in the configuration"
             )
         self.base_url = str(s.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+        if password := urlsplit(self.base_url).password:  # a proxy's user:password, as the key
+            register_secret(password, unquote(password))
         key_env = s.get("api_key_env")
         key = os.environ.get(key_env or DEFAULT_KEY_ENV)
         if key_env and not key:

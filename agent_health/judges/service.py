@@ -1,5 +1,6 @@
 """The judge service: picks a provider per run, test or call, applies skip mode, the cache and the
 judge concurrency limit, and turns every failure into an errored verdict, so `judge()` never raises.
+Every verdict it returns (cached ones too) names the judge that gave it (`Verdict.identity`).
 
 Routing, for one request:
 1. `evaluator="name"` runs the custom evaluator `name` from the configuration (rubrics included),
@@ -22,6 +23,7 @@ from agent_health.errors import ConfigError
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
+from agent_health.judges.identity import custom_identity, definition_hash, fallback_identity
 from agent_health.judges.llm import CachedLLM
 from agent_health.model import Verdict
 from agent_health.model.judge import JudgeRequest
@@ -62,6 +64,8 @@ class JudgeService:
         self._clients: dict[tuple[str, str], ChatClient] = {}
         self._no_structured: set[str] = set()  # providers that rejected structured outputs this run
         self._judges: dict[tuple[str, str], JudgeProvider] = {}
+        self._definitions: dict[str, str] = {}  # custom evaluator -> hash of its definition
+        self.settings_hash = ""  # hash of the judge settings it was built from (results' provenance)
         if settings is not None and not skip:
             # fail fast on a missing model or key, naming the setting (skip mode needs no credentials)
             self.resolve(settings.model)
@@ -205,6 +209,7 @@ class JudgeService:
                 evaluator="skipped",
             )
         who = request.evaluator or request.model or "judge"
+        described = None  # who was asked, so an errored verdict names its judge too
         try:
             async with self._limit:
                 if request.evaluator is not None and request.evaluator not in BUILTIN_PROVIDERS:
@@ -217,7 +222,10 @@ class JudgeService:
                     )
                     provider = self._select(request) if self._select else self.resolve(spec)
                     who = provider.name or type(provider).__name__
+                    described = provider.describe(request)
                     verdict = await provider.evaluate(request)
+                    if verdict.identity is None:  # a provider that does not describe itself
+                        verdict = verdict.model_copy(update={"identity": fallback_identity(request, who, verdict)})
         except Exception as exc:  # provider failure: errored, never a silent pass or zero
             where = f" in test {request.test_id}" if request.test_id else ""
             return Verdict(
@@ -227,6 +235,7 @@ class JudgeService:
                 role=request.role,
                 error=f"{who} judge failed{where}: {type(exc).__name__}: {exc}",
                 evaluator=str(who),
+                identity=described or fallback_identity(request, str(who)),
             )
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
@@ -240,7 +249,14 @@ class JudgeService:
         if fn is None:
             known = sorted(self.evaluators) + list(BUILTIN_PROVIDERS)
             raise ConfigError(f"evaluator {name!r} is not configured; known: {', '.join(known)}")
-        return await run_custom(name, fn, request, self.llm(self.model_for(request)))
+        llm = self.llm(self.model_for(request))
+        verdict = await run_custom(name, fn, request, llm)
+        if name not in self._definitions:
+            self._definitions[name] = definition_hash(fn)
+        identity = custom_identity(
+            name, fn, definition=self._definitions[name], llm_client=llm.client, cache_keys=tuple(llm.keys)
+        )
+        return verdict.model_copy(update={"identity": identity})
 
     async def aclose(self) -> None:
         await self.provider.aclose()

@@ -3,8 +3,9 @@
 from agent_health.model.agent import BUILTIN_CONNECTORS, AgentRequest, ResolvedAgent
 from agent_health.model.case import ContextItem, ExpectedStep, TestCase
 from agent_health.model.judge import JudgeRequest
+from agent_health.model.provenance import JudgeIdentity, Provenance, harness_version
 from agent_health.model.report import RunReport, RunSummary
-from agent_health.model.result import SCHEMA_VERSION, Insight, TestResult, TestStatus, TrialResult
+from agent_health.model.result import SCHEMA_VERSION, Insight, Judgement, TestResult, TestStatus, TrialResult
 from agent_health.model.run import STEP_KINDS, RunResult, Step, Usage
 from agent_health.model.runs import EvalRun, RunStatus, new_run_id
 from agent_health.model.settings import (
@@ -27,8 +28,11 @@ __all__ = [
     "EvalRun",
     "ExpectedStep",
     "Insight",
+    "JudgeIdentity",
     "JudgeRequest",
     "JudgeRunSettings",
+    "Judgement",
+    "Provenance",
     "ReplayMode",
     "ResolvedAgent",
     "RunReport",
@@ -46,5 +50,6 @@ __all__ = [
     "Usage",
     "Verdict",
     "check_replay_mode",
+    "harness_version",
     "new_run_id",
 ]

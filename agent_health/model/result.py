@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model.case import TestCase
+from agent_health.model.provenance import JudgeIdentity, Provenance
 from agent_health.model.run import RunResult, Usage
 from agent_health.model.signal import Signal
 
@@ -40,6 +41,39 @@ class TrialResult(BaseModel):
     run: RunResult | None = Field(None, description="The agent run of this trial, if the body ran the agent.")
     error: str | None = None
     duration_ms: float = 0.0
+
+
+class Judgement(BaseModel):
+    """One earlier judgement of a result, kept when the result is re-judged: when, by whom, its
+    verdicts and the status and score they gave."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judged_at: float = Field(0.0, description="Unix time of the judgement.")
+    eval_run_id: str | None = Field(None, description="The evaluation run that made it.")
+    content_hash: str = Field("", description="The test definition it ran from.")
+    status: TestStatus
+    score: float | None = None
+    error: str | None = None
+    signals: tuple[Signal, ...] = Field((), description="Its judge signals (verdicts), in body order.")
+    judges: tuple[JudgeIdentity, ...] = Field((), description="The judges that gave them, each once.")
+    judge_usage: Usage = Field(default_factory=Usage, description="Judge tokens it spent.")
+
+    @classmethod
+    def of(cls, result: TestResult) -> Judgement:
+        """The judgement a result holds now (its verdicts, status and score)."""
+        prov = result.provenance
+        return cls(
+            judged_at=prov.judged_at if prov and prov.judged_at else result.started_at,
+            eval_run_id=result.eval_run_id,
+            content_hash=result.content_hash,
+            status=result.status,
+            score=result.score,
+            error=result.error,
+            signals=tuple(s for s in result.signals if s.kind == "judge"),
+            judges=result.judges,
+            judge_usage=result.judge_usage,
+        )
 
 
 class TestResult(BaseModel):
@@ -82,6 +116,23 @@ class TestResult(BaseModel):
     pass_at_k: float | None = Field(None, description="1 if any trial passed (epochs > 1).")
     pass_hat_k: float | None = Field(None, description="1 if every trial passed (epochs > 1).")
     flaky: bool = Field(False, description="Trials disagreed.")
+    provenance: Provenance | None = Field(None, description="What produced this result (None for older results).")
+    judgements: tuple[Judgement, ...] = Field(
+        (),
+        description="Earlier judgements, oldest first, when the result was re-judged; the result's own "
+        "signals, status and score are the newest.",
+    )
+
+    @property
+    def judges(self) -> tuple[JudgeIdentity, ...]:
+        """The judges whose verdicts this result holds, each once, in body order."""
+        seen: dict[str, JudgeIdentity] = {}
+        for s in self.signals:
+            raw = (s.evidence or {}).get("provenance") if s.kind == "judge" else None
+            if isinstance(raw, dict):
+                identity = JudgeIdentity.model_validate(raw)
+                seen.setdefault(identity.model_dump_json(), identity)
+        return tuple(seen.values())
 
     @classmethod
     def for_case(cls, case: TestCase, agent: str, **kw: Any) -> TestResult:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_health.model.provenance import JudgeIdentity
 from agent_health.model.run import Usage
 
 SignalKind = Literal["deterministic", "judge", "metric"]
@@ -53,6 +54,11 @@ class Verdict(BaseModel):
     model: str | None = Field(None, description="Judge model, when an LLM was used.")
     usage: Usage = Field(default_factory=Usage, description="Judge tokens (counted apart from the agent's).")
     details: dict[str, Any] = Field(default_factory=dict, description="Per-metric scores, tool calls, suggestions.")
+    identity: JudgeIdentity | None = Field(
+        None,
+        description="Which judge gave it (provider, model, evaluator, definition hash, cache keys); "
+        "the judge service fills it.",
+    )
 
     def or_throw(self) -> Verdict:
         """Stop the test body when this verdict failed (or errored); return self otherwise."""
@@ -81,6 +87,7 @@ class Verdict(BaseModel):
                 "model": self.model,
                 **({"details": self.details} if self.details else {}),
                 **({"usage": self.usage.model_dump()} if self.usage.total_tokens else {}),
+                **({"provenance": self.identity.model_dump(mode="json")} if self.identity else {}),
             },
             skipped=self.skipped,
             errored=self.errored,

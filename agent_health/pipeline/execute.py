@@ -92,7 +92,8 @@ def run_partitions(
 
 def partition_metadata(result: TestResult) -> dict[str, Any]:
     """What each results partition shows: status, score, duration, tokens, cost, the derived
-    metrics and insights that matter at a glance, and why it did not pass. A failed test's reason
+    metrics and insights that matter at a glance, its provenance (harness version, agent settings
+    hash, judges, and how many judgements when re-judged), and why it did not pass. A failed test's reason
     is under `failure`; an errored test's real error text under `error`."""
     metrics = result.metrics or {}
     meta: dict[str, Any] = {
@@ -106,6 +107,11 @@ def partition_metadata(result: TestResult) -> dict[str, Any]:
         "insights": len(result.insights),
         "insight_rules": ", ".join(sorted({i.rule for i in result.insights})) or None,
         "content_hash": result.content_hash[:16] or None,
+        # provenance: what produced it (agent settings hash without secrets, the judges by identity)
+        "harness_version": result.provenance.harness_version or None if result.provenance else None,
+        "agent_settings_hash": result.provenance.agent_settings_hash or None if result.provenance else None,
+        "judges": ", ".join(j.label for j in result.judges) or None,
+        "judgements": len(result.judgements) + 1 if result.judgements else None,
     }
     if result.status == "failed":
         meta["failure"] = failure_reason(result)[:500]

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from agent_health.config import Config
+from agent_health.config.fingerprints import agent_settings_hash, judge_settings_hash
 from agent_health.connectors.base import AgentRuntime, connector_class
 from agent_health.judges.service import JudgeService
 
@@ -27,16 +28,23 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
     """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent, or the
     setting whose environment variable is missing), wrapped for record/replay unless the mode is
     `off`. Recordings live in `<state>/recordings`. Runs of agents with traces get a lazy
-    `result.traces` view."""
+    `result.traces` view. While re-judging (`agent_health.replay.stored.replaying`), the version
+    replays its stored results' runs instead, and its connector is never built."""
     from agent_health.traces import trace_view_factory, traces_enabled
 
     agent = config.agent(agent_ref)
+    settings_hash = agent_settings_hash(config, agent_ref)  # as configured: before the paths added below
     if agent.connector != "demo" and "root" not in agent.settings:  # relative cwd/modules resolve here
         agent = agent.model_copy(update={"settings": {**agent.settings, "root": config.root}})
     if agent.connector == "demo" and traces_enabled(config, agent) and "spans_dir" not in agent.settings:
         # The demo agent writes its spans where the local trace source reads them.
         spans = config.path(config.traces.settings.get("path") or str(config.state_path / "spans"))
         agent = agent.model_copy(update={"settings": {**agent.settings, "spans_dir": str(spans)}})
+    from agent_health.replay.stored import StoredRunConnector, stored_runs_for
+
+    stored = stored_runs_for(agent.ref)
+    if stored is not None:  # re-judging: the stored results' runs, and the agent is never called
+        return AgentRuntime(agent, StoredRunConnector(agent, stored), trace_view_factory(config), settings_hash)
     connector = connector_class(agent.connector)(agent)
     mode = replay_mode(config, replay)
     if mode != "off":
@@ -44,7 +52,7 @@ def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> 
 
         recordings = open_recordings(config.store, config.state_path / "recordings")  # shared with the store
         connector = ReplayConnector(connector, recordings, mode)
-    return AgentRuntime(agent, connector, trace_views=trace_view_factory(config))
+    return AgentRuntime(agent, connector, trace_views=trace_view_factory(config), settings_hash=settings_hash)
 
 
 def build_analyzers(config: Config, judges: JudgeService | None = None) -> list[Any]:
@@ -77,7 +85,7 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
         if name in evaluators:
             raise ConfigError(f"evaluator {name!r} is defined twice: in evaluators and in judge.rubrics")
         evaluators[name] = load_rubric(config.path(path))
-    return JudgeService.from_settings(
+    judges = JudgeService.from_settings(
         config.judge,
         state_path=config.state_path,
         skip=skip,
@@ -85,3 +93,5 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
         evaluators=evaluators,
         store=config.store,  # a shared store shares the judge cache too
     )
+    judges.settings_hash = judge_settings_hash(config)
+    return judges

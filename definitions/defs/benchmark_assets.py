@@ -104,7 +104,8 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         deps=rollup_keys,
         automation_condition=follow_rollups(),
         description="Per candidate version: its results against its baseline (the configured one, else the "
-        "version registered before it): per-test flips, score, cost and latency deltas.",
+        "version registered before it): per-test flips, score, cost and latency deltas, and the statistics of "
+        "`agent-health compare` (Wilson intervals, McNemar p, bootstrap score delta, noise) under stats/.",
     )
     def comparison(
         context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource
@@ -139,6 +140,11 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             "cost_delta_usd": sig(cmp.cost_delta_usd),
             "latency_delta_ms": None if cmp.latency_delta_ms is None else round(cmp.latency_delta_ms, 1),
             "regressed_tests": MetadataValue.json([t.test_id for t in cmp.regressions][:200]),
+            # the statistics `agent-health compare` prints (Wilson, McNemar, bootstrap, noise), unrounded
+            **{
+                f"stats/{k}": MetadataValue.json(v) if isinstance(v, list) else v
+                for k, v in cmp.stats_summary().items()
+            },
         }
         return MaterializeResult(metadata=clean(meta))
 

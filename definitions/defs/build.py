@@ -13,6 +13,7 @@ from definitions.defs.automation import build_automation
 from definitions.defs.benchmark_assets import build_benchmark_assets
 from definitions.defs.names import suite_names
 from definitions.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
+from definitions.defs.rejudge import build_rejudge_jobs
 from definitions.defs.resources import AgentHealthResource, resource_from_env
 from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
 
@@ -97,7 +98,7 @@ def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
     sensors, schedules = build_automation(suites, jobs)
     defs = Definitions(
         assets=assets,
-        jobs=list(jobs.values()),
+        jobs=[*jobs.values(), *build_rejudge_jobs(suites)],
         sensors=sensors,
         schedules=schedules,
         resources={"agent_health": resource},

@@ -44,6 +44,8 @@ EXERCISED = {
     ("reports.md", "agent-health run evals --agent demo@v2"): "tests/reports/test_docs.py",
     ("reports.md", "agent-health schema report"): "tests/reports/test_docs.py",
     ("reports.md", ">>> from agent_health import results_frame"): "tests/reports/test_docs.py (doctest)",
+    ("reports.md", "agent-health rejudge  # exits 1"): "tests/reports/test_docs.py",
+    ("reports.md", ">>> from agent_health.stores import LocalResultStore"): "tests/reports/test_docs.py (doctest)",
     ("running.md", "import asyncio"): "tests/engine/test_settings.py::test_the_python_example_in_docs_running_runs",
     ("running.md", "timeout: test 'rca::slow-lookup' blocked"): "a message (tests/engine/test_watchdog.py)",
     ("traces.md", '@test("payment RCA stays cheap"'): "test_the_traces_body_example_runs_on_the_demo_agent",

@@ -50,3 +50,48 @@ def store_run(store: LocalResultStore, run_id: str, results: Iterable[TestResult
     done = run.model_copy(update={"status": "finished", "finished_at": started_at + 1, "summaries": summaries})
     store.put_run(done)
     return done
+
+
+class CountingAgent:
+    """A real REST agent on 127.0.0.1 (the `http` connector's default shape) that counts its calls:
+    it answers every prompt with the payment-outage diagnosis and one `search_logs` tool call."""
+
+    ANSWER = "The payment service cannot reach its database db-primary:5432 (connection refused)."
+
+    def __init__(self) -> None:
+        import json
+        import threading
+
+        from tests.support import LocalHTTPServer, QuietHandler
+
+        self.calls = 0
+        self.headers: list[dict[str, str]] = []
+        lock = threading.Lock()
+        agent = self
+
+        class Handler(QuietHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                with lock:
+                    agent.calls += 1
+                    agent.headers.append({k.lower(): v for k, v in self.headers.items()})
+                reply = {
+                    "response": f"{agent.ANSWER} (asked: {body.get('prompt', '')[:40]})",
+                    "toolCalls": [
+                        {"id": "c1", "name": "search_logs", "args": {"service": "payment"}, "result": "ERROR refused"}
+                    ],
+                    "usage": {"input_tokens": 40, "output_tokens": 12},
+                    "model": "sre-agent-1",
+                }
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = LocalHTTPServer(Handler).start()
+        self.url = self.server.url + "/chat"
+
+    def close(self) -> None:
+        self.server.close()

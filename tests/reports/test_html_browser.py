@@ -10,8 +10,9 @@ from urllib.parse import quote
 
 import pytest
 
-from agent_health import RunReport, Signal, TestResult
+from agent_health import RunReport
 from agent_health.analysis.compare import compare_results
+from agent_health.model import JudgeIdentity, Judgement, Provenance, Verdict
 from agent_health.reporters.html import ReportBuilder, write_comparison, write_run_report
 from tests.support import skip_or_fail
 from tests.support.browser import CHROMIUM, launch_chromium
@@ -228,28 +229,60 @@ def test_comparison_page_shows_flips_and_side_by_side_trajectories(browser, page
         assert p.errors == []
 
 
-class _ResultWithProvenance(TestResult):
-    """What a result looks like once results record what produced them (a later change)."""
-
-    provenance: dict = {}
-
-
-def test_provenance_is_shown_when_results_carry_it(browser, tmp_path):
-    verdict = Signal(
-        kind="judge",
-        name="judge('finds the cause')",
+def test_provenance_and_earlier_judgements_are_shown(browser, tmp_path):
+    identity = JudgeIdentity(
+        provider="openai",
+        model="gpt-4o-mini",
+        endpoint="http://judge.internal/v1",
+        evaluator="rca",
+        kind="rubric",
+        definition_hash="rubric-def-1234",
+        prompt_version="judge-prompt/2",
+        cache_keys=("c0ffee" * 4,),
+    )
+    old = Verdict(
         passed=True,
         score=0.9,
         reasoning="names the database",
-        evidence={"evaluator": "rubric:rca", "model": "gpt-4o-mini", "provenance": {"prompt_template": "v3"}},
+        criteria="finds the cause",
+        evaluator="rca",
+        model="gpt-4o-mini",
+        identity=identity,
     )
-    r = _ResultWithProvenance(
-        **result("prov", score=0.9, signals=(verdict,)).model_dump(),
-        provenance={"harness_version": "0.2.0", "agent_settings_hash": "sha256:abc123"},
+    first = result(
+        "prov",
+        score=0.9,
+        signals=(old.to_signal(),),
+        eval_run_id="20260101T000000-00000001",
+        provenance=Provenance(harness_version="0.2.0", agent_settings_hash="abc123", judged_at=1767225600.0),
+    )
+    newer_identity = identity.model_copy(update={"model": "gpt-4.1", "cache_keys": ("beef" * 6,)})
+    new = old.model_copy(
+        update={"passed": False, "score": 0.2, "reasoning": "misses the database", "model": "gpt-4.1"}
+        | {"identity": newer_identity}
+    )
+    r = first.model_copy(
+        update={
+            "status": "failed",
+            "score": 0.2,
+            "signals": (new.to_signal(),),
+            "eval_run_id": "20260102T000000-00000002",
+            "provenance": first.provenance.model_copy(update={"judged_at": 1767312000.0}),
+            "judgements": (Judgement.of(first),),
+        }
     )
     path = ReportBuilder().extend([r]).write(tmp_path / "prov.html")
     with Page(browser, path, "#s::prov") as p:
         text = p.page.locator(".test .detail").inner_text()
-        assert "harness_version\t0.2.0" in text and "agent_settings_hash\tsha256:abc123" in text
-        assert "rubric:rca · gpt-4o-mini" in text and "prompt_template\tv3" in text
+        assert "harness_version\t0.2.0" in text and "agent_settings_hash\tabc123" in text
+        assert "judged_at\t2026-01-02 00:00:00 UTC" in text
+        # the newest verdict names its judge, with the identity's fields
+        assert "rca · gpt-4.1" in text and "definition_hash\trubric-def-1234" in text and "beef" * 6 in text
+        # the earlier judgement: its time, run, judge, status and verdict
+        history = p.page.locator(".judgement")
+        assert history.count() == 1
+        earlier = history.first.inner_text()
+        assert "earlier judgements (1)" in text.lower() and "passed" in earlier and "score 0.90" in earlier
+        assert "2026-01-01 00:00:00 UTC" in earlier and "run 20260101T000000-00000001" in earlier
+        assert "openai:gpt-4o-mini" in earlier and "names the database" in earlier and "c0ffee" * 4 in earlier
         assert p.errors == []

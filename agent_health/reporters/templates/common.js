@@ -129,14 +129,31 @@ var AH = (function () {
       el("th", { class: "n", text: "score" }), el("th", { class: "n", text: "duration" }), el("th", { text: "error" }))), body);
   }
 
+  function when(ts) { return ts ? new Date(ts * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : null; }
+
   function provenance(d) {
     var rows = [["source file", d.source_file], ["content hash", d.content_hash], ["evaluation run", d.eval_run_id],
       ["agent run id", d.run_id], ["trace id", d.run && d.run.trace_id], ["replayed", d.run && d.run.replayed ? "yes" : null],
       ["schema version", d.schema_version]];
     if (d.provenance && typeof d.provenance === "object") {
-      Object.keys(d.provenance).forEach(function (k) { rows.push([k, d.provenance[k]]); });
+      Object.keys(d.provenance).forEach(function (k) {
+        rows.push([k, k === "judged_at" ? when(d.provenance[k]) : d.provenance[k]]);
+      });
     }
     return kv(rows);
+  }
+
+  /* Earlier judgements of a re-judged result, newest first (the result itself is the newest of all). */
+  function renderJudgements(list) {
+    return list.slice().reverse().map(function (j) {
+      var judges = (j.judges || []).map(function (i) { return i.model ? i.provider + ":" + i.model : i.provider; });
+      return el("div", { class: "judgement" },
+        el("div", null, badge(j.status, "s-" + j.status), "  score " + num(j.score), "  ",
+          el("span", { class: "muted", text: [when(j.judged_at), j.eval_run_id ? "run " + j.eval_run_id : "",
+            judges.filter(function (x, n) { return judges.indexOf(x) === n; }).join(", ")].filter(Boolean).join(" \u00b7 ") })),
+        j.error ? pre(j.error, "error-text") : null,
+        (j.signals || []).map(renderVerdict));
+    });
   }
 
   /* One test's details: what a reader needs to see why it passed or failed. */
@@ -159,6 +176,7 @@ var AH = (function () {
     if (Object.keys(metrics).length) root.append(section("Derived metrics", kv(Object.keys(metrics).sort().map(function (k) { return [k, metrics[k]]; }))));
     if ((d.insights || []).length) root.append(section("Insights and recommendations", d.insights.map(renderInsight)));
     if ((d.trials || []).length) root.append(section("Trials", renderTrials(d.trials)));
+    if ((d.judgements || []).length) root.append(section("Earlier judgements (" + d.judgements.length + ")", renderJudgements(d.judgements)));
     root.append(section("Provenance", provenance(d)));
     return root;
   }

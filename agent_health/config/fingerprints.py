@@ -1,0 +1,75 @@
+"""Hashes of what a result depends on besides its test: an agent version's effective settings and
+the judge settings. Results record them as provenance; the Dagster pipeline uses them as the data
+version of `agents/settings` (a change to either marks that version's results stale).
+
+Secrets never enter a hash: settings that reference the environment (`{"env": NAME}`, `${NAME}`)
+count by the reference, never the value, and keys that name a credential are left out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from agent_health.config.model import Config
+from agent_health.config.secrets import display_value as _public  # env refs by name, credentials redacted
+
+VERSION_LENGTH = 16
+
+
+def digest(payload: Any) -> str:
+    """A short, stable sha256 of a JSON-like value (keys sorted)."""
+    blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:VERSION_LENGTH]
+
+
+def judge_settings(config: Config) -> dict[str, Any]:
+    """The judge settings that can change a verdict: provider, model, their settings, named
+    providers, per-test models, rubric files (by content) and the evaluators' names."""
+    judge = config.judge
+    rubrics = {}
+    for name, path in sorted(judge.rubrics.items()):
+        try:
+            rubrics[name] = hashlib.sha256(config.path(path).read_bytes()).hexdigest()
+        except OSError:
+            rubrics[name] = f"missing:{path}"
+    return {
+        "provider": judge.provider,
+        "model": judge.model,
+        "settings": _public(judge.settings),
+        "providers": _public(judge.providers),
+        "per_test": dict(sorted(judge.per_test.items())),
+        "rubrics": rubrics,
+        "evaluators": sorted(config.evaluators),
+        "max_output_chars": judge.max_output_chars,
+        "max_step_chars": judge.max_step_chars,
+        "max_steps": judge.max_steps,
+    }
+
+
+def agent_settings(config: Config, ref: str) -> dict[str, Any]:
+    """One agent version as it runs: connector, effective settings (secrets excluded), traces.
+    Raises ConfigError for an unknown version."""
+    agent = config.agent(ref)
+    return {
+        "ref": agent.ref,
+        "connector": agent.connector,
+        "settings": _public(agent.settings),
+        "traces": agent.traces,
+    }
+
+
+def agent_settings_hash(config: Config, ref: str) -> str:
+    """Hash of one agent version's effective settings (secrets excluded), without the judge's."""
+    return digest(agent_settings(config, ref))
+
+
+def judge_settings_hash(config: Config) -> str:
+    """Hash of the judge settings (`judge_settings`)."""
+    return digest(judge_settings(config))
+
+
+def agent_version_data_version(config: Config, ref: str) -> str:
+    """Data version of one agent version: its connector and effective settings (secrets
+    excluded) together with the judge settings. Raises ConfigError for an unknown version."""
+    return digest({"agent": agent_settings(config, ref), "judge": judge_settings(config)})

@@ -1,0 +1,128 @@
+"""Per suite a `rejudge__<suite>` job: re-judge the stored results of the selected (agent version x
+test) partitions through the library's `rejudge` (stored agent runs replayed: the evaluate step
+stays the only one that calls the agent), optionally with another judge model. Each re-judged
+partition gets a new materialization of its results, metrics and insights (the stored result
+changed; rollups downstream become stale) and a new `test_outcome` evaluation."""
+
+import time
+from typing import Any
+
+from dagster import (
+    AssetMaterialization,
+    Config,
+    Failure,
+    JobDefinition,
+    OpExecutionContext,
+    job,
+    op,
+)
+from pydantic import Field
+
+from agent_health.errors import AgentHealthError
+from agent_health.model import TestResult
+from agent_health.pipeline import partition_metadata
+from agent_health.reporters.base import CallbackReporter
+from agent_health.session.rejudge import rejudge
+from agent_health.stores import ResultKey
+from definitions.defs.partitions import multi_key, split_keys
+from definitions.defs.resources import AgentHealthResource
+from definitions.defs.suite_assets import SuiteAssets, outcome_evaluation, run_materializations
+
+
+class RejudgeConfig(Config):
+    """How to re-judge (the Launchpad's config of a `rejudge__*` run); partitions pick what."""
+
+    judge_model: str | None = Field(None, description="Judge model of the new verdicts (`provider:model`).")
+    cache: bool = Field(False, description="Reuse verdicts from the judge cache (default: ask the judges again).")
+    labels: list[str] = Field(default_factory=list, description="Only tests carrying every one of these labels.")
+    grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
+
+
+def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
+    """The rejudge job of one suite, partitioned like its results (a range of partitions is one run)."""
+    names = suite.names
+    results_key = suite.key("results")
+
+    @op(
+        name=f"{names.flat}__rejudge",
+        out={},
+        description=f"Re-judge the stored results of `{suite.source_file}` for the run's partitions: test bodies "
+        "run again against the stored agent runs (the agent is never called); earlier verdicts are kept.",
+    )
+    def rejudge_step(context: OpExecutionContext, config: RejudgeConfig, agent_health: AgentHealthResource):
+        project = agent_health.project()
+        by_agent = split_keys(context.partition_keys)
+        keys = [ResultKey(agent, suite.suite, t) for agent, tests in by_agent.items() for t in tests]
+        stored = list(project.store.get_many(keys))
+        missing = len(keys) - len(stored)
+        if not stored:
+            raise Failure(
+                f"{suite.suite}: no stored result for any of the {len(keys)} selected partition(s); "
+                f"materialize {'/'.join(names.prefix)}/results for them first"
+            )
+        settings = agent_health.run_settings()  # this run's config wins over the resource's settings
+        judge = {"cache": config.cache, **({"model": config.judge_model} if config.judge_model else {})}
+        settings = settings.model_copy(
+            update={
+                "judge": settings.judge.model_copy(update=judge),
+                "labels": tuple(config.labels),
+                "grep": config.grep,
+            }
+        )
+        out: list[TestResult] = []
+        started = time.time()
+        try:
+            loaded = project.load_suite(suite.suite)
+            agents = ", ".join(by_agent)
+            outcome = rejudge(
+                stored,
+                project.config,
+                settings,
+                source=f"{suite.suite}: latest results of {agents} (Dagster run {context.run_id})",
+                tests=loaded.tests,
+                store=project.store,
+                reporters=[CallbackReporter(out.append)],
+                transport="dagster",
+                on_error=context.log.error,
+            )
+        except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
+            raise Failure(f"{suite.suite}: {exc}") from exc
+        for line in outcome.skipped:
+            context.log.warning(f"skipped: {line}")
+        if missing:
+            context.log.warning(f"{suite.suite}: {missing} selected partition(s) have no stored result to re-judge")
+        run = outcome.run
+        if run is not None and run.output_errors:  # the store said no: these partitions did not change
+            raise Failure(f"{suite.suite}: the re-judged results could not be stored: " + "; ".join(run.output_errors))
+        context.log.info(
+            f"{suite.suite}: {len(out)} result(s) re-judged"
+            + (f" and stored in {run.store} (run {run.run.id})" if run and run.store else "")
+        )
+        for r in out:  # the stored result changed: so did the partition of each asset the step writes
+            part = str(multi_key(r.agent, r.test_id))
+            meta = _rejudged_meta(r, run.run.id if run else None)
+            for key in suite.evaluate_keys:
+                yield AssetMaterialization(asset_key=key, partition=part, metadata=meta if key == results_key else {})
+        targets = run_materializations(context, results_key, started)  # type: ignore[arg-type]
+        for r in out:
+            part = str(multi_key(r.agent, r.test_id))
+            yield outcome_evaluation(results_key, r, targets.get(part))
+
+    @job(
+        name=f"rejudge__{names.flat}",
+        partitions_def=suite.results_def,
+        description=f"Re-judge stored results of `{suite.source_file}` for a range of (agent version x test) "
+        "partitions, optionally with another judge model, without calling the agent.",
+    )
+    def rejudge_job() -> None:
+        rejudge_step()
+
+    return rejudge_job
+
+
+def _rejudged_meta(result: TestResult, run_id: str | None) -> dict[str, Any]:
+    return {**partition_metadata(result), **({"rejudge_run": run_id} if run_id else {})}
+
+
+def build_rejudge_jobs(suites: list[SuiteAssets]) -> list[JobDefinition]:
+    return [build_rejudge_job(s) for s in suites]
