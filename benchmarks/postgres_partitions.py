@@ -3,7 +3,7 @@ store, directly and through PgBouncer -- the same measurement as benchmarks/dags
 (`measure_step`: the results+metrics+insights step over N partitions in runs of at most K).
 
     python benchmarks/postgres_partitions.py [--tests 5000] [--per-run K] [--paths direct,session,transaction]
-        [--stock-dagster-env]
+        [--stock-dagster-env] [--profile PREFIX]
 
 Starts a PostgreSQL (Debian's package), PgBouncer in front of it (session and transaction pooling)
 and a moto S3 server, all on 127.0.0.1; each path gets a fresh database and the documented
@@ -46,7 +46,7 @@ from tests.support.s3 import moto_server_process  # noqa: E402
 PATHS = ("direct", "session", "transaction")
 
 
-def measure(label: str, root: Path, db: Postgres, agent: str, per_run: int | None) -> None:
+def measure(label: str, root: Path, db: Postgres, agent: str, per_run: int | None, profile: str | None) -> None:
     """One path: a fresh instance in `root` on `db`, the tests registered, the step measured."""
     from dagster import DagsterInstance
 
@@ -56,7 +56,7 @@ def measure(label: str, root: Path, db: Postgres, agent: str, per_run: int | Non
     pipeline = build_pipeline()
     with DagsterInstance.get() as instance, time_engine_calls() as engine:
         registration = register_tests(instance, pipeline)
-        figures = measure_step(instance, pipeline, agent, per_run, engine)
+        figures = measure_step(instance, pipeline, agent, per_run, engine, profile)
     print(f"\n== {label} (DAGSTER_HOME {home}; registration {registration:.2f} s)")
     print(figures.report(5), flush=True)
 
@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("--per-run", type=int, help="Partitions per run (0: one run; default: the code location's).")
     parser.add_argument("--paths", default=",".join(PATHS), help=f"Comma-separated, of {', '.join(PATHS)}.")
     parser.add_argument("--stock-dagster-env", action="store_true", help="Without the deployment's Dagster settings.")
+    parser.add_argument("--profile", metavar="PREFIX", help="cProfile each path's measured runs into PREFIX.<path>.")
     args = parser.parse_args()
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     if unknown := set(paths) - set(PATHS):
@@ -114,7 +115,8 @@ def main() -> None:
                 server = via[path]
                 target = Postgres(server.host, server.port, db.db, db.user)
                 label = "PostgreSQL directly" if path == "direct" else f"through PgBouncer, {path} pooling"
-                measure(label, root / f"home-{i}-{path}", target, args.agent, per_run)
+                profile = f"{args.profile}.{path}" if args.profile else None
+                measure(label, root / f"home-{i}-{path}", target, args.agent, per_run, profile)
             print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     finally:
         shutil.rmtree(root, ignore_errors=True)

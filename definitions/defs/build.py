@@ -17,9 +17,9 @@ from definitions.defs.resources import AgentHealthResource, resource_from_env
 from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
 
 MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
-# A run plans its partitioned `test_outcome` check with one row per partition, each carrying the
-# run's whole partition subset: Dagster's bookkeeping grows with the square of a run's partitions
-# (13 ms per partition at 5,000 in one run, docs/deploy.md), so larger backfills are split.
+# A run plans its partitioned `test_outcome` check with one row per partition, each storing the
+# planned event with the run's whole partition subset: a run of N partitions writes N x N keys (25
+# million at 5,000 in one run; docs/deploy.md), so larger backfills are split into bounded runs.
 DEFAULT_MAX_PARTITIONS_PER_RUN = 1000
 
 
