@@ -147,3 +147,34 @@ def test_sensors_and_schedule_split_large_requests_into_bounded_runs(make_pipeli
     )
     nightly = schedule(context)
     assert len(nightly) == 4 and len({r.run_key for r in nightly}) == 4
+
+
+def test_with_the_settings_a_failed_runs_partitions_still_show_on_their_check(make_pipeline, instance, monkeypatch):
+    """The caveat of one planned event per asset (docs/deploy.md): the asset's partition view no
+    longer sees a failed run's partitions, but the `test_outcome` check is still planned per
+    partition, so each partition of the failed run keeps a PLANNED row of that run, which the UI
+    resolves to "execution failed"."""
+    from dagster import AssetCheckKey, DagsterRunStatus
+
+    from definitions.defs.partitions import AGENT_VERSIONS
+    from definitions.defs.suite_assets import OUTCOME_CHECK
+
+    for name, value in DAGSTER_ENV.items():
+        monkeypatch.setenv(name, value)
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    suite = next(s for s in pipeline.suites if s.suite == "rca/payments")
+    tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
+    instance.add_dynamic_partitions(AGENT_VERSIONS, ["ghost@v9"])  # not in the configuration: the step fails
+    job = pipeline.defs.resolve_job_def(suite.names.job)
+    failed = job.execute_in_process(
+        instance=instance, tags=range_tags(["ghost@v9"], tests), run_config=QUIET, raise_on_error=False
+    )
+    assert not failed.success
+    assert instance.get_run_by_id(failed.run_id).status == DagsterRunStatus.FAILURE
+    history = instance.event_log_storage.get_asset_check_execution_history(
+        AssetCheckKey(suite.key("results"), OUTCOME_CHECK), limit=100
+    )
+    planned = {r.partition for r in history if r.run_id == failed.run_id}
+    assert planned == {f"ghost@v9|{t}" for t in tests}
+    assert {r.status.value for r in history if r.run_id == failed.run_id} == {"PLANNED"}
