@@ -17,7 +17,7 @@ from definitions.dagster_env import DAGSTER_ENV, apply_dagster_env, dagster_env
 from definitions.defs.partitions import RANGE_END_TAG, RANGE_START_TAG, bounded_ranges, range_tags
 from definitions.headless import QUIET, main, register
 from tests.conftest import ROOT
-from tests.dagster.events import planned_events, worker_settings
+from tests.dagster.planned_events import planned_events, worker_settings
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -33,7 +33,7 @@ import pytest
 
 from definitions.dagster_env import DAGSTER_ENV
 from definitions.defs.partitions import range_tags
-from tests.dagster.events import planned_events, worker_settings
+from tests.dagster.planned_events import planned_events, worker_settings
 from tests.evalkit import write_evals
 from tests.support import free_port, skip_or_fail
 

@@ -1,4 +1,5 @@
-"""Reading what a Dagster run wrote to the event log (for the bookkeeping tests)."""
+"""Reading what a Dagster run wrote to the event log (for the bookkeeping tests). Not `events.py`:
+that name would shadow the `events` package opensearch-py imports (pytest puts this folder on sys.path)."""
 
 from __future__ import annotations
 
