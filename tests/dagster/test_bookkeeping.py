@@ -128,8 +128,8 @@ def test_sensors_and_schedule_split_large_requests_into_bounded_runs(make_pipeli
     from definitions.headless import apply_sensor_result
 
     def run(name):
-        ctx = build_sensor_context(instance=instance, resources={"agent_health": pipeline.resource})
-        result = sensors[name](ctx)
+        with build_sensor_context(instance=instance, resources={"agent_health": pipeline.resource}) as ctx:
+            result = sensors[name](ctx)
         apply_sensor_result(instance, result)
         return result
 
@@ -140,12 +140,12 @@ def test_sensors_and_schedule_split_large_requests_into_bounded_runs(make_pipeli
     assert len(rca) == 4 and len({r.run_key for r in files.run_requests}) == len(files.run_requests)
     assert all(r.tags[RANGE_START_TAG] == r.tags[RANGE_END_TAG] for r in rca)
     schedule = pipeline.defs.get_repository_def().get_schedule_def("nightly__rca__payments")
-    context = build_schedule_context(
+    with build_schedule_context(
         instance=instance,
         resources={"agent_health": pipeline.resource},
         scheduled_execution_time=dt.datetime(2026, 1, 2, 2, 0, tzinfo=dt.UTC),
-    )
-    nightly = schedule(context)
+    ) as context:
+        nightly = schedule(context)
     assert len(nightly) == 4 and len({r.run_key for r in nightly}) == 4
 
 
