@@ -1,13 +1,17 @@
-"""Benchmark: N test partitions (default 5,000) of one suite in ONE Dagster run on a PostgreSQL
-instance (deploy/postgres/dagster.yaml) with the S3 result store, directly and through PgBouncer.
+"""Benchmark: the evaluation step's Dagster bookkeeping on a PostgreSQL instance with the S3 result
+store, directly and through PgBouncer -- the same measurement as benchmarks/dagster_materialize.py
+(`measure_step`: the results+metrics+insights step over N partitions in runs of at most K).
 
-    python benchmarks/postgres_partitions.py [--tests 5000]
+    python benchmarks/postgres_partitions.py [--tests 5000] [--per-run K] [--paths direct,session,transaction]
+        [--stock-dagster-env] [--profile PREFIX]
 
-Starts a PostgreSQL (Debian's package), a PgBouncer in front of it and a moto S3 server, all on
-127.0.0.1. Prints, for each connection path, the results run end to end, the engine's time
-inside it (agent runs and S3 writes), and Dagster's bookkeeping per partition (the difference
-over N; target at most 5 ms). dagster-postgres opens a connection per statement (NullPool), so
-connecting dominates without a pooler."""
+Starts a PostgreSQL (Debian's package), PgBouncer in front of it (session and transaction pooling)
+and a moto S3 server, all on 127.0.0.1; each path gets a fresh database and the documented
+deploy/postgres/dagster.yaml. Prints, per path, the figures of `measure_step`: Dagster's
+bookkeeping per partition = (run wall - engine wall) / N (target at most 5 ms with the S3 store,
+issue 13; at most 10 ms on PostgreSQL, issue 14), and the events, SQL connections and statements
+per partition. dagster-postgres opens a connection per statement (NullPool): without a pooler,
+connection setup is most of the bookkeeping."""
 
 from __future__ import annotations
 
@@ -17,7 +21,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 import uuid
 import warnings
 from pathlib import Path
@@ -27,59 +30,53 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 warnings.filterwarnings("ignore")
 
-from dagster_materialize import time_engine_calls, write_project  # noqa: E402
+from dagster_materialize import (  # noqa: E402
+    dagster_settings,
+    measure_step,
+    per_run_limit,
+    postgres_home,
+    register_tests,
+    time_engine_calls,
+    write_project,
+)
 
-from tests.support.postgres import fresh_database, running_pgbouncer, running_postgres  # noqa: E402
+from tests.support.postgres import Postgres, fresh_database, running_pgbouncer, running_postgres  # noqa: E402
 from tests.support.s3 import moto_server_process  # noqa: E402
 
+PATHS = ("direct", "session", "transaction")
 
-def measure(label: str, home: Path, pg, n: int, agent: str) -> tuple[float, float]:
-    """One results run of `n` partitions on the instance in `home`: (end to end, engine in it)."""
+
+def measure(label: str, root: Path, db: Postgres, agent: str, per_run: int | None, profile: str | None) -> None:
+    """One path: a fresh instance in `root` on `db`, the tests registered, the step measured."""
     from dagster import DagsterInstance
 
-    import definitions.defs.suite_assets as suite_assets
     from definitions.defs.build import build_pipeline
-    from definitions.defs.partitions import range_tags
-    from definitions.headless import QUIET, register
 
-    home.mkdir(parents=True)
-    shutil.copy(ROOT / "deploy" / "postgres" / "dagster.yaml", home / "dagster.yaml")
-    os.environ.update({"DAGSTER_HOME": str(home), **pg.env()})
-    real_run = suite_assets.run_partitions
-    engine_time = time_engine_calls()
-    try:
-        pipeline = build_pipeline()
-        suite = pipeline.suites[0]
-        with DagsterInstance.get() as instance:
-            register(instance, pipeline)
-            tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
-            assert len(tests) == n, len(tests)
-            job = pipeline.defs.get_implicit_global_asset_job_def().get_subset(asset_selection={suite.key("results")})
-            job.execute_in_process(instance=instance, tags=range_tags([agent], tests[:1]), run_config=QUIET)  # warm-up
-            engine_time.clear()
-            start = time.perf_counter()
-            result = job.execute_in_process(instance=instance, tags=range_tags([agent], tests), run_config=QUIET)
-            total = time.perf_counter() - start
-            assert result.success
-    finally:
-        suite_assets.run_partitions = real_run
-    engine = sum(engine_time)
-    print(
-        f"{label}: {n} partitions in one run: {total:.1f} s end to end, engine (agent + S3 writes) {engine:.1f} s, "
-        f"Dagster bookkeeping {(total - engine) / n * 1000:.2f} ms per partition  (target <= 5 ms)",
-        flush=True,
-    )
-    return total, engine
+    home = postgres_home(root, db.env())
+    pipeline = build_pipeline()
+    with DagsterInstance.get() as instance, time_engine_calls() as engine:
+        registration = register_tests(instance, pipeline)
+        figures = measure_step(instance, pipeline, agent, per_run, engine, profile)
+    print(f"\n== {label} (DAGSTER_HOME {home}; registration {registration:.2f} s)")
+    print(figures.report(5), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=5000)
     parser.add_argument("--agent", default="demo@v2")
+    parser.add_argument("--per-run", type=int, help="Partitions per run (0: one run; default: the code location's).")
+    parser.add_argument("--paths", default=",".join(PATHS), help=f"Comma-separated, of {', '.join(PATHS)}.")
+    parser.add_argument("--stock-dagster-env", action="store_true", help="Without the deployment's Dagster settings.")
+    parser.add_argument("--profile", metavar="PREFIX", help="cProfile each path's measured runs into PREFIX.<path>.")
     args = parser.parse_args()
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    if unknown := set(paths) - set(PATHS):
+        parser.error(f"unknown path(s) {', '.join(sorted(unknown))}; choose from {', '.join(PATHS)}")
+    settings = dagster_settings(args.stock_dagster_env)
     root = Path(tempfile.mkdtemp(prefix="ah-bench-pg-"))
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        os.environ.setdefault(name, "bench")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     try:
         with contextlib.ExitStack() as stack:
@@ -88,29 +85,39 @@ def main() -> None:
 
             bucket = f"ah-bench-{uuid.uuid4().hex[:8]}"
             boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
-            write_project(root / "project", args.tests)
             store = {"type": "s3", "settings": {"bucket": bucket, "prefix": "bench", "endpoint_url": endpoint}}
-            (root / "project" / "agent_health_config.py").write_text(
-                f"from agent_health import define_config\nconfig = define_config(concurrency=64, store={store!r})\n"
-            )
-            os.environ["AGENT_HEALTH_CONFIG"] = str(root / "project" / "agent_health_config.py")
+            os.environ["AGENT_HEALTH_CONFIG"] = str(write_project(root / "project", 1, args.tests, store))
             os.environ["AGENT_HEALTH_STATE_DIR"] = str(root / "state")
-            # Their folders must be reachable by the postgres user when we run as root: not under `root`.
-            for prefix in ("ah-bench-pgdata-", "ah-bench-pgbouncer-"):
-                stack.callback(shutil.rmtree, folder := tempfile.mkdtemp(prefix=prefix), True)
-                if prefix.endswith("pgdata-"):
-                    pg = stack.enter_context(running_postgres(Path(folder)))
-                else:
-                    bouncer = stack.enter_context(running_pgbouncer(pg, Path(folder)))
+            per_run = per_run_limit(args.per_run)
+
+            def folder(prefix: str) -> Path:
+                # Reachable by the postgres user when we run as root: not under `root`.
+                path = tempfile.mkdtemp(prefix=prefix)
+                stack.callback(shutil.rmtree, path, True)
+                return Path(path)
+
+            pg = stack.enter_context(running_postgres(folder("ah-bench-pgdata-")))
+            via = {"direct": pg}
+            for mode in ("session", "transaction"):
+                if mode in paths:
+                    via[mode] = stack.enter_context(
+                        running_pgbouncer(pg, folder(f"ah-bench-pgbouncer-{mode}-"), pool_mode=mode)
+                    )
             print(
-                f"PostgreSQL on {pg.host}:{pg.port}, PgBouncer on {bouncer.port}, S3 (moto) at {endpoint}", flush=True
+                f"PostgreSQL on {pg.host}:{pg.port}, "
+                + ", ".join(f"PgBouncer ({m} pooling) on {via[m].port}" for m in via if m != "direct")
+                + f", S3 (moto) at {endpoint}; {args.tests} partitions, runs of at most {per_run or 'all'}; "
+                f"{settings}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}",
+                flush=True,
             )
-            measure(
-                "PostgreSQL directly", root / "home-direct", fresh_database(pg, "bench_direct"), args.tests, args.agent
-            )
-            db = fresh_database(pg, "bench_bouncer")
-            via = type(bouncer)(bouncer.host, bouncer.port, db.db, db.user)
-            measure("through PgBouncer", root / "home-bouncer", via, args.tests, args.agent)
+            for i, path in enumerate(paths):
+                db = fresh_database(pg, f"bench_{path}")
+                server = via[path]
+                target = Postgres(server.host, server.port, db.db, db.user)
+                label = "PostgreSQL directly" if path == "direct" else f"through PgBouncer, {path} pooling"
+                profile = f"{args.profile}.{path}" if args.profile else None
+                measure(label, root / f"home-{i}-{path}", target, args.agent, per_run, profile)
+            print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

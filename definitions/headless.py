@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from definitions.dagster_env import apply_dagster_env, dagster_env
+
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
 
@@ -105,7 +107,8 @@ def _check(result: Any, what: str) -> None:
 
 
 def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None:
-    """Evaluate every suite for `agents` (one run per suite), then rollups and the benchmark."""
+    """Evaluate every suite for `agents` (one run per suite and block of contiguous versions, or
+    runs of at most the suite's partitions per run), then rollups and the benchmark."""
     from definitions.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
 
     defs = pipeline.defs
@@ -118,13 +121,16 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None
             continue
         for block in agent_blocks:
             start = time.perf_counter()
-            result = defs.resolve_job_def(s.names.job).execute_in_process(
-                instance=instance, tags=range_tags(block, tests), run_config=QUIET, raise_on_error=False
-            )
-            _check(result, f"evaluating {s.suite}")
+            runs = []
+            for versions, chunk in s.run_ranges(block, tests):
+                result = defs.resolve_job_def(s.names.job).execute_in_process(
+                    instance=instance, tags=range_tags(versions, chunk), run_config=QUIET, raise_on_error=False
+                )
+                _check(result, f"evaluating {s.suite}")
+                runs.append(result.run_id[:8])
             print(
                 f"  {s.suite}: {len(tests)} test(s) x {len(block)} version(s) in "
-                f"{time.perf_counter() - start:.1f}s (run {result.run_id[:8]})"
+                f"{time.perf_counter() - start:.1f}s ({'run' if len(runs) == 1 else 'runs'} {', '.join(runs)})"
             )
     for agent in agents:
         if pipeline.suites:
@@ -177,8 +183,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=os.environ.get("DAGSTER_HOME") or str(DEFAULT_HOME),
         help="Dagster instance folder (default $DAGSTER_HOME or .agent_health/dagster_home).",
     )
+    parser.add_argument(
+        "--instance-only", action="store_true", help="Only create the instance folder and its dagster.yaml."
+    )
     args = parser.parse_args(argv)
     home = prepare_home(Path(args.dagster_home))
+    if args.instance_only:
+        print(home)
+        return 0
+    # This process creates and runs the runs itself: it runs with the deployment's Dagster settings.
+    apply_dagster_env()
 
     from dagster import DagsterInstance
 
@@ -210,14 +224,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentHealthError as exc:
         print(f"agent-health: {exc}", file=sys.stderr)
         return 2
-    beside = Path(sys.executable).parent / "dagster"  # the dagster of this virtualenv, if that is where we run
-    dagster = os.path.relpath(beside) if beside.exists() else "dagster"
     print(
         f"\nOpen the Dagster UI on the same instance (from {Path.cwd()}):\n"
-        f"  DAGSTER_HOME={home} {dagster} dev -w workspace.yaml\n"
+        f"  {dev_command(home)}\n"
         "then browse http://127.0.0.1:3000 (Assets -> lineage, partitions, checks)."
     )
     return 0
+
+
+def dev_command(home: Path) -> str:
+    """The command that opens the Dagster UI (webserver, daemon, code server) on `home`, with the
+    deployment's Dagster settings: scripts/dev.sh when this is the project checkout."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "dev.sh"
+    if script.exists():
+        return f"DAGSTER_HOME={home} bash {os.path.relpath(script)}"
+    beside = Path(sys.executable).parent / "dagster"  # the dagster of this virtualenv, if that is where we run
+    dagster = os.path.relpath(beside) if beside.exists() else "dagster"
+    settings = " ".join(f"{k}={v}" for k, v in dagster_env().items())
+    return f"DAGSTER_HOME={home} {settings} {dagster} dev -w workspace.yaml"
 
 
 if __name__ == "__main__":

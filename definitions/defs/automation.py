@@ -6,8 +6,9 @@
   one: retired versions keep their history; `python -m definitions.manage delete-version` does),
   reports each version's settings data version, and requests every suite for a new version.
 - `nightly__<suite>` materializes a suite for the configured agent versions.
-Each request is one run per suite (a partition range), the single-run backfill shape; rollups
-and the benchmark tables follow by declarative automation."""
+Each request is a partition range per suite (the single-run backfill shape), split into runs of at
+most the suite's partitions per run as a backfill would be; rollups and the benchmark tables follow
+by declarative automation."""
 
 from __future__ import annotations
 
@@ -54,13 +55,20 @@ INTERVAL_ENV = "AGENT_HEALTH_SENSOR_INTERVAL_S"
 HASH_LENGTH = 16
 
 
-def evaluate_request(
-    s: SuiteAssets, agents: Sequence[str], tests: Sequence[str], run_key: str | None, reason: str
-) -> RunRequest:
-    """One run materializing results, metrics and insights for agents x tests (contiguous ranges)."""
-    return RunRequest(
-        run_key=run_key, job_name=s.names.job, tags={**range_tags(agents, tests), "agent_health/reason": reason}
-    )
+def evaluate_requests(
+    s: SuiteAssets, agents: Sequence[str], tests: Sequence[str], run_key: str, reason: str
+) -> list[RunRequest]:
+    """Runs materializing results, metrics and insights for agents x tests (contiguous ranges):
+    one run, or runs of at most the suite's partitions per run (run keys numbered from the second)."""
+    ranges = s.run_ranges(list(agents), list(tests))
+    return [
+        RunRequest(
+            run_key=run_key if i == 0 else f"{run_key}:{i}",
+            job_name=s.names.job,
+            tags={**range_tags(block, chunk), "agent_health/reason": reason},
+        )
+        for i, (block, chunk) in enumerate(ranges)
+    ]
 
 
 def _digest(*parts: Any) -> str:
@@ -149,8 +157,8 @@ def sync_eval_files(
             for block in contiguous_blocks(order, dirty):
                 digest = _digest(agents, block, [plan.hashes[t] for t in block])
                 for agent_block in contiguous_blocks(list(instance.get_dynamic_partitions(AGENT_VERSIONS)), agents):
-                    runs.append(
-                        evaluate_request(
+                    runs.extend(
+                        evaluate_requests(
                             s, agent_block, block, f"eval:{s.suite}:{digest}:{agent_block[0]}", "tests added or changed"
                         )
                     )
@@ -190,8 +198,8 @@ def sync_agent_versions(
         for s in suites:
             tests = list(instance.get_dynamic_partitions(s.names.tests_partitions))
             if tests:
-                runs.append(
-                    evaluate_request(
+                runs.extend(
+                    evaluate_requests(
                         s, [agent], tests, f"agent:{agent}:{s.suite}:{_digest(tests)}", f"new agent version {agent}"
                     )
                 )
@@ -279,8 +287,11 @@ def nightly_schedule(s: SuiteAssets, job: Any, cron: str) -> Any:
             return SkipReason(f"{s.suite}: no agent versions or tests registered yet (the sensors add them)")
         stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"
         return [
-            evaluate_request(s, block, tests, f"nightly:{s.suite}:{stamp}:{block[0]}", "nightly benchmark")
+            request
             for block in contiguous_blocks(registered, agents)
+            for request in evaluate_requests(
+                s, block, tests, f"nightly:{s.suite}:{stamp}:{block[0]}", "nightly benchmark"
+            )
         ]
 
     return nightly

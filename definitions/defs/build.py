@@ -18,15 +18,21 @@ from definitions.defs.resources import AgentHealthResource, resource_from_env
 from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
 
 MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
+# A run plans its partitioned `test_outcome` check with one row per partition, each storing the
+# planned event with the run's whole partition subset: a run of N partitions writes N x N keys (25
+# million at 5,000 in one run; docs/deploy.md), so larger backfills are split into bounded runs.
+DEFAULT_MAX_PARTITIONS_PER_RUN = 1000
 
 
 def max_partitions_per_run() -> int | None:
+    """Partitions per evaluation run: $AGENT_HEALTH_MAX_PARTITIONS_PER_RUN (0: any number, one
+    run), default 1,000."""
     raw = os.environ.get(MAX_PARTITIONS_ENV, "").strip()
     if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"${MAX_PARTITIONS_ENV} must be a positive integer, got {raw!r}")
-    return int(raw)
+        return DEFAULT_MAX_PARTITIONS_PER_RUN
+    if not raw.isdigit():
+        raise ValueError(f"${MAX_PARTITIONS_ENV} must be a whole number (0: one run of any size), got {raw!r}")
+    return int(raw) or None
 
 
 def build_suites(project: Project) -> list[SuiteAssets]:

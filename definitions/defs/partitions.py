@@ -81,3 +81,15 @@ def ordered_after(current: Sequence[str], add: Sequence[str], remove: Iterable[s
     insertion order)."""
     gone = set(remove)
     return [k for k in current if k not in gone] + [k for k in add if k not in set(current)]
+
+
+def bounded_ranges(agents: Sequence[str], tests: Sequence[str], limit: int | None) -> list[tuple[list[str], list[str]]]:
+    """Split the rectangle agents x tests (each contiguous in registration order) into rectangles
+    of at most `limit` partitions, each one run's range (None: the whole rectangle in one run).
+    Whole agent versions stay together while a version's tests fit in one run."""
+    if not limit or len(agents) * len(tests) <= limit:
+        return [(list(agents), list(tests))]
+    if len(tests) <= limit:
+        per = limit // len(tests)
+        return [(list(agents[i : i + per]), list(tests)) for i in range(0, len(agents), per)]
+    return [([agent], list(tests[i : i + limit])) for agent in agents for i in range(0, len(tests), limit)]

@@ -10,6 +10,7 @@ through the result store (one run covers many partitions); each partition's outc
 score, duration, tokens, cost, metrics, insights, and why it did not pass) is its evaluation of the
 partitioned `test_outcome` check, so failed and errored tests show per partition at a glance."""
 
+import os
 import time
 import typing
 from dataclasses import dataclass
@@ -53,12 +54,14 @@ from agent_health.pipeline import (
 )
 from agent_health.pipeline.tables import label_table, problem_table, recommendation_table
 from agent_health.stores import ResultKey, ResultStore, ResultSummary
+from definitions.dagster_env import DAGSTER_ENV
 from definitions.defs.beta import beta_api
 from definitions.defs.names import SuiteNames
 from definitions.defs.partitions import (
     AGENT_SETTINGS_KEY,
     AGENT_VERSIONS,
     agent_versions,
+    bounded_ranges,
     multi_key,
     results_partitions,
     split_keys,
@@ -133,6 +136,12 @@ class SuiteAssets:
     cases: AssetSpec
     evaluate: Any
     rollup: Any
+    max_partitions_per_run: int | None = None
+
+    def run_ranges(self, agents: list[str], tests: list[str]) -> list[tuple[list[str], list[str]]]:
+        """agents x tests (each contiguous in registration order) as the ranges of runs of at most
+        `max_partitions_per_run` partitions, as a backfill of them is split."""
+        return bounded_ranges(agents, tests, self.max_partitions_per_run)
 
     @property
     def suite(self) -> str:
@@ -161,7 +170,7 @@ def build_suite_assets(
     names: SuiteNames, source_file: str, eval_root: Path, max_partitions_per_run: int | None = None
 ) -> SuiteAssets:
     """`max_partitions_per_run` None: a backfill of any size is one run (the engine runs its tests
-    concurrently); a number splits backfills into runs of at most that many partitions."""
+    concurrently); a number splits larger backfills into runs of at most that many partitions."""
     suite = names.suite
     prefix = list(names.prefix)
     group = names.group
@@ -258,6 +267,7 @@ def build_suite_assets(
                 raise Failure(f"{suite}: {exc}") from exc
             counts = {s: sum(r.status == s for r in out) for s in ("passed", "failed", "errored")}
             context.log.info(f"{suite}: {len(out)} results stored in {project.store.location}: {counts}")
+            context.log.info(worker_settings_message())
             # Metadata here is shared by every partition of the run; per-partition facts are on the
             # partition's test_outcome evaluation (one event per partition, no O(N^2) bookkeeping).
             yield MaterializeResult(asset_key=key("results"))
@@ -354,7 +364,15 @@ def build_suite_assets(
         cases=cases,
         evaluate=evaluate,
         rollup=rollup,
+        max_partitions_per_run=max_partitions_per_run or None,
     )
+
+
+def worker_settings_message() -> str:
+    """The Dagster settings this run worker writes its events with (definitions/dagster_env.py),
+    so a deployment can see that they reach its run workers."""
+    found = ", ".join(f"{name}={os.environ.get(name) or '(unset)'}" for name in DAGSTER_ENV)
+    return f"Dagster event-log settings of this run worker: {found}"
 
 
 def outcome_evaluation(results_key: AssetKey, r: TestResult, target: Any = None) -> AssetCheckEvaluation:

@@ -22,7 +22,7 @@ def test_headless_runs_everything_and_says_how_to_open_the_ui(project_dir, tmp_p
     assert "Leaderboard" in out and re.search(r"demo@v2 +current +\* +60\.0 ", out)
     assert "Comparison (demo@v2 against its baseline)" in out
     assert re.search(r"cases::queue-backlog +fixed +failed +passed", out)
-    assert re.search(rf"DAGSTER_HOME={re.escape(str(home.resolve()))} \S*dagster dev -w workspace.yaml", out)
+    assert re.search(rf"DAGSTER_HOME={re.escape(str(home.resolve()))} bash \S*scripts/dev.sh", out)
     with DagsterInstance.from_config(str(home)) as instance:  # the same assets, on the persistent instance
         rollup = instance.fetch_materializations(AssetKey(["rca", "payments", "rollup"]), limit=10).records
         assert {r.partition_key for r in rollup} == {"demo@v1", "demo@v2"}

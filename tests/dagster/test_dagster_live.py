@@ -1,5 +1,5 @@
 """The code location under a real `dagster dev` (webserver, daemon and code server on free local
-ports), started once for this module:
+ports), started once for this module the documented way (`scripts/dev.sh`):
 
 - a backfill launched through the webserver's GraphQL API (what the UI's Launch backfill sends)
   materializes results, metrics and insights, and declarative automation then brings every rollup,
@@ -10,7 +10,9 @@ ports), started once for this module:
 - the `dagster dev` log carries no BetaWarning, PreviewWarning or DeprecationWarning from this
   code location;
 - a run whose process is killed with SIGKILL does not stay STARTED: the daemon's run monitoring,
-  enabled by the instance configuration the project writes, marks it failed.
+  enabled by the instance configuration the project writes, marks it failed;
+- the Dagster settings of deploy/dagster.env reach every process that reads them: the daemon and
+  the webserver create runs that plan once per asset, and the run workers log them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from pathlib import Path
 
 import pytest
 
+from definitions.dagster_env import DAGSTER_ENV
+from definitions.defs.partitions import range_tags
+from tests.dagster.planned_events import planned_events, worker_settings
 from tests.evalkit import write_evals
 from tests.support import free_port, skip_or_fail
 
@@ -89,8 +94,7 @@ def wait_for(predicate, timeout: float, what: str, proc=None, log: Path | None =
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    exe = shutil.which("dagster", path=str(Path(sys.executable).parent))
-    if exe is None:
+    if shutil.which("dagster", path=str(Path(sys.executable).parent)) is None:
         skip_or_fail("the dagster CLI is not installed next to the Python interpreter")
     root = tmp_path_factory.mktemp("live")
     write_evals(root)
@@ -103,7 +107,8 @@ def live(tmp_path_factory):
 
     (home / "dagster.yaml").write_text(instance_yaml({"poll_interval_seconds": 1}))
     env = {
-        **os.environ,
+        # the Dagster settings must come from scripts/dev.sh, not from the test's environment
+        **{k: v for k, v in os.environ.items() if k not in DAGSTER_ENV},
         "DAGSTER_HOME": str(home),
         "AGENT_HEALTH_CONFIG": str(root / "agent_health_config.py"),
         "AGENT_HEALTH_SENSOR_INTERVAL_S": "2",
@@ -128,7 +133,7 @@ def live(tmp_path_factory):
     log = root / "dagster-dev.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [exe, "dev", "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
+            ["bash", str(ROOT / "scripts" / "dev.sh"), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
             cwd=root,
             env=env,
             stdout=out,
@@ -276,6 +281,19 @@ def test_backfill_through_graphql_then_automation_makes_rollups_and_leaderboard_
             live["proc"],
             live["log"],
         )
+        # The daemon created the backfill's runs with scripts/dev.sh's settings: one planned event
+        # per asset and run (not per partition), and each run worker wrote its events with them.
+        evaluated = {k for s in suites for k in s.evaluate_keys}
+        backfill_runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill")]
+        planned = {r.run_id: planned_events(instance, r.run_id) for r in backfill_runs}
+        evaluations = [r for r in backfill_runs if {k for k, _, _ in planned[r.run_id]} & evaluated]
+        # (how many runs a backfill makes is the daemon's business; every step is covered)
+        assert {k for r in evaluations for k, _, _ in planned[r.run_id]} == evaluated
+        for run in evaluations:
+            assert len(planned[run.run_id]) == 3, planned[run.run_id]
+            assert all(p is None and n >= 1 for _, p, n in planned[run.run_id]), planned[run.run_id]
+            [line] = worker_settings(instance, run.run_id)
+            assert all(f"{k}={v}" in line for k, v in DAGSTER_ENV.items()), line
 
     # failed and errored tests at a glance: the per-partition statuses of the test_outcome check
     data = graphql(live["port"], CHECK_STATUS, {"key": {"path": ["rca", "payments", "results"]}})
@@ -295,6 +313,46 @@ def test_backfill_through_graphql_then_automation_makes_rollups_and_leaderboard_
     assert keys <= {"demo@v1", "demo@v2", "slow@v1"}
     assert any(t == "rca/payments::checkout-latency" for _, t in failed), statuses
     assert any(t == "rca/payments::payment-rca-finds-the-database" for _, t in succeeded), statuses
+
+
+LAUNCH_RUN = """
+mutation($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}"""
+
+
+def test_a_run_launched_from_the_webserver_plans_once_per_asset(live):
+    """The UI's Materialize of a partition range: the webserver creates the run, with the
+    settings scripts/dev.sh gave it."""
+    from dagster import DagsterInstance
+
+    suite = next(s for s in live["pipeline"].suites if s.suite == "rca/payments")
+    with DagsterInstance.from_config(str(live["home"])) as instance:
+        tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
+        tags = range_tags(["demo@v1"], tests)
+        params = {
+            "selector": {
+                "repositoryLocationName": "agent_health",
+                "repositoryName": "__repository__",
+                "jobName": suite.names.job,
+            },
+            "runConfigData": {},
+            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+        }
+        answer = graphql(live["port"], LAUNCH_RUN, {"params": params})["launchRun"]
+        assert answer["__typename"] == "LaunchRunSuccess", answer
+        run_id = answer["run"]["runId"]
+        planned = planned_events(instance, run_id)
+        assert sorted(planned) == sorted((k, None, len(tests)) for k in suite.evaluate_keys), planned
+        wait_for(lambda: instance.get_run_by_id(run_id).is_finished, 180, "the launched run", live["proc"], live["log"])
+        assert instance.get_run_by_id(run_id).is_success
+        [line] = worker_settings(instance, run_id)
+        assert all(f"{k}={v}" in line for k, v in DAGSTER_ENV.items()), line
 
 
 def test_no_beta_or_deprecation_warning_from_this_code_location(live):

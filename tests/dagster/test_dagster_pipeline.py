@@ -63,7 +63,7 @@ def test_definitions_load_validate_and_name_suites(make_pipeline):
         assert {f"{prefix}/{n}" for n in ("cases", "results", "metrics", "insights", "rollup")} <= keys
     assert {"benchmark/leaderboard", "benchmark/comparison", "agents/settings"} <= keys
     results = graph.get(AssetKey(["rca", "payments", "results"]))
-    assert results.group_name == "suite_rca__payments" and results.backfill_policy.max_partitions_per_run is None
+    assert results.group_name == "suite_rca__payments" and results.backfill_policy.max_partitions_per_run == 1000
     assert results.pools == {"agent_health_agents"}
     assert results.parent_keys == {AssetKey(["rca", "payments", "cases"]), AssetKey(["agents", "settings"])}
     # one step: results, metrics and insights cannot be materialized apart
@@ -307,8 +307,11 @@ def test_max_partitions_per_run_is_configurable(make_pipeline, monkeypatch):
     monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "50")
     node = make_pipeline().defs.resolve_asset_graph().get(AssetKey(["cases", "results"]))
     assert node.backfill_policy.max_partitions_per_run == 50
+    monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "0")  # one run of any size
+    node = make_pipeline().defs.resolve_asset_graph().get(AssetKey(["cases", "results"]))
+    assert node.backfill_policy.max_partitions_per_run is None
     monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "many")
-    with pytest.raises(ValueError, match="AGENT_HEALTH_MAX_PARTITIONS_PER_RUN must be a positive integer"):
+    with pytest.raises(ValueError, match="AGENT_HEALTH_MAX_PARTITIONS_PER_RUN must be a whole number"):
         make_pipeline()
 
 

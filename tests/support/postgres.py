@@ -97,9 +97,9 @@ def running_postgres(folder: Path, max_connections: int = 200) -> Iterator[Postg
 
 
 @contextlib.contextmanager
-def running_pgbouncer(pg: Postgres, folder: Path) -> Iterator[Postgres]:
-    """PgBouncer on a free port in front of `pg`, session pooling (Dagster's event log watchers
-    LISTEN, which transaction pooling would break); yields where it listens."""
+def running_pgbouncer(pg: Postgres, folder: Path, pool_mode: str = "session") -> Iterator[Postgres]:
+    """PgBouncer on a free port in front of `pg` (`pool_mode` session or transaction, see
+    docs/deploy.md); yields where it listens."""
     exe = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
     if not os.path.exists(exe):
         raise PostgresUnavailable("pgbouncer not found (apt-get install pgbouncer)")
@@ -111,7 +111,7 @@ def running_pgbouncer(pg: Postgres, folder: Path) -> Iterator[Postgres]:
     ini.write_text(
         f"[databases]\n* = host={pg.host} port={pg.port}\n"
         f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
-        f"auth_type = trust\nauth_file = {folder / 'userlist.txt'}\npool_mode = session\n"
+        f"auth_type = trust\nauth_file = {folder / 'userlist.txt'}\npool_mode = {pool_mode}\n"
         "max_client_conn = 500\ndefault_pool_size = 40\nserver_reset_query = DISCARD ALL\n"
         f"logfile = {folder / 'pgbouncer.log'}\nignore_startup_parameters = extra_float_digits,options\n"
         # Dagster connects per statement: a log line per connection would be most of the log.
