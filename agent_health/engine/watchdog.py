@@ -55,8 +55,9 @@ def _is_user_frame(frame: FrameType) -> bool:
 
 def _site(frame: FrameType) -> str:
     code = frame.f_code
-    line = linecache.getline(code.co_filename, frame.f_lineno).strip()
-    where = f"{Path(code.co_filename).name}:{frame.f_lineno} in {code.co_name}"
+    lineno = frame.f_lineno or code.co_firstlineno  # None while a frame is being set up or torn down
+    line = linecache.getline(code.co_filename, lineno).strip()
+    where = f"{Path(code.co_filename).name}:{lineno} in {code.co_name}"
     return f"{where} ({line})" if line else where
 
 

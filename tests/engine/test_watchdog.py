@@ -179,3 +179,16 @@ def test_cli_exits_when_a_blocked_loop_cannot_be_interrupted(tmp_path):
     assert (tmp_path / ".agent_health" / "results" / "demo@v2" / "hang" / "hang%3A%3Afine.json").is_file()
     assert "test 'hang::cannot-be-interrupted' blocked the event loop" in proc.stderr
     assert "could not be interrupted" in proc.stderr and "exiting" in proc.stderr
+
+
+def test_call_site_of_a_frame_without_a_line_number_names_its_function() -> None:
+    # CPython reports f_lineno None for a frame being set up or torn down; the watchdog thread
+    # took a TypeError from linecache there and died, so no later blocked loop was reported.
+    from types import SimpleNamespace
+
+    from agent_health.engine import watchdog
+
+    code = test_call_site_of_a_frame_without_a_line_number_names_its_function.__code__
+    frame = SimpleNamespace(f_code=code, f_lineno=None)
+    site = watchdog._site(frame)  # type: ignore[arg-type]
+    assert site.startswith(f"test_watchdog.py:{code.co_firstlineno} in {code.co_name}")
