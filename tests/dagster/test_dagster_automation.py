@@ -27,8 +27,12 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 def run_sensor(pipeline, instance, name, cursor=None):
     sensor = pipeline.defs.get_repository_def().get_sensor_def(name)
-    context = build_sensor_context(instance=instance, cursor=cursor, resources={"agent_health": pipeline.resource})
-    result = sensor(context)
+    # entered with `with`: an open context keeps its instance's state current, and a later test's
+    # definitions load then fails on that dead instance
+    with build_sensor_context(
+        instance=instance, cursor=cursor, resources={"agent_health": pipeline.resource}
+    ) as context:
+        result = sensor(context)
     if isinstance(result, SensorResult):
         apply_sensor_result(instance, result)
     return result, context
@@ -157,19 +161,17 @@ def test_nightly_schedule_requests_every_suite_for_current_versions(make_pipelin
     schedule = repo.get_schedule_def("nightly__rca__payments")
     assert schedule.cron_schedule == "0 2 * * *"
     when = dt.datetime(2026, 1, 2, 2, 0, tzinfo=dt.UTC)
-    empty = schedule(
-        build_schedule_context(
-            instance=instance, scheduled_execution_time=when, resources={"agent_health": pipeline.resource}
-        )
-    )
+    with build_schedule_context(
+        instance=instance, scheduled_execution_time=when, resources={"agent_health": pipeline.resource}
+    ) as context:
+        empty = schedule(context)
     assert isinstance(empty, SkipReason)
     run_sensor(pipeline, instance, "agent_versions_sensor")
     run_sensor(pipeline, instance, "eval_files_sensor")
-    [request] = schedule(
-        build_schedule_context(
-            instance=instance, scheduled_execution_time=when, resources={"agent_health": pipeline.resource}
-        )
-    )
+    with build_schedule_context(
+        instance=instance, scheduled_execution_time=when, resources={"agent_health": pipeline.resource}
+    ) as context:
+        [request] = schedule(context)
     assert request.job_name == "evaluate__rca__payments"
     assert request.tags[ASSET_PARTITION_RANGE_START_TAG] == "demo@v1|rca/payments::payment-rca-finds-the-database"
     assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2|rca/payments::checkout-latency"
