@@ -209,6 +209,8 @@ def test_fail_fast_across_agents_reports_what_never_ran_per_agent(write_eval, tm
     assert run.not_run == {"demo@v1": 4, "demo@v2": 5} and run.status == "finished"
 
 
+# 60 x 0.25 s at concurrency 2: 7.5 s, so a signal sent once a few results are reported lands
+# mid-run even when a slow disk makes the store's batches (and so the reported lines) arrive in bursts
 SLOW_SUITE = """
 import asyncio
 from agent_health import test
@@ -216,7 +218,7 @@ from agent_health import test
 for i in range(60):
     @test(f"slow {i:02d}")
     async def slow():
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.25)
 """
 
 
