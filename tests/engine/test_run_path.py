@@ -209,8 +209,10 @@ def test_fail_fast_across_agents_reports_what_never_ran_per_agent(write_eval, tm
     assert run.not_run == {"demo@v1": 4, "demo@v2": 5} and run.status == "finished"
 
 
-# 60 x 0.25 s at concurrency 2: 7.5 s, so a signal sent once a few results are reported lands
-# mid-run even when a slow disk makes the store's batches (and so the reported lines) arrive in bursts
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 SLOW_SUITE = """
 import asyncio
 from agent_health import test
@@ -218,7 +220,7 @@ from agent_health import test
 for i in range(60):
     @test(f"slow {i:02d}")
     async def slow():
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(0.05)
 """
 
 
@@ -343,6 +345,9 @@ def test_interrupting_a_run_keeps_its_results_finishes_its_reports_and_says_so(w
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            # a process started with SIGINT ignored (a background job of a non-interactive shell,
+            # nohup) passes that on and Python keeps it: give the CLI the default disposition
+            preexec_fn=_default_sigint,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not report.exists() or report.read_text().count("\n") < 6):

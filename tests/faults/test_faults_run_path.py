@@ -93,7 +93,6 @@ def test_an_async_body_that_never_awaits_agent_run_is_errored_saying_so(evals, t
     assert result["status"] == "errored" and "never awaited" in result["error"]
 
 
-# 40 x 0.25 s at concurrency 2 (5 s): the kill lands mid-run even when a slow disk stores in bursts
 SLOW = """
 import time
 from agent_health import test
@@ -101,7 +100,7 @@ from agent_health import test
 for i in range(40):
     @test(f"slow {i:02d}")
     def slow():
-        time.sleep(0.25)
+        time.sleep(0.1)
 """
 
 
