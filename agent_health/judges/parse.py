@@ -16,8 +16,6 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import json_repair
-
 from agent_health.judges.base import LLM
 from agent_health.judges.chat import AnswerSchema, ChatClient, ChatMessage, ChatResponse, ToolSpec
 from agent_health.judges.prompt import VERDICT_SCHEMA
@@ -90,6 +88,8 @@ def decode(candidate: str) -> Any:
         return json.loads(candidate)
     except ValueError:
         pass
+    import json_repair  # only for an answer that is not JSON: kept off every run's start
+
     try:
         repaired = json_repair.loads(candidate, skip_json_loads=True)
     except Exception:  # json-repair gives up on some inputs by raising; nothing to use then

@@ -4,15 +4,31 @@ their own result and readers load only what they need; plus the history of evalu
 Types: `local` (files under the state folder, the default), `s3` (a bucket and prefix, through
 boto3) and `opensearch` (an index, through opensearch-py); see docs/deploy.md."""
 
+from typing import TYPE_CHECKING, Any
+
 from agent_health.backends import check_no_inline_secrets
 from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.model import StoreSettings
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.local import LocalResultStore, default_store
-from agent_health.stores.opensearch import OpenSearchResultStore
-from agent_health.stores.s3 import S3ResultStore
 from agent_health.stores.summary import ResultSummary
+
+if TYPE_CHECKING:
+    from agent_health.stores.opensearch import OpenSearchResultStore
+    from agent_health.stores.s3 import S3ResultStore
+
+# the shared backends load when chosen: a run on local files never imports the S3 summary log
+_LAZY = {"S3ResultStore": "agent_health.stores.s3", "OpenSearchResultStore": "agent_health.stores.opensearch"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agent_health.stores' has no attribute {name!r}")
+
 
 __all__ = [
     "LocalResultStore",
@@ -35,7 +51,11 @@ def open_store(config: Config, settings: StoreSettings | None = None) -> ResultS
     if settings.type == "local":
         return default_store(config, settings)
     if settings.type == "s3":
+        from agent_health.stores.s3 import S3ResultStore
+
         return S3ResultStore(settings.settings)
     if settings.type == "opensearch":
+        from agent_health.stores.opensearch import OpenSearchResultStore
+
         return OpenSearchResultStore(settings.settings)
     raise ConfigError(f"store.type: unknown {settings.type!r}; use local, s3 or opensearch")

@@ -60,8 +60,12 @@ NOT_FOR_A_RUN = [
     "agent_health.cli.compare",  # other commands
     "agent_health.cli.report",
     "agent_health.cli.schema",
+    "agent_health.cli.rejudge",
     "agent_health.analysis.frames",
     "pandas",
+    "json_repair",  # judge answers that are not JSON only
+    "agent_health.stores.s3",  # stores that were not chosen
+    "agent_health.stores.opensearch",
 ]
 
 RUN_AND_LIST_MODULES = """
