@@ -15,7 +15,7 @@ NO_PROXY), for both pools.
 from __future__ import annotations
 
 import ssl
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 from httpx_aiohttp import HttpxAiohttpClient  # imported with the connector, not inside a run's timeout
@@ -39,32 +39,21 @@ def build_client(
     OpenAI-compatible client uses it too, with `base_url` and `headers`)."""
     if http2 and pool != "httpx":
         raise ValueError("http2 needs the httpx pool (aiohttp speaks HTTP/1.1 only)")
-    timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+    common: dict[str, Any] = {
+        "timeout": httpx.Timeout(timeout_s, connect=connect_timeout_s),
+        "verify": verify,
+        "proxy": proxy,
+        "follow_redirects": True,
+        "base_url": base_url,
+        "headers": headers,
+    }
     if pool == "httpx":
         # httpcore re-checks every idle connection on every request event: keeping as many idle as
         # may be open (100) made it 1.5-5x slower at concurrency 64 than its default of 20
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=min(20, max_connections))
-        return httpx.AsyncClient(
-            limits=limits,
-            timeout=timeout,
-            verify=verify,
-            http2=http2,
-            proxy=proxy,
-            follow_redirects=True,
-            base_url=base_url,
-            headers=headers,
-        )
+        return httpx.AsyncClient(limits=limits, http2=http2, **common)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return HttpxAiohttpClient(
-        limits=limits,
-        timeout=timeout,
-        verify=verify,
-        proxy=proxy,
-        follow_redirects=True,
-        base_url=base_url,
-        headers=headers,
-        event_hooks={"request": [_credentials_as_header_only]},
-    )
+    return HttpxAiohttpClient(limits=limits, event_hooks={"request": [_credentials_as_header_only]}, **common)
 
 
 async def _credentials_as_header_only(request: httpx.Request) -> None:
