@@ -74,10 +74,8 @@ _LAZY: dict[str, str] = {
         ],
         "agent_health.sdk",
     ),
-    **dict.fromkeys(
-        ["RejudgeOutcome", "RunOutcome", "build_settings", "rejudge", "run_evaluation", "run_tests"],
-        "agent_health.session",
-    ),
+    **dict.fromkeys(["RunOutcome", "build_settings", "run_evaluation", "run_tests"], "agent_health.session"),
+    **dict.fromkeys(["RejudgeOutcome", "rejudge"], "agent_health.session.rejudge"),
     "TracesView": "agent_health.traces.view",
 }
 
@@ -130,14 +128,8 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         judge,
         test,
     )
-    from agent_health.session import (
-        RejudgeOutcome,
-        RunOutcome,
-        build_settings,
-        rejudge,
-        run_evaluation,
-        run_tests,
-    )
+    from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
+    from agent_health.session.rejudge import RejudgeOutcome, rejudge
     from agent_health.traces.view import TracesView
 
     agent: AgentProxy

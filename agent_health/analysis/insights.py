@@ -9,12 +9,14 @@ import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_health.judges.prompt import FENCE_RULES, content_nonce, fence
 from agent_health.model import Insight, Step, TestResult
 from agent_health.offloop import call
-from agent_health.stores.summary import ResultSummary
+
+if TYPE_CHECKING:  # the stores (and their summaries) are not needed to run tests
+    from agent_health.stores.summary import ResultSummary
 
 Rule = Callable[[TestResult], Iterable[Insight]]
 

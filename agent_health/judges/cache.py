@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent_health.backends import OpenSearchIndex, S3Bucket, is_shared
+from agent_health.backends import is_shared
 from agent_health.config.secrets import scrub_secrets
 from agent_health.errors import ConfigError
 from agent_health.model.settings import StoreSettings
@@ -127,6 +127,8 @@ class S3JudgeCache(JudgeCache):
     """The judge cache as objects `<prefix>/judge_cache/<key[:2]>/<key>.json` in the store's bucket."""
 
     def __init__(self, settings: dict[str, Any]):  # noqa: super().__init__ opens SQLite: not wanted here
+        from agent_health.backends.s3 import S3Bucket
+
         self.bucket = S3Bucket(settings, "store.settings")
         self.path = Path(self.bucket.key("judge_cache"))
         self.hits = 0
@@ -172,6 +174,8 @@ class OpenSearchJudgeCache(JudgeCache):
     """The judge cache as documents (id = the key) in `<store index>-judge-cache`."""
 
     def __init__(self, settings: dict[str, Any]):  # noqa: super().__init__ opens SQLite: not wanted here
+        from agent_health.backends.opensearch import OpenSearchIndex
+
         index = f"{settings.get('index', 'agent-health-results')}-judge-cache"
         self.index = OpenSearchIndex(settings, index, JUDGE_CACHE_MAPPING, "store.settings")
         self.path = Path(index)

@@ -33,11 +33,13 @@ from pydantic import ValidationError
 
 from agent_health.errors import EvalFileError
 from agent_health.loader import safe_yaml
-from agent_health.loader.formats import Defaults, case_model, describe_errors, one_or_many, steps_of
+from agent_health.loader.formats import Defaults, case_model, steps_of
 from agent_health.loader.ids import content_hash, suite_name, test_id
+from agent_health.loader.options import one_or_many
 from agent_health.loader.registry import FileRegistry, TestSpec
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ExpectedStep, TestCase
+from agent_health.model.validation import describe_errors
 
 CASE_LISTS = ("tests", "testCases", "test_cases", "cases")
 

@@ -1,4 +1,5 @@
-"""The data test-case formats as pydantic models, and the test options both kinds of test share.
+"""The data test-case formats as pydantic models (the test options both kinds of test share are in
+`agent_health.loader.options`).
 
 Every field is validated, so a wrong type anywhere (`labels: 5`, `timeout: "soon"`, `epochs: 0`,
 a list where an object is expected) is one clear error naming the case and the field instead of a
@@ -18,36 +19,13 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, field_validator
 
+from agent_health.loader.options import CaseModel, Epochs, Strings, Timeout, no_bool, one_or_many
 from agent_health.model import ContextItem, ExpectedStep
-from agent_health.model.validation import describe_errors
 
 
-def one_or_many(value: Any) -> Any:
-    """A lone string or object where a list is expected is a one-element list."""
-    if isinstance(value, (str, bytes, Mapping)):
-        return [value]
-    return value
-
-
-def _no_bool(value: Any) -> Any:
-    # pydantic's lax mode reads `true` as 1: for a timeout or a count that is a mistake, not a value
-    if isinstance(value, bool):
-        raise ValueError("expected a number, not a boolean")
-    return value
-
-
-Strings = Annotated[tuple[str, ...], BeforeValidator(one_or_many)]
-Timeout = Annotated[float, BeforeValidator(_no_bool), Field(gt=0, allow_inf_nan=False)]
-Epochs = Annotated[int, BeforeValidator(_no_bool), Field(ge=1)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True, populate_by_name=True)
-
-
-class ContextEntry(_Model):
+class ContextEntry(CaseModel):
     """One context item: `{description, value}`; a non-string value is sent as its JSON."""
 
     model_config = ConfigDict(extra="ignore")
@@ -60,12 +38,12 @@ class ContextEntry(_Model):
         return ContextItem(description=self.description, value=value)
 
 
-class StepEntry(_Model):
+class StepEntry(CaseModel):
     """One expected trajectory step."""
 
     model_config = ConfigDict(extra="ignore")
 
-    step: Annotated[int, BeforeValidator(_no_bool)] | None = Field(None, description="Step number, informational.")
+    step: Annotated[int, BeforeValidator(no_bool)] | None = Field(None, description="Step number, informational.")
     description: str = Field("", description="What the agent should do at this step.")
     required_tools: Strings = Field(
         (), validation_alias=AliasChoices("required_tools", "requiredTools"), description="Tools it must call."
@@ -76,7 +54,7 @@ Contexts = Annotated[tuple[ContextEntry, ...], BeforeValidator(one_or_many)]
 Steps = Annotated[tuple[StepEntry, ...], BeforeValidator(one_or_many)]
 
 
-class CaseFields(_Model):
+class CaseFields(CaseModel):
     """Every field a data test case (or a file's `defaults`) may set, in either spelling."""
 
     id: str | None = Field(
@@ -131,26 +109,6 @@ class Defaults(CaseFields):
 
 def case_model(raw: Mapping[str, Any]) -> type[CaseFields]:
     return ExportedCase if "initialPrompt" in raw else NativeCase
-
-
-class TestOptions(_Model):
-    """The options of `@test(...)`, checked like a data case's (`agent_health.sdk.test`)."""
-
-    __test__ = False
-
-    labels: Strings = ()
-    expected_outcomes: Strings = ()
-    timeout: Timeout | None = None
-    epochs: Epochs | None = None
-    skip_judge: bool | None = None
-
-
-def check_options(**options: Any) -> TestOptions:
-    """`@test` options validated; raises ValueError naming the option."""
-    try:
-        return TestOptions.model_validate(options)
-    except ValidationError as exc:
-        raise ValueError(describe_errors(exc)) from None
 
 
 def steps_of(steps: tuple[StepEntry, ...]) -> tuple[ExpectedStep, ...]:

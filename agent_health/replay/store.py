@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agent_health.backends import OpenSearchIndex, S3Bucket, doc_id, is_shared
+from agent_health.backends import is_shared
 from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import Connector
 from agent_health.errors import AgentError
@@ -107,6 +107,8 @@ class S3RecordingStore(RecordingStore):
     """Recordings as objects `<prefix>/recordings/<agent key>/<version>/<hash>.json` in the store's bucket."""
 
     def __init__(self, settings: dict[str, Any]):
+        from agent_health.backends.s3 import S3Bucket
+
         self.bucket = S3Bucket(settings, "store.settings")
         self.root = Path(self.bucket.key("recordings"))
 
@@ -150,22 +152,25 @@ class OpenSearchRecordingStore(RecordingStore):
     """Recordings as documents (id = agent key, version and hash) in `<store index>-recordings`."""
 
     def __init__(self, settings: dict[str, Any]):
+        from agent_health.backends.opensearch import OpenSearchIndex, doc_id
+
         index = f"{settings.get('index', 'agent-health-results')}-recordings"
         self.index = OpenSearchIndex(settings, index, RECORDINGS_MAPPING, "store.settings")
         self.root = Path(index)
+        self._doc_id = doc_id
 
     def where(self, agent_key: str, version: str, key: str) -> str:
-        return f"{self.index.location} document {doc_id(agent_key, version, key)}"
+        return f"{self.index.location} document {self._doc_id(agent_key, version, key)}"
 
     def load(self, agent_key: str, version: str, key: str) -> RunResult | None:
-        doc = self.index.get(doc_id(agent_key, version, key))
+        doc = self.index.get(self._doc_id(agent_key, version, key))
         return None if doc is None else _run_of(doc, self.where(agent_key, version, key))
 
     def save(
         self, agent_key: str, version: str, key: str, result: RunResult, request: AgentRequest, *, replace: bool = True
     ) -> str:
         doc = _document(agent_key, version, key, result, request)
-        self.index.put(doc_id(agent_key, version, key), doc, if_absent=not replace)
+        self.index.put(self._doc_id(agent_key, version, key), doc, if_absent=not replace)
         return self.where(agent_key, version, key)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agent_health.errors import EvalFileError
-from agent_health.loader.formats import check_options, one_or_many
+from agent_health.loader.options import check_options, one_or_many
 from agent_health.loader.registry import BUILTIN_FIXTURES, FixtureDef, Scope, TestSpec, active_registry, definition_line
 from agent_health.model.case import to_context, to_expected_steps
 

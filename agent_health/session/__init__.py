@@ -1,11 +1,29 @@
 """The one run path every transport calls (`run_evaluation`, `run_tests`), the one builder of
 its settings (`build_settings`), the wiring of agents, judges and analyzers from the
-configuration, and re-judging stored results through the same path (`rejudge`)."""
+configuration, and re-judging stored results through the same path (`agent_health.session.rejudge`)."""
 
-from agent_health.session.rejudge import RejudgeOutcome, rejudge, rejudge_results
+from typing import TYPE_CHECKING, Any
+
 from agent_health.session.run import RunOutcome, run_evaluation, run_tests, select_tests
 from agent_health.session.settings import ENV_VARS, build_settings, parse_store
 from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, replay_mode
+
+if TYPE_CHECKING:
+    from agent_health.session.rejudge import RejudgeOutcome, rejudge_results
+
+# re-judging loads the stored-result readers a run does not need: on first use. Its entry point
+# `rejudge` is not re-exported here, where it would be the name of the submodule
+# `agent_health.session.rejudge` once that is imported: it is `agent_health.rejudge`.
+_LAZY = dict.fromkeys(["RejudgeOutcome", "rejudge_results"], "agent_health.session.rejudge")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agent_health.session' has no attribute {name!r}")
+
 
 __all__ = [
     "ENV_VARS",
@@ -16,7 +34,6 @@ __all__ = [
     "build_runtime",
     "build_settings",
     "parse_store",
-    "rejudge",
     "rejudge_results",
     "replay_mode",
     "run_evaluation",

@@ -12,14 +12,19 @@ from agent_health.errors import ConfigError
 from agent_health.model import StoreSettings
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.local import LocalResultStore, default_store
-from agent_health.stores.summary import ResultSummary
 
 if TYPE_CHECKING:
     from agent_health.stores.opensearch import OpenSearchResultStore
     from agent_health.stores.s3 import S3ResultStore
+    from agent_health.stores.summary import ResultSummary
 
-# the shared backends load when chosen: a run on local files never imports the S3 summary log
-_LAZY = {"S3ResultStore": "agent_health.stores.s3", "OpenSearchResultStore": "agent_health.stores.opensearch"}
+# the shared backends load when chosen (a run on local files never imports the S3 summary log), and
+# summaries when read (a run only writes)
+_LAZY = {
+    "S3ResultStore": "agent_health.stores.s3",
+    "OpenSearchResultStore": "agent_health.stores.opensearch",
+    "ResultSummary": "agent_health.stores.summary",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -12,10 +12,13 @@ import abc
 import builtins
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_health.errors import StoreError
 from agent_health.model import EvalRun, TestResult
-from agent_health.stores.summary import ResultSummary
+
+if TYPE_CHECKING:
+    from agent_health.stores.summary import ResultSummary
 
 __all__ = ["ResultKey", "ResultStore", "StoreError"]
 
@@ -89,6 +92,8 @@ class ResultStore(abc.ABC):
 
     def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
         """Summaries (what rollups and comparisons read) for `keys` that exist, in order."""
+        from agent_health.stores.summary import ResultSummary
+
         for result in self.get_many(keys):
             yield ResultSummary.of(result)
 

@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
@@ -30,9 +30,19 @@ from agent_health.config import Config
 from agent_health.files import fsync_folder, replace_file, write_all, write_atomic
 from agent_health.model import EvalRun, StoreSettings, TestResult
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
-from agent_health.stores.summary import ResultSummary
 
-M = TypeVar("M", TestResult, ResultSummary)
+if TYPE_CHECKING:
+    from agent_health.stores.summary import ResultSummary
+
+# summaries (what rollups read) load on the first read of them, never in a run that only writes
+M = TypeVar("M", TestResult, "ResultSummary")
+
+
+def _summary_type() -> type[ResultSummary]:
+    from agent_health.stores.summary import ResultSummary
+
+    return ResultSummary
+
 
 _SUFFIX = ".json"
 RUNS_DIR = "_runs"  # never an agent folder: those are KEY@VERSION
@@ -187,7 +197,7 @@ class LocalResultStore(ResultStore):
         with path.open("rb") as fh:
             for n, line in enumerate(fh):
                 try:
-                    s = ResultSummary.model_validate_json(line)
+                    s = _summary_type().model_validate_json(line)
                 except ValidationError:
                     continue  # the torn last line of a killed run
                 last[ResultKey(s.agent, s.suite, s.test_id)] = n
@@ -233,7 +243,7 @@ class LocalResultStore(ResultStore):
             with log.open("rb") as fh:
                 for line in fh:
                     try:
-                        s = ResultSummary.model_validate_json(line)
+                        s = _summary_type().model_validate_json(line)
                     except ValidationError:
                         continue  # a torn last line
                     if (s.agent, s.suite, s.test_id) == (key.agent, key.suite, key.test_id):
@@ -247,7 +257,7 @@ class LocalResultStore(ResultStore):
 
     def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
         for key in keys:
-            summary = self._read(key, ResultSummary)
+            summary = self._read(key, _summary_type())
             if summary is not None:
                 yield summary
 

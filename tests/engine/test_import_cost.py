@@ -55,17 +55,23 @@ def test_every_public_name_resolves_to_its_defining_object():
 NOT_FOR_A_RUN = [
     "yaml",  # data files only
     "agent_health.loader.data",
+    "agent_health.loader.formats",
     "agent_health.reporters.html",  # reporters that were not asked for
     "agent_health.reporters.junit",
     "agent_health.cli.compare",  # other commands
     "agent_health.cli.report",
     "agent_health.cli.schema",
     "agent_health.cli.rejudge",
+    "agent_health.session.rejudge",
     "agent_health.analysis.frames",
     "pandas",
     "json_repair",  # judge answers that are not JSON only
     "agent_health.stores.s3",  # stores that were not chosen
     "agent_health.stores.opensearch",
+    "agent_health.backends.s3",  # the shared backends behind them, and the judge cache's and recordings'
+    "agent_health.backends.opensearch",
+    "agent_health.traces.opensearch",  # trace sources that were not configured
+    "agent_health.stores.summary",  # what rollups read; a run only writes
 ]
 
 RUN_AND_LIST_MODULES = """
