@@ -49,6 +49,9 @@ class Fingerprinter:
         self.filename = filename
         self._cache: dict[int, str] = {}
         self._active: set[int] = set()
+        # code objects are immutable and shared by every function made from one definition (tests
+        # defined in a loop): each is fingerprinted once, with its global names
+        self._codes: dict[types.CodeType, tuple[str, tuple[str, ...]]] = {}
 
     def of(self, callables: Iterable[Callable[..., Any]]) -> str:
         """One fingerprint over several callables, in the given order."""
@@ -114,6 +117,13 @@ class Fingerprinter:
 
     # -- code -------------------------------------------------------------------------------
 
+    def _compiled(self, code: types.CodeType) -> tuple[str, tuple[str, ...]]:
+        """The code object's fingerprint and the global names it may look up, computed once."""
+        known = self._codes.get(code)
+        if known is None:
+            known = self._codes[code] = (self._code(code), tuple(sorted(set(_global_names(code)))))
+        return known
+
     def _code(self, code: types.CodeType) -> str:
         consts = [self._code(c) if isinstance(c, types.CodeType) else self.value(c) for c in code.co_consts]
         return _digest(
@@ -130,14 +140,15 @@ class Fingerprinter:
         )
 
     def _function(self, fn: types.FunctionType) -> str:
-        parts = [self._code(fn.__code__), self.value(fn.__defaults__), self.value(fn.__kwdefaults__ or {})]
+        fingerprint, global_names = self._compiled(fn.__code__)
+        parts = [fingerprint, self.value(fn.__defaults__), self.value(fn.__kwdefaults__ or {})]
         for cell in fn.__closure__ or ():
             try:
                 parts.append(self.value(cell.cell_contents))
             except ValueError:  # an empty cell
                 parts.append("cell:empty")
         module = fn.__globals__
-        for name in sorted(set(_global_names(fn.__code__))):
+        for name in global_names:
             if name in module:
                 parts.append(f"{name}={self.value(module[name])}")
         return "\n".join(parts)

@@ -124,3 +124,29 @@ def test_a_new_hook_in_a_scope_marks_the_tests_in_it(tmp_path):
     extra = EVAL.replace('    @test("a"', '    @before_each\n    def another():\n        pass\n\n    @test("a"')
     before, after = hashes(tmp_path, EVAL), hashes(tmp_path, extra)
     assert {n for n in before if before[n] != after[n]} == {"a"}
+
+
+LOOP_EVAL = """
+from agent_health import expect, test
+
+LIMITS = {"one": 1, "two": 2, "again": 1}
+
+
+def make(limit):
+    async def body(agent):
+        expect(limit).to_be_less_than(3)
+
+    return body
+
+
+for name, limit in LIMITS.items():
+    test(name, prompt="p")(make(limit))
+"""
+
+
+def test_tests_sharing_one_code_object_hash_by_what_each_closes_over(tmp_path):
+    # the fingerprint of a code object is computed once per load; what each function closes over
+    # (here the limit) still counts per test
+    first = hashes(tmp_path, LOOP_EVAL)
+    second = hashes(tmp_path, LOOP_EVAL.replace('"two": 2', '"two": 1'))
+    assert {name for name in first if first[name] != second[name]} == {"two"}
