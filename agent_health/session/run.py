@@ -22,7 +22,7 @@ from agent_health.engine import AgentEngine, EngineOptions, Scopes, Watchdog, ru
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
 from agent_health.loader.types import LoadedTest
-from agent_health.model import EvalRun, RunReport, RunSettings, TestResult, check_replay_mode
+from agent_health.model import EvalRun, RunReport, RunSettings, TestResult, check_replay_mode, harness_version
 from agent_health.model.report import SummaryTally
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
@@ -85,15 +85,6 @@ def _run_config(config: Config, settings: RunSettings) -> Config:
     return config.model_copy(update={"judge": config.judge.model_copy(update={"model": settings.judge.model})})
 
 
-def _harness_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("agent-health")
-    except PackageNotFoundError:
-        return ""
-
-
 async def _close(closers: Sequence[Callable[[], Any]]) -> None:
     try:
         async with asyncio.timeout(_CLOSE_S):
@@ -153,7 +144,7 @@ async def run_evaluation(
         _configured_loops.add(loop)
     run = EvalRun(
         transport=transport,
-        harness_version=_harness_version(),
+        harness_version=harness_version(),
         settings=settings,
         agents=tuple(plan),
         tests=max((len(ts) for ts in plan.values()), default=0),
