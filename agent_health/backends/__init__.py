@@ -5,9 +5,10 @@ configured store (`store=...` in the configuration) can hold all three for every
 team deployment. Credentials come only from the environment (the AWS chain, `password_env`).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_health.backends.shared import SHARED_SETTING, check_no_inline_secrets, is_shared
+from agent_health.lazy import lazy_names
 
 if TYPE_CHECKING:
     from agent_health.backends.opensearch import OpenSearchIndex, doc_id
@@ -22,12 +23,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'agent_health.backends' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = ["SHARED_SETTING", "OpenSearchIndex", "S3Bucket", "check_no_inline_secrets", "doc_id", "is_shared"]

@@ -11,21 +11,17 @@
 - `rubric.Rubric` (agent-health evaluator JSON) and `custom` evaluators get the cached `llm` helper (`llm`).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_health.lazy import lazy_names
 
 if TYPE_CHECKING:
     from agent_health.judges.rubric import Rubric, load_rubric
 
 # a rubric loads the LLM helper, the cache and the answer parser: on first use, so that importing
 # one judge module (the prompt fences, the demo judge) does not import them all
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("Rubric", "load_rubric"):
-        from agent_health.judges import rubric
-
-        return getattr(rubric, name)
-    raise AttributeError(f"module 'agent_health.judges' has no attribute {name!r}")
+_LAZY = dict.fromkeys(["Rubric", "load_rubric"], "agent_health.judges.rubric")
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = ["Rubric", "load_rubric"]

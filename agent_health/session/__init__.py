@@ -2,8 +2,9 @@
 its settings (`build_settings`), the wiring of agents, judges and analyzers from the
 configuration, and re-judging stored results through the same path (`agent_health.session.rejudge`)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_health.lazy import lazy_names
 from agent_health.session.run import RunOutcome, run_evaluation, run_tests, select_tests
 from agent_health.session.settings import ENV_VARS, build_settings, parse_store
 from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, replay_mode
@@ -17,12 +18,7 @@ if TYPE_CHECKING:
 _LAZY = dict.fromkeys(["RejudgeOutcome", "rejudge_results"], "agent_health.session.rejudge")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'agent_health.session' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [

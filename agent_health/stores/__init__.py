@@ -4,11 +4,12 @@ their own result and readers load only what they need; plus the history of evalu
 Types: `local` (files under the state folder, the default), `s3` (a bucket and prefix, through
 boto3) and `opensearch` (an index, through opensearch-py); see docs/deploy.md."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_health.backends import check_no_inline_secrets
 from agent_health.config import Config
 from agent_health.errors import ConfigError
+from agent_health.lazy import lazy_names
 from agent_health.model import StoreSettings
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.local import LocalResultStore, default_store
@@ -27,12 +28,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'agent_health.stores' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [

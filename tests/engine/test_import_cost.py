@@ -90,3 +90,21 @@ def test_a_cli_run_of_python_eval_files_imports_only_what_it_needs(write_eval, t
     modules = set(json.loads(out.stderr.strip().splitlines()[-1]))
     assert "agent_health.session.run" in modules and "agent_health.stores.local" in modules  # it did run and store
     assert sorted(modules & set(NOT_FOR_A_RUN)) == []
+
+
+@pytest.mark.parametrize(
+    "package", ["agent_health.backends", "agent_health.judges", "agent_health.session", "agent_health.stores"]
+)
+def test_names_a_package_loads_on_first_use_resolve_to_their_defining_objects(package):
+    import importlib
+
+    code = f"import json, sys, {package} as p; print(json.dumps(sorted(sys.modules)))"
+    loaded = set(json.loads(python(code).stdout))
+    mod = importlib.import_module(package)
+    lazy = mod._LAZY
+    assert lazy and set(lazy) <= set(mod.__all__)
+    for name, module in lazy.items():
+        assert module not in loaded, f"importing {package} imported {module}"
+        assert getattr(mod, name) is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'not_a_name'"):
+        mod.not_a_name
