@@ -36,6 +36,8 @@ class OpenSearchIndex:
     """Documents in one index. `ensure()` creates it with `mapping` once per process; a race
     with another process creating it too is harmless."""
 
+    doc_id = staticmethod(doc_id)  # ids within this backend's limit, for those holding an index
+
     def __init__(
         self,
         settings: Mapping[str, Any],

@@ -3,12 +3,12 @@
 partitions in step with the eval files, data versions of agent versions, gating rollups, and
 tables with readable numbers. No Dagster import here."""
 
+from agent_health.config.fingerprints import agent_version_data_version, judge_settings
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
 from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.project import Project, clear_project_cache
 from agent_health.pipeline.sync import SuiteSync, plan_suite_sync
 from agent_health.pipeline.tables import Column, Table, ms, percent, sig
-from agent_health.pipeline.versions import agent_version_data_version, judge_settings
 
 __all__ = [
     "Column",

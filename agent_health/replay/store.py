@@ -152,25 +152,24 @@ class OpenSearchRecordingStore(RecordingStore):
     """Recordings as documents (id = agent key, version and hash) in `<store index>-recordings`."""
 
     def __init__(self, settings: dict[str, Any]):
-        from agent_health.backends.opensearch import OpenSearchIndex, doc_id
+        from agent_health.backends.opensearch import OpenSearchIndex
 
         index = f"{settings.get('index', 'agent-health-results')}-recordings"
         self.index = OpenSearchIndex(settings, index, RECORDINGS_MAPPING, "store.settings")
         self.root = Path(index)
-        self._doc_id = doc_id
 
     def where(self, agent_key: str, version: str, key: str) -> str:
-        return f"{self.index.location} document {self._doc_id(agent_key, version, key)}"
+        return f"{self.index.location} document {self.index.doc_id(agent_key, version, key)}"
 
     def load(self, agent_key: str, version: str, key: str) -> RunResult | None:
-        doc = self.index.get(self._doc_id(agent_key, version, key))
+        doc = self.index.get(self.index.doc_id(agent_key, version, key))
         return None if doc is None else _run_of(doc, self.where(agent_key, version, key))
 
     def save(
         self, agent_key: str, version: str, key: str, result: RunResult, request: AgentRequest, *, replace: bool = True
     ) -> str:
         doc = _document(agent_key, version, key, result, request)
-        self.index.put(self._doc_id(agent_key, version, key), doc, if_absent=not replace)
+        self.index.put(self.index.doc_id(agent_key, version, key), doc, if_absent=not replace)
         return self.where(agent_key, version, key)
 
 

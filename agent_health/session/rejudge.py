@@ -13,21 +13,20 @@ Dagster rejudge job both call `rejudge_results`.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from agent_health.config import Config
 from agent_health.judges.service import JudgeService
 from agent_health.loader import LoadedTest, load_tests
-from agent_health.model import EvalRun, Judgement, RunReport, RunSettings, TestResult
+from agent_health.model import Judgement, RunSettings, TestResult
 from agent_health.replay.stored import StoredRuns, replaying
 from agent_health.reporters.base import Reporter
 from agent_health.session.run import RunOutcome, run_evaluation, select_tests
 from agent_health.session.settings import build_settings
-from agent_health.stores import ResultKey, ResultStore, ResultSummary, open_store
+from agent_health.stores import ResultStore, open_store
 
 Key = tuple[str, str]  # (agent version, test id)
 
@@ -140,14 +139,15 @@ async def rejudge_results(
             plan,
             config,
             inner,
-            reporters=[_Rejudged(rep, merge, source) for rep in reporters],
-            store=_RejudgedStore(store, merge, source) if store is not None else None,
+            reporters=reporters,
+            store=store,
             transport=transport,
             on_error=on_error,
             judges=judges,
+            amend=merge,
+            rejudge_of=source,
         )
-    final = outcome.run.model_copy(update={"rejudge_of": source})
-    return RejudgeOutcome(dataclasses.replace(outcome, run=final), tuple(skipped))
+    return RejudgeOutcome(outcome, tuple(skipped))
 
 
 def rejudge(
@@ -182,80 +182,6 @@ def rejudge(
     )
     outcome = asyncio.run(coro)
     return dataclasses.replace(outcome, skipped=(*problems, *outcome.skipped))
-
-
-class _Rejudged(Reporter):
-    """A reporter of a re-judging run: it sees the merged results and the manifest of a rejudge."""
-
-    def __init__(self, inner: Reporter, merge: Callable[[TestResult], TestResult], source: str):
-        self.inner, self.merge, self.source = inner, merge, source
-        self.keeps_results = inner.keeps_results
-        self.name = inner.name
-
-    def begin(self, run: EvalRun) -> None:
-        self.inner.begin(run.model_copy(update={"rejudge_of": self.source}))
-
-    def start(self, agent: str, total: int) -> None:
-        self.inner.start(agent, total)
-
-    def result(self, result: TestResult) -> None:
-        self.inner.result(self.merge(result))
-
-    def agent_done(self, agent: str) -> None:
-        self.inner.agent_done(agent)
-
-    def finish(self, report: RunReport) -> None:
-        if report.results:
-            report = report.model_copy(update={"results": [self.merge(r) for r in report.results]})
-        self.inner.finish(report)
-
-    def abort(self) -> None:
-        self.inner.abort()
-
-
-class _RejudgedStore(ResultStore):
-    """The store of a re-judging run: results are stored with their history, the manifest says
-    what was re-judged; everything else goes straight through."""
-
-    def __init__(self, inner: ResultStore, merge: Callable[[TestResult], TestResult], source: str):
-        self.inner, self.merge, self.source = inner, merge, source
-
-    def put(self, result: TestResult) -> ResultKey:
-        return self.inner.put(self.merge(result))
-
-    def put_many(self, results: Iterable[TestResult]) -> builtins.list[ResultKey]:
-        return self.inner.put_many(self.merge(r) for r in results)
-
-    def put_run(self, run: EvalRun) -> None:
-        self.inner.put_run(run.model_copy(update={"rejudge_of": self.source}))
-
-    def get_run(self, run_id: str) -> EvalRun | None:
-        return self.inner.get_run(run_id)
-
-    def list_runs(self) -> builtins.list[EvalRun]:
-        return self.inner.list_runs()
-
-    def run_results(self, run_id: str) -> Iterator[TestResult]:
-        return self.inner.run_results(run_id)
-
-    def get(self, key: ResultKey) -> TestResult | None:
-        return self.inner.get(key)
-
-    def list(self, agent: str | None = None, suite: str | None = None) -> builtins.list[ResultKey]:
-        return self.inner.list(agent, suite)
-
-    def delete(self, key: ResultKey) -> bool:
-        return self.inner.delete(key)
-
-    @property
-    def location(self) -> str:
-        return self.inner.location
-
-    def get_many(self, keys: Iterable[ResultKey]) -> Iterator[TestResult]:
-        return self.inner.get_many(keys)
-
-    def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
-        return self.inner.get_summaries(keys)
 
 
 __all__ = [

@@ -109,6 +109,8 @@ async def run_evaluation(
     on_error: Callable[[str], None] | None = None,
     on_stuck: Callable[[str], None] | None = None,
     judges: JudgeService | None = None,
+    amend: Callable[[TestResult], TestResult] | None = None,
+    rejudge_of: str | None = None,
 ) -> RunOutcome:
     """Run `tests` (the same for every agent version of `settings.agents`, or a mapping agent
     version -> its tests); the outcome holds the run's final manifest.
@@ -119,7 +121,9 @@ async def run_evaluation(
     ConfigError then means nothing ran. `on_error` hears of a reporter or store that fails (the
     run goes on); `on_stuck` of a test that blocks the loop and cannot be interrupted (the CLI
     exits then). `judges` replaces the configured judge service (tests use it; it is closed at the
-    end like the one built here)."""
+    end like the one built here). Re-judging passes `amend` (applied to each finished result before
+    it is stored and reported; the run's counts are of the results as the engine made them) and
+    `rejudge_of` (what it re-judges, for the manifest)."""
     settings = settings or build_settings(config)
     plan = _plan(tests, config, settings)
     run_config = _run_config(config, settings)
@@ -149,6 +153,7 @@ async def run_evaluation(
         agents=tuple(plan),
         tests=max((len(ts) for ts in plan.values()), default=0),
         load_errors=tuple(load_errors),
+        rejudge_of=rejudge_of,
     )
     sink = ResultSink(store, reporters, on_error)
 
@@ -179,6 +184,8 @@ async def run_evaluation(
     async def on_result(result: TestResult) -> None:
         tally = tallies[result.agent]
         tally.add(result)
+        if amend is not None:
+            result = amend(result)
         if collected is not None:
             collected.append(result)
         await sink.put(result)

@@ -194,10 +194,11 @@ class LocalResultStore(ResultStore):
             return
         # First pass: which line holds the last copy of each key (a retried step stores twice).
         last: dict[ResultKey, int] = {}
+        summary = _summary_type()
         with path.open("rb") as fh:
             for n, line in enumerate(fh):
                 try:
-                    s = _summary_type().model_validate_json(line)
+                    s = summary.model_validate_json(line)
                 except ValidationError:
                     continue  # the torn last line of a killed run
                 last[ResultKey(s.agent, s.suite, s.test_id)] = n
@@ -238,12 +239,13 @@ class LocalResultStore(ResultStore):
             logs = sorted((p for p in logs if p.is_file()), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         except OSError:
             return None
+        summary = _summary_type()
         for log in logs:
             found = None
             with log.open("rb") as fh:
                 for line in fh:
                     try:
-                        s = _summary_type().model_validate_json(line)
+                        s = summary.model_validate_json(line)
                     except ValidationError:
                         continue  # a torn last line
                     if (s.agent, s.suite, s.test_id) == (key.agent, key.suite, key.test_id):
@@ -256,8 +258,9 @@ class LocalResultStore(ResultStore):
         return self._read(key, TestResult)
 
     def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
+        summary_type = _summary_type()
         for key in keys:
-            summary = self._read(key, _summary_type())
+            summary = self._read(key, summary_type)
             if summary is not None:
                 yield summary
 
