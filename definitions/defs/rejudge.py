@@ -60,11 +60,10 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
                 f"{suite.suite}: no stored result for any of the {len(keys)} selected partition(s); "
                 f"materialize {'/'.join(names.prefix)}/results for them first"
             )
-        settings = agent_health.run_settings()  # this run's config wins over the resource's settings
-        judge = {"cache": config.cache, **({"model": config.judge_model} if config.judge_model else {})}
-        settings = settings.model_copy(
-            update={
-                "judge": settings.judge.model_copy(update=judge),
+        settings = agent_health.run_settings(  # this run's config wins over the resource's settings
+            more={
+                "judge_model": config.judge_model,
+                "cache": config.cache,
                 "labels": tuple(config.labels),
                 "grep": config.grep,
             }

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from dagster import Config, ConfigurableResource
 from pydantic import Field
@@ -68,13 +70,15 @@ class AgentHealthResource(ConfigurableResource):
         """The project (cached per process; reloaded when the configuration file changes)."""
         return Project.load(self.config_path, self.eval_root, self.state_dir)
 
-    def run_settings(self, run: EvaluateConfig | None = None) -> RunSettings:
-        """The typed settings of an evaluation run, built by the CLI's builder: the run's config,
-        then this resource, then the environment, then the configuration file, then defaults."""
+    def run_settings(self, run: EvaluateConfig | None = None, more: Mapping[str, Any] | None = None) -> RunSettings:
+        """The typed settings of an evaluation run, built by the CLI's builder: the run's config
+        (and `more` settings of another job's run config, as `build_settings` names them), then this
+        resource, then the environment, then the configuration file, then defaults."""
         fields = ("concurrency", "timeout_s", "epochs", "skip_judge", "judge_model", "replay")
         overrides = {name: getattr(self, name) for name in fields}
         if run is not None:
             overrides.update({name: getattr(run, name) for name in fields if getattr(run, name) is not None})
+        overrides.update({name: value for name, value in (more or {}).items() if value is not None})
         return build_settings(self.project().config, overrides)
 
     def thresholds(self) -> Thresholds:
