@@ -14,10 +14,10 @@ Prints:
   statements per partition that the bookkeeping consists of;
 - loading the code location with S suites of T tests each: target <= 5 s for 20 x 250.
 
-The instance is the one the project writes: the SQLite dagster.yaml of `definitions/headless.py`,
+The instance is the one the project writes: the SQLite dagster.yaml of `agent_health_dagster/headless.py`,
 or with `--postgres` the documented deploy/postgres/dagster.yaml pointed at that server (a fresh,
 empty database). The process runs with the Dagster settings the project's deployments set
-(definitions/dagster_env.py); `--stock-dagster-env` measures without them. The zero-latency demo
+(agent_health_dagster/dagster_env.py); `--stock-dagster-env` measures without them. The zero-latency demo
 agent answers; the engine's time includes the result store's writes.
 benchmarks/postgres_partitions.py measures the same thing on a PostgreSQL it starts (directly and
 through PgBouncer) with the S3 store."""
@@ -94,7 +94,7 @@ def time_engine_calls() -> Iterator[EngineTime]:
     """While inside, the evaluation step's engine calls add up their wall and CPU time (the run's
     own engine time, subtracted from the run to leave Dagster's bookkeeping) in what is yielded.
     CPU is this process's: while the engine runs, Dagster does nothing else in it."""
-    import definitions.defs.suite_assets as suite_assets
+    import agent_health_dagster.defs.suite_assets as suite_assets
 
     spent = EngineTime()
     real_run = suite_assets.run_partitions
@@ -116,7 +116,7 @@ def time_engine_calls() -> Iterator[EngineTime]:
 
 def sqlite_home(root: Path) -> Path:
     """DAGSTER_HOME with the local default's dagster.yaml (SQLite, what the headless job writes)."""
-    from definitions.headless import instance_yaml
+    from agent_health_dagster.headless import instance_yaml
 
     home = root / "dagster_home"
     home.mkdir(parents=True)
@@ -209,8 +209,8 @@ def measure_step(
     """Materialize the first suite's evaluation step for `agent` x every registered test, in runs
     of at most `per_run` partitions (contiguous ranges, the shape of a backfill's runs), after a
     one-partition warm-up run."""
-    from definitions.defs.partitions import bounded_ranges, range_tags
-    from definitions.headless import QUIET
+    from agent_health_dagster.defs.partitions import bounded_ranges, range_tags
+    from agent_health_dagster.headless import QUIET
 
     suite = pipeline.suites[0]
     tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
@@ -242,7 +242,7 @@ def measure_step(
 
 def register_tests(instance: Any, pipeline: Any) -> float:
     """Register the agent versions and test partitions with their data versions; seconds taken."""
-    from definitions.headless import register
+    from agent_health_dagster.headless import register
 
     start = time.perf_counter()
     register(instance, pipeline)
@@ -255,7 +255,7 @@ def measure_load(suites: int, tests: int) -> float:
     config = write_project(root, suites, tests)
     code = (
         "import time, warnings; warnings.filterwarnings('ignore'); t = time.perf_counter()\n"
-        "from definitions.defs.build import build_pipeline\n"
+        "from agent_health_dagster.defs.build import build_pipeline\n"
         "p = build_pipeline(); p.defs.get_repository_def().load_all_definitions()\n"
         "print(time.perf_counter() - t)"
     )
@@ -266,7 +266,7 @@ def measure_load(suites: int, tests: int) -> float:
 
 def dagster_settings(stock: bool) -> str:
     """Apply the deployment's Dagster settings to this process (unless `stock`); say which."""
-    from definitions.dagster_env import DAGSTER_ENV, apply_dagster_env
+    from agent_health_dagster.dagster_env import DAGSTER_ENV, apply_dagster_env
 
     if stock:
         for name in DAGSTER_ENV:
@@ -277,7 +277,7 @@ def dagster_settings(stock: bool) -> str:
 
 def per_run_limit(requested: int | None) -> int | None:
     """Partitions per run: the one asked for (0: all in one run), else the code location's bound."""
-    from definitions.defs.build import max_partitions_per_run
+    from agent_health_dagster.defs.build import max_partitions_per_run
 
     if requested is not None:
         return requested or None
@@ -305,7 +305,7 @@ def main() -> None:
     from dagster import DagsterInstance
 
     from agent_health.pipeline import run_partitions
-    from definitions.defs.build import build_pipeline
+    from agent_health_dagster.defs.build import build_pipeline
 
     pipeline = build_pipeline()
     per_run = per_run_limit(args.per_run)

@@ -50,7 +50,7 @@ def measure(label: str, root: Path, db: Postgres, agent: str, per_run: int | Non
     """One path: a fresh instance in `root` on `db`, the tests registered, the step measured."""
     from dagster import DagsterInstance
 
-    from definitions.defs.build import build_pipeline
+    from agent_health_dagster.defs.build import build_pipeline
 
     home = postgres_home(root, db.env())
     pipeline = build_pipeline()

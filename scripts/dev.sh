@@ -10,7 +10,7 @@ while IFS='=' read -r name value; do
   case "$name" in ''|'#'*) continue ;; esac
   if [ -z "${!name:-}" ]; then export "$name=$value"; fi
 done < deploy/dagster.env
-.venv/bin/python -m definitions.headless --instance-only --dagster-home "$DAGSTER_HOME" >/dev/null
+.venv/bin/python -m agent_health_dagster.headless --instance-only --dagster-home "$DAGSTER_HOME" >/dev/null
 case " $* " in
   *" -w "* | *" --workspace "* | *" -f "* | *" -m "*) exec .venv/bin/dagster dev "$@" ;;
   *) exec .venv/bin/dagster dev -w workspace.yaml "$@" ;;

@@ -190,4 +190,4 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_main_sh_runs_the_headless_job(tmp_path: Path):
-    assert "-m definitions.headless" in (ROOT / "scripts" / "main.sh").read_text()
+    assert "-m agent_health_dagster.headless" in (ROOT / "scripts" / "main.sh").read_text()

@@ -23,8 +23,8 @@ def project_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def make_pipeline(project_dir: Path):
     """Build the code location for the tmp project; keyword args override resource fields."""
-    from definitions.defs.build import build_pipeline
-    from definitions.defs.resources import AgentHealthResource
+    from agent_health_dagster.defs.build import build_pipeline
+    from agent_health_dagster.defs.resources import AgentHealthResource
 
     def make(**overrides):
         fields = {"config_path": str(project_dir / "agent_health_config.py"), **overrides}

@@ -7,7 +7,7 @@ from typing import Any
 
 from dagster import DagsterEventType
 
-from definitions.defs.suite_assets import worker_settings_message
+from agent_health_dagster.defs.suite_assets import worker_settings_message
 
 
 def planned_events(instance: Any, run_id: str) -> list[tuple[Any, str | None, int]]:

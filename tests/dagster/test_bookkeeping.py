@@ -1,5 +1,5 @@
 """Dagster's per-partition bookkeeping (docs/deploy.md, "Dagster bookkeeping"): the deployment's
-Dagster settings (definitions/dagster_env.py, deploy/dagster.env) reach the processes that read
+Dagster settings (agent_health_dagster/dagster_env.py, deploy/dagster.env) reach the processes that read
 them and change what a run writes, and large evaluations are split into runs of a bounded number
 of partitions wherever the code location creates runs (sensors, schedule, headless job)."""
 
@@ -13,9 +13,9 @@ import sys
 import pytest
 from dagster import AssetKey, build_schedule_context
 
-from definitions.dagster_env import DAGSTER_ENV, apply_dagster_env, dagster_env
-from definitions.defs.partitions import RANGE_END_TAG, RANGE_START_TAG, bounded_ranges, range_tags
-from definitions.headless import QUIET, main, register
+from agent_health_dagster.dagster_env import DAGSTER_ENV, apply_dagster_env, dagster_env
+from agent_health_dagster.defs.partitions import RANGE_END_TAG, RANGE_START_TAG, bounded_ranges, range_tags
+from agent_health_dagster.headless import QUIET, main, register
 from tests.conftest import ROOT
 from tests.dagster.planned_events import planned_events, worker_settings
 
@@ -40,7 +40,7 @@ def test_the_operators_value_wins_and_nothing_is_set_on_import():
     assert dagster_env({}) == DAGSTER_ENV
     # Loading the code location (what the webserver, daemon and run workers import) sets none of them.
     env = {k: v for k, v in os.environ.items() if k not in DAGSTER_ENV}
-    code = "import os, definitions.definitions, definitions.headless; print([k for k in %r if k in os.environ])"
+    code = "import os, agent_health_dagster.definitions, agent_health_dagster.headless; print([k for k in %r if k in os.environ])"
     out = subprocess.run(
         [sys.executable, "-c", code % (list(DAGSTER_ENV),)], cwd=ROOT, env=env, capture_output=True, text=True
     )
@@ -125,7 +125,7 @@ def test_sensors_and_schedule_split_large_requests_into_bounded_runs(make_pipeli
     sensors = {s.name: s for s in pipeline.defs.get_repository_def().sensor_defs}
     from dagster import build_sensor_context
 
-    from definitions.headless import apply_sensor_result
+    from agent_health_dagster.headless import apply_sensor_result
 
     def run(name):
         with build_sensor_context(instance=instance, resources={"agent_health": pipeline.resource}) as ctx:
@@ -156,8 +156,8 @@ def test_with_the_settings_a_failed_runs_partitions_still_show_on_their_check(ma
     resolves to "execution failed"."""
     from dagster import AssetCheckKey, DagsterRunStatus
 
-    from definitions.defs.partitions import AGENT_VERSIONS
-    from definitions.defs.suite_assets import OUTCOME_CHECK
+    from agent_health_dagster.defs.partitions import AGENT_VERSIONS
+    from agent_health_dagster.defs.suite_assets import OUTCOME_CHECK
 
     for name, value in DAGSTER_ENV.items():
         monkeypatch.setenv(name, value)

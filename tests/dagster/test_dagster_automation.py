@@ -17,10 +17,10 @@ from dagster import (
     build_sensor_context,
 )
 
-from definitions.defs.partitions import DATA_VERSION_TAG
-from definitions.defs.partitions import RANGE_END_TAG as ASSET_PARTITION_RANGE_END_TAG
-from definitions.defs.partitions import RANGE_START_TAG as ASSET_PARTITION_RANGE_START_TAG
-from definitions.headless import apply_sensor_result
+from agent_health_dagster.defs.partitions import DATA_VERSION_TAG
+from agent_health_dagster.defs.partitions import RANGE_END_TAG as ASSET_PARTITION_RANGE_END_TAG
+from agent_health_dagster.defs.partitions import RANGE_START_TAG as ASSET_PARTITION_RANGE_START_TAG
+from agent_health_dagster.headless import apply_sensor_result
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from definitions.headless import main
+from agent_health_dagster.headless import main
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

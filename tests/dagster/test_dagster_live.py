@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from definitions.dagster_env import DAGSTER_ENV
-from definitions.defs.partitions import range_tags
+from agent_health_dagster.dagster_env import DAGSTER_ENV
+from agent_health_dagster.defs.partitions import range_tags
 from tests.dagster.planned_events import planned_events, worker_settings
 from tests.evalkit import write_evals
 from tests.support import free_port, skip_or_fail
@@ -103,7 +103,7 @@ def live(tmp_path_factory):
     (root / "agent_health_config.py").write_text(CONFIG)
     home = root / "home"
     home.mkdir()
-    from definitions.headless import instance_yaml
+    from agent_health_dagster.headless import instance_yaml
 
     (home / "dagster.yaml").write_text(instance_yaml({"poll_interval_seconds": 1}))
     env = {
@@ -118,9 +118,9 @@ def live(tmp_path_factory):
     # the partitions, as the sensors register them (so the sensors have nothing to request)
     from dagster import DagsterInstance
 
-    from definitions.defs.build import build_pipeline
-    from definitions.defs.resources import AgentHealthResource
-    from definitions.headless import register
+    from agent_health_dagster.defs.build import build_pipeline
+    from agent_health_dagster.defs.resources import AgentHealthResource
+    from agent_health_dagster.headless import register
 
     pipeline = build_pipeline(AgentHealthResource(config_path=str(root / "agent_health_config.py")))
     with DagsterInstance.from_config(str(home)) as instance:
@@ -360,7 +360,7 @@ def test_no_beta_or_deprecation_warning_from_this_code_location(live):
     lines = [
         line
         for line in text.splitlines()
-        if re.search(r"(Beta|Preview|Deprecation)Warning", line) and re.search(r"definitions/|agent_health/", line)
+        if re.search(r"(Beta|Preview|Deprecation)Warning", line) and re.search(r"agent_health_dagster/|agent_health/", line)
     ]
     assert lines == [], "\n".join(lines[:20])
 
@@ -376,7 +376,7 @@ def test_a_run_killed_with_sigkill_is_marked_failed_by_run_monitoring(live):
         import warnings
         warnings.filterwarnings("ignore")
         from dagster import DagsterInstance
-        from definitions.defs.build import build_pipeline
+        from agent_health_dagster.defs.build import build_pipeline
         pipeline = build_pipeline()
         s = next(x for x in pipeline.suites if x.suite == "slow")
         with DagsterInstance.get() as instance:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from definitions.headless import register
-from definitions.manage import delete_version
+from agent_health_dagster.headless import register
+from agent_health_dagster.manage import delete_version
 from tests.dagster.test_dagster_pipeline import evaluate
 
 

@@ -10,8 +10,8 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, Definitions, TableMetadataValue
 
 from agent_health.stores import ResultKey
-from definitions.defs.partitions import multi_key, range_tags
-from definitions.headless import QUIET, register
+from agent_health_dagster.defs.partitions import multi_key, range_tags
+from agent_health_dagster.headless import QUIET, register
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -140,7 +140,7 @@ def test_results_cannot_be_materialized_without_metrics_and_insights(make_pipeli
 
 
 def test_the_step_runs_every_agent_version_in_one_engine_call(make_pipeline, instance, monkeypatch):
-    import definitions.defs.suite_assets as suite_assets
+    import agent_health_dagster.defs.suite_assets as suite_assets
 
     calls = []
     real = suite_assets.run_partitions

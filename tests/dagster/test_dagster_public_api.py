@@ -33,14 +33,14 @@ def private_imports(folder: Path) -> list[str]:
 
 def test_no_private_dagster_import_in_the_library_or_the_code_location():
     assert private_imports(ROOT / "agent_health") == []
-    assert private_imports(ROOT / "definitions") == []
+    assert private_imports(ROOT / "agent_health_dagster") == []
 
 
 def test_importing_the_code_location_sets_no_environment_variable(tmp_path):
     script = (
         "import json, os, sys\n"
         "before = dict(os.environ)\n"
-        "import definitions, definitions.defs.build, definitions.headless\n"
+        "import agent_health_dagster, agent_health_dagster.defs.build, agent_health_dagster.headless\n"
         "print(json.dumps(sorted(set(os.environ.items()) ^ set(before.items()))))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_EVENT")}
@@ -54,4 +54,4 @@ def test_the_dagster_pin_has_no_upper_cap():
     text = (ROOT / "pyproject.toml").read_text()
     deps = [line for line in text.splitlines() if line.strip().startswith('"dagster')]
     assert deps and all("<" not in line.split("#")[0] for line in deps), deps
-    assert "[tool.dg]" in text and 'code_location_target_module = "definitions.definitions"' in text
+    assert "[tool.dg]" in text and 'code_location_target_module = "agent_health_dagster.definitions"' in text

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from dagster import serialize_value
 
-from definitions.headless import register
+from agent_health_dagster.headless import register
 from tests.dagster.test_dagster_pipeline import evaluate
 
 pytestmark = pytest.mark.filterwarnings("ignore")

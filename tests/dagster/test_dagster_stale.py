@@ -11,9 +11,9 @@ from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, Temp
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._time import get_current_datetime
 
-from definitions.defs.automation import sync_agent_versions, sync_eval_files
-from definitions.defs.partitions import multi_key
-from definitions.headless import apply_sensor_result, register
+from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
+from agent_health_dagster.defs.partitions import multi_key
+from agent_health_dagster.headless import apply_sensor_result, register
 from tests.dagster.test_dagster_pipeline import evaluate
 
 pytestmark = pytest.mark.filterwarnings("ignore")

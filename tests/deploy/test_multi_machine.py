@@ -6,7 +6,7 @@ Every figure matches a single-machine run (SQLite, local files) of the same test
 the timings (latency), which no two runs share.
 
 Driven through public entry points only: `dagster job execute` subprocesses, and the headless
-job (`python -m definitions.headless`) for the single machine."""
+job (`python -m agent_health_dagster.headless`) for the single machine."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ PER_RUN = 2  # partitions per run: the bound of the split backfill
 PLAN = """
 import json
 from dagster import DagsterInstance
-from definitions.defs.build import build_pipeline
-from definitions.headless import register
+from agent_health_dagster.defs.build import build_pipeline
+from agent_health_dagster.headless import register
 pipeline = build_pipeline()
 with DagsterInstance.get() as instance:
     problems = register(instance, pipeline)
@@ -89,7 +89,7 @@ def python(code: str, env: dict[str, str]) -> str:
 
 
 def dagster_job(env: dict[str, str], job: str, config: Path, tags: dict[str, str] | None = None) -> None:
-    cmd = [DAGSTER, "job", "execute", "-m", "definitions.definitions", "-a", "defs", "-j", job, "-c", str(config)]
+    cmd = [DAGSTER, "job", "execute", "-m", "agent_health_dagster.definitions", "-a", "defs", "-j", job, "-c", str(config)]
     if tags:
         cmd += ["--tags", json.dumps(tags)]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -98,7 +98,7 @@ def dagster_job(env: dict[str, str], job: str, config: Path, tags: dict[str, str
 
 @pytest.mark.slow
 def test_two_workers_on_postgres_and_s3_give_the_figures_of_one_machine(tmp_path, postgres, s3_endpoint):
-    from definitions.defs.partitions import range_tags
+    from agent_health_dagster.defs.partitions import range_tags
 
     agents = ["demo@v1", "demo@v2"]
     store = StoreSettings(
@@ -161,7 +161,7 @@ def test_two_workers_on_postgres_and_s3_give_the_figures_of_one_machine(tmp_path
         "DAGSTER_HOME": str(single / "dagster_home"),
     }
     out = subprocess.run(
-        [sys.executable, "-m", "definitions.headless", "--agents", ",".join(agents)],
+        [sys.executable, "-m", "agent_health_dagster.headless", "--agents", ",".join(agents)],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -108,9 +108,9 @@ def _env(home: PgHome, project: Path) -> dict[str, str]:
 def test_runs_wait_on_the_agent_pool(tmp_path, postgres, monkeypatch):
     from dagster import DagsterEventType, DagsterRunStatus
 
-    from definitions.defs.build import build_pipeline
-    from definitions.defs.partitions import range_tags
-    from definitions.headless import register
+    from agent_health_dagster.defs.build import build_pipeline
+    from agent_health_dagster.defs.partitions import range_tags
+    from agent_health_dagster.headless import register
 
     project = tmp_path / "project"
     write_evals(project)

@@ -219,7 +219,7 @@ def test_headless_dagster_job_keeps_going_past_malformed_cases(tmp_path, evals):
     evals("latin.json", b'[{"name": "x", "prompt": "caf\xe9"}]')
     evals("fine.yaml", "tests:\n  - name: fine\n    prompt: checkout is slow, p99 latency above 4 seconds\n")
     proc = python(
-        "import sys; from definitions.headless import main; sys.exit(main())",
+        "import sys; from agent_health_dagster.headless import main; sys.exit(main())",
         cwd=tmp_path,
         env={"AGENT_HEALTH_EVAL_ROOT": str(tmp_path / "evals"), "DAGSTER_HOME": str(tmp_path / "home")},
         timeout=300,

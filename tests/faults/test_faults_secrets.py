@@ -158,7 +158,7 @@ def test_judge_key_echoed_by_the_provider_is_stored_nowhere(tmp_path, evals, jud
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the rejected key errors one test
     dagster_env = {**env, "AGENT_HEALTH_CONFIG": str(tmp_path / "agent_health_config.py")}
     headless = python(
-        "import sys; from definitions.headless import main; sys.exit(main(['--agents', 'demo@v2']))",
+        "import sys; from agent_health_dagster.headless import main; sys.exit(main(['--agents', 'demo@v2']))",
         cwd=tmp_path,
         env={**dagster_env, "DAGSTER_HOME": str(tmp_path / "home")},
         timeout=300,

@@ -12,10 +12,10 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, instance_for_test
 
 from agent_health.stores import ResultKey
-from definitions.defs.build import build_pipeline
-from definitions.defs.partitions import multi_key, range_tags
-from definitions.defs.resources import AgentHealthResource
-from definitions.headless import QUIET, register
+from agent_health_dagster.defs.build import build_pipeline
+from agent_health_dagster.defs.partitions import multi_key, range_tags
+from agent_health_dagster.defs.resources import AgentHealthResource
+from agent_health_dagster.headless import QUIET, register
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 warnings.filterwarnings("ignore", module="dagster")

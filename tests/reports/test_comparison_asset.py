@@ -11,9 +11,9 @@ import warnings
 import pytest
 from dagster import AssetKey, instance_for_test
 
-from definitions.defs.build import build_pipeline
-from definitions.defs.resources import AgentHealthResource
-from definitions.headless import QUIET, register
+from agent_health_dagster.defs.build import build_pipeline
+from agent_health_dagster.defs.resources import AgentHealthResource
+from agent_health_dagster.headless import QUIET, register
 from tests.evalkit import write_config, write_evals
 
 from ..conftest import run_cli
@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore", module="dagster")
 
 
 def test_comparison_asset_metadata_agrees_with_compare_json(tmp_path):
-    from definitions.defs.partitions import range_tags
+    from agent_health_dagster.defs.partitions import range_tags
 
     write_evals(tmp_path)
     write_config(tmp_path)

@@ -24,9 +24,9 @@ from agent_health.pipeline import partition_metadata
 from agent_health.reporters.base import CallbackReporter
 from agent_health.session.rejudge import rejudge
 from agent_health.stores import ResultKey
-from definitions.defs.partitions import multi_key, split_keys
-from definitions.defs.resources import AgentHealthResource
-from definitions.defs.suite_assets import SuiteAssets, outcome_evaluation, run_materializations
+from agent_health_dagster.defs.partitions import multi_key, split_keys
+from agent_health_dagster.defs.resources import AgentHealthResource
+from agent_health_dagster.defs.suite_assets import SuiteAssets, outcome_evaluation, run_materializations
 
 
 class RejudgeConfig(Config):

@@ -1,5 +1,5 @@
 """Entry point of the code location (loaded by workspace.yaml): `defs`."""
 
-from definitions.defs.build import build_definitions
+from agent_health_dagster.defs.build import build_definitions
 
 defs = build_definitions()

@@ -9,13 +9,13 @@ from typing import Any
 from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 
 from agent_health.pipeline import Project
-from definitions.defs.automation import build_automation
-from definitions.defs.benchmark_assets import build_benchmark_assets
-from definitions.defs.names import suite_names
-from definitions.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
-from definitions.defs.rejudge import build_rejudge_jobs
-from definitions.defs.resources import AgentHealthResource, resource_from_env
-from definitions.defs.suite_assets import SuiteAssets, build_suite_assets
+from agent_health_dagster.defs.automation import build_automation
+from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
+from agent_health_dagster.defs.names import suite_names
+from agent_health_dagster.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
+from agent_health_dagster.defs.rejudge import build_rejudge_jobs
+from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
+from agent_health_dagster.defs.suite_assets import SuiteAssets, build_suite_assets
 
 MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
 # A run plans its partitioned `test_outcome` check with one row per partition, each storing the

@@ -1,6 +1,6 @@
 """Explicit maintenance of the Dagster instance's agent versions:
 
-    python -m definitions.manage delete-version demo@v1 [--purge-results] [--dagster-home PATH]
+    python -m agent_health_dagster.manage delete-version demo@v1 [--purge-results] [--dagster-home PATH]
 
 The agent configuration is the source of truth for which versions run; a version removed from it
 is retired (kept, with its results and history, marked retired on the leaderboard). Deleting its
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 def delete_version(instance: object, project: object, ref: str, purge_results: bool = False) -> tuple[bool, int]:
     """Delete agent version `ref` from `agent_versions` (and its stored results when asked).
     Returns (whether the partition existed, results deleted)."""
-    from definitions.defs.partitions import AGENT_VERSIONS
+    from agent_health_dagster.defs.partitions import AGENT_VERSIONS
 
     existed = ref in instance.get_dynamic_partitions(AGENT_VERSIONS)  # type: ignore[attr-defined]
     if existed:
@@ -31,7 +31,7 @@ def delete_version(instance: object, project: object, ref: str, purge_results: b
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m definitions.manage", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m agent_health_dagster.manage", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     delete = commands.add_parser("delete-version", help="Delete an agent version's partition (explicitly).")
     delete.add_argument("ref", help="Agent version, KEY@VERSION.")
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from dagster import DagsterInstance
 
-    from definitions.defs.resources import resource_from_env
+    from agent_health_dagster.defs.resources import resource_from_env
 
     if not args.dagster_home:
         print("agent-health: set --dagster-home or $DAGSTER_HOME (the instance to change)", file=sys.stderr)

@@ -3,7 +3,7 @@
 - `eval_files_sensor` keeps each suite's test partitions in step with its eval file (adds,
   removes, reports changed content hashes) and requests runs for new and changed tests.
 - `agent_versions_sensor` registers the agent versions of the configuration (it never deletes
-  one: retired versions keep their history; `python -m definitions.manage delete-version` does),
+  one: retired versions keep their history; `python -m agent_health_dagster.manage delete-version` does),
   reports each version's settings data version, and requests every suite for a new version.
 - `nightly__<suite>` materializes a suite for the configured agent versions.
 Each request is a partition range per suite (the single-run backfill shape), split into runs of at
@@ -39,7 +39,7 @@ from dagster import (
 from agent_health.errors import AgentHealthError
 from agent_health.loader import LoadResult
 from agent_health.pipeline import Project, agent_version_data_version, plan_suite_sync
-from definitions.defs.partitions import (
+from agent_health_dagster.defs.partitions import (
     AGENT_SETTINGS_KEY,
     AGENT_VERSIONS,
     DATA_VERSION_TAG,
@@ -47,8 +47,8 @@ from definitions.defs.partitions import (
     ordered_after,
     range_tags,
 )
-from definitions.defs.resources import AgentHealthResource
-from definitions.defs.suite_assets import SuiteAssets
+from agent_health_dagster.defs.resources import AgentHealthResource
+from agent_health_dagster.defs.suite_assets import SuiteAssets
 
 DEFAULT_CRON = "0 2 * * *"
 INTERVAL_ENV = "AGENT_HEALTH_SENSOR_INTERVAL_S"

@@ -1,6 +1,6 @@
 """Run the whole pipeline headless through Dagster, on a persistent local instance:
 
-    python -m definitions.headless [--agents demo@v1,demo@v2] [--dagster-home PATH]
+    python -m agent_health_dagster.headless [--agents demo@v1,demo@v2] [--dagster-home PATH]
 
 Registers the partitions (the same sync the sensors do), materializes every suite for the given
 agent versions (one run per suite), the rollups (one run per version), the leaderboard and the
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from definitions.dagster_env import apply_dagster_env, dagster_env
+from agent_health_dagster.dagster_env import apply_dagster_env, dagster_env
 
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
@@ -83,7 +83,7 @@ def apply_sensor_result(instance: Any, result: Any) -> None:
 def register(instance: Any, pipeline: Any, cursor_file: Path | None = None) -> list[str]:
     """Register agent versions and test partitions; returns the problems the eval sync found.
     `cursor_file` keeps the hashes seen last time (as the sensors keep theirs)."""
-    from definitions.defs.automation import sync_agent_versions, sync_eval_files
+    from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
 
     saved = json.loads(cursor_file.read_text()) if cursor_file and cursor_file.is_file() else {}
     agents = sync_agent_versions(instance, pipeline.project, pipeline.suites, saved.get("agents"))
@@ -109,7 +109,7 @@ def _check(result: Any, what: str) -> None:
 def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None:
     """Evaluate every suite for `agents` (one run per suite and block of contiguous versions, or
     runs of at most the suite's partitions per run), then rollups and the benchmark."""
-    from definitions.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
+    from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
 
     defs = pipeline.defs
     order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
@@ -176,7 +176,7 @@ def _cell(value: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m definitions.headless", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m agent_health_dagster.headless", description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", default="demo@v1,demo@v2", help="Agent versions, oldest first (comma-separated).")
     parser.add_argument(
         "--dagster-home",
@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dagster import DagsterInstance
 
     from agent_health.errors import AgentHealthError
-    from definitions.defs.build import build_pipeline
+    from agent_health_dagster.defs.build import build_pipeline
 
     try:
         pipeline = build_pipeline()
@@ -241,7 +241,8 @@ def dev_command(home: Path) -> str:
     beside = Path(sys.executable).parent / "dagster"  # the dagster of this virtualenv, if that is where we run
     dagster = os.path.relpath(beside) if beside.exists() else "dagster"
     settings = " ".join(f"{k}={v}" for k, v in dagster_env().items())
-    return f"DAGSTER_HOME={home} {settings} {dagster} dev -w workspace.yaml"
+    # An installed package has no workspace.yaml beside the user: name the code location's module.
+    return f"DAGSTER_HOME={home} {settings} {dagster} dev -m agent_health_dagster.definitions"
 
 
 if __name__ == "__main__":

@@ -23,10 +23,10 @@ from agent_health.analysis.rollup import rollup as build_rollup
 from agent_health.files import write_atomic
 from agent_health.pipeline import percent, sig
 from agent_health.pipeline.tables import comparison_table, leaderboard_table
-from definitions.defs.partitions import AGENT_VERSIONS, agent_versions
-from definitions.defs.resources import AgentHealthResource
-from definitions.defs.suite_assets import OWNERS, SuiteAssets, clean, current_results, previous_version
-from definitions.defs.tables import table_value
+from agent_health_dagster.defs.partitions import AGENT_VERSIONS, agent_versions
+from agent_health_dagster.defs.resources import AgentHealthResource
+from agent_health_dagster.defs.suite_assets import OWNERS, SuiteAssets, clean, current_results, previous_version
+from agent_health_dagster.defs.tables import table_value
 
 GROUP = "benchmark"
 

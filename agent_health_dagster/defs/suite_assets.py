@@ -54,10 +54,10 @@ from agent_health.pipeline import (
 )
 from agent_health.pipeline.tables import label_table, problem_table, recommendation_table
 from agent_health.stores import ResultKey, ResultStore, ResultSummary
-from definitions.dagster_env import DAGSTER_ENV
-from definitions.defs.beta import beta_api
-from definitions.defs.names import SuiteNames
-from definitions.defs.partitions import (
+from agent_health_dagster.dagster_env import DAGSTER_ENV
+from agent_health_dagster.defs.beta import beta_api
+from agent_health_dagster.defs.names import SuiteNames
+from agent_health_dagster.defs.partitions import (
     AGENT_SETTINGS_KEY,
     AGENT_VERSIONS,
     agent_versions,
@@ -67,8 +67,8 @@ from definitions.defs.partitions import (
     split_keys,
     tests_partitions,
 )
-from definitions.defs.resources import AgentHealthResource, EvaluateConfig
-from definitions.defs.tables import table_value
+from agent_health_dagster.defs.resources import AgentHealthResource, EvaluateConfig
+from agent_health_dagster.defs.tables import table_value
 
 OWNERS = ["team:agent-health"]
 AGENT_POOL = "agent_health_agents"
@@ -369,7 +369,7 @@ def build_suite_assets(
 
 
 def worker_settings_message() -> str:
-    """The Dagster settings this run worker writes its events with (definitions/dagster_env.py),
+    """The Dagster settings this run worker writes its events with (agent_health_dagster/dagster_env.py),
     so a deployment can see that they reach its run workers."""
     found = ", ".join(f"{name}={os.environ.get(name) or '(unset)'}" for name in DAGSTER_ENV)
     return f"Dagster event-log settings of this run worker: {found}"
