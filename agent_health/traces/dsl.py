@@ -3,8 +3,9 @@ outside the run, and a small evaluator of the same DSL for the local span store.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent_health.errors import InfrastructureError
@@ -51,6 +52,15 @@ FORBIDDEN = {
     "_script",
 }  # wrapper: a base64 query that would hide anything
 MAX_SIZE = 1000
+# OpenSearch's own limits, so the local span store refuses what the real node refuses (checked
+# against it in tests/faults/test_faults_trace_queries.py) and no query's cost is unbounded
+MAX_CLAUSES = 1024  # indices.query.bool.max_clause_count, over the whole query
+MAX_TERMS = 65536  # index.max_terms_count, per terms query
+MAX_RESULT_WINDOW = 10000  # index.max_result_window: from + size
+MAX_TOTAL_CLAUSES = 4 * MAX_CLAUSES  # over all bool queries: OpenSearch has no such limit, evaluating has a cost
+_MAX_INT = 2**31 - 1
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_CLAUSE_KEYS = ("must", "filter", "should", "must_not")
 MAX_DEPTH = 100  # nested objects and lists; OpenSearch itself accepts bool queries 100 levels deep
 
 
@@ -67,6 +77,7 @@ def validate(dsl: Any) -> dict[str, Any]:
 
     # iterative, with a depth limit: a query nested thousands of levels deep is rejected here,
     # before anything recursive (the evaluator, json.dumps on the way to OpenSearch) sees it
+    clauses = 0
     stack: list[tuple[Any, str, int]] = [(dsl, "", 1)]
     while stack:
         node, path, depth = stack.pop()
@@ -82,13 +93,62 @@ def validate(dsl: Any) -> dict[str, Any]:
                     raise QueryRejected(
                         f"trace query rejected at {path}{k}: {what} not allowed (read-only search scoped to this run)"
                     )
+                if k == "bool" and isinstance(v, Mapping):
+                    here = sum(_count(v.get(key)) for key in _CLAUSE_KEYS)
+                    if here > MAX_CLAUSES:
+                        raise QueryRejected(
+                            f"trace query rejected at {path}{k}: {here} clauses in one bool query, more than "
+                            f"{MAX_CLAUSES} (OpenSearch's indices.query.bool.max_clause_count)"
+                        )
+                    clauses += here
+                    if clauses > MAX_TOTAL_CLAUSES:
+                        raise QueryRejected(
+                            f"trace query rejected at {path}{k}: more than {MAX_TOTAL_CLAUSES} bool clauses in all "
+                            "(the trace-query tool's bound on what one query may cost)"
+                        )
+                elif k == "terms" and isinstance(v, Mapping):
+                    for name, values in v.items():
+                        if isinstance(values, (list, tuple)) and len(values) > MAX_TERMS:
+                            raise QueryRejected(
+                                f"trace query rejected at {path}{k}.{name}: {len(values)} terms, more than "
+                                f"{MAX_TERMS} (OpenSearch's index.max_terms_count)"
+                            )
                 stack.append((v, f"{path}{k}.", depth + 1))
         elif isinstance(node, (list, tuple)):
             stack.extend((v, f"{path}{i}.", depth + 1) for i, v in enumerate(node))
-    size = dsl.get("size", 100)
-    if not isinstance(size, int) or size < 0:
-        raise QueryRejected(f"trace query: size must be a non-negative integer, got {size!r}")
-    return {**dsl, "size": min(size, MAX_SIZE)}
+    size = _whole(dsl, "size", 100)
+    start = _whole(dsl, "from", 0)
+    if start + min(size, MAX_SIZE) > MAX_RESULT_WINDOW:
+        raise QueryRejected(
+            f"trace query: from + size must be at most {MAX_RESULT_WINDOW} (OpenSearch's "
+            f"index.max_result_window), got {start} + {min(size, MAX_SIZE)}"
+        )
+    return {**dsl, "size": min(size, MAX_SIZE), "from": start}
+
+
+def _count(clauses: Any) -> int:
+    return len(clauses) if isinstance(clauses, (list, tuple)) else int(clauses is not None)
+
+
+def _whole(body: Mapping[str, Any], key: str, default: int) -> int:
+    """`from` or `size` as OpenSearch reads it: a number or a numeric string, cut to a whole number,
+    within an int and not negative. Anything else (true, null, a list, "abc") is rejected."""
+    if key not in body:
+        return default
+    value = body[key]
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        number = float(value.strip())
+    if number is None or not math.isfinite(number):
+        raise QueryRejected(f"trace query: {key} must be a non-negative integer, got {value!r:.60}")
+    whole = int(number)  # toward zero, as OpenSearch coerces 1.7 (or "1.7") to 1
+    if whole < 0:
+        raise QueryRejected(f"trace query: {key} cannot be negative, got {value!r}")
+    if whole > _MAX_INT:
+        raise QueryRejected(f"trace query: {key} {value!r} is out of range for an integer")
+    return whole
 
 
 def scoped(
@@ -110,16 +170,33 @@ RANGE_BOUNDS = {"gt", "gte", "lt", "lte", "from", "to", "include_lower", "includ
 _INT = re.compile(r"[+-]?\d+")
 
 
-def _get(doc: Mapping[str, Any], field: str) -> Any:
-    field = field.removesuffix(".keyword")
-    if field in doc:
-        return doc[field]
-    attrs = doc.get("attributes") or {}
+def _reader(field: str) -> Callable[[Mapping[str, Any]], Any]:
+    """How to read `field` from a span: a top-level key, else an attribute (`attributes.` and
+    `span.attributes.` prefixes name attributes, `@` stands for a dot), `.keyword` ignored."""
+    name = field.removesuffix(".keyword")
+    key = name
     for prefix in ("attributes.", "span.attributes."):
-        if field.startswith(prefix):
-            key = field[len(prefix) :].replace("@", ".")
-            return attrs.get(key)
-    return attrs.get(field)
+        if name.startswith(prefix):
+            key = name[len(prefix) :].replace("@", ".")
+            break
+
+    def read(doc: Mapping[str, Any]) -> Any:
+        return doc[name] if name in doc else (doc.get("attributes") or {}).get(key)
+
+    return read
+
+
+def _values_of(field: str) -> Callable[[Mapping[str, Any]], list[Any]]:
+    """A span's values of `field`: an array field matches when any element does (as in OpenSearch)."""
+    read = _reader(field)
+
+    def values(doc: Mapping[str, Any]) -> list[Any]:
+        got = read(doc)
+        if got is None:
+            return []
+        return [v for v in got if v is not None] if isinstance(got, (list, tuple)) else [got]
+
+    return values
 
 
 def _single(kind: str, spec: Any) -> tuple[str, Any]:
@@ -171,18 +248,6 @@ def _comparable(got: Any, bound: Any, kind: str, field: str) -> Any:
             pass
         raise QueryRejected(f"trace query: [{kind}] on numeric field {field!r}: {bound!r} is not a number")
     return _keyword(bound)
-
-
-def _values(got: Any) -> list[Any]:
-    """A field's values: an array field matches when any element does (as in OpenSearch)."""
-    if got is None:
-        return []
-    return [v for v in got if v is not None] if isinstance(got, (list, tuple)) else [got]
-
-
-def _equal(got: Any, value: Any, kind: str, field: str) -> bool:
-    want = _comparable(got, value, kind, field)
-    return (got == want) if isinstance(got, bool) or _is_number(got) else (_keyword(got) == want)
 
 
 def _in_range(got: Any, bounds: Any, field: str) -> bool:
@@ -246,73 +311,165 @@ def minimum_should_match(spec: Any, optional: int) -> int:
     return max(result, 0)
 
 
+Matcher = Callable[[Mapping[str, Any]], bool]
+
+
 def matches(doc: Mapping[str, Any], query: Mapping[str, Any]) -> bool:
-    """Whether `doc` matches `query` (see SUPPORTED). Anything else, and anything OpenSearch
-    would refuse (two query types in one object, a range bound the field's type cannot take, a
-    malformed minimum_should_match), raises QueryRejected naming it."""
+    """Whether `doc` matches `query` (see `compile_query`; to test many documents, compile once)."""
+    return compile_query(query)(doc)
+
+
+def compile_query(query: Mapping[str, Any]) -> Matcher:
+    """A function telling whether a document matches `query` (see SUPPORTED). Anything else, and
+    anything OpenSearch would refuse (two query types in one object, a range bound the field's type
+    cannot take, a malformed minimum_should_match), raises QueryRejected naming it: at once when the
+    query's shape is wrong, on the first document whose field type the query cannot take otherwise."""
     if not isinstance(query, Mapping) or len(query) != 1:
         found = sorted(map(str, query)) if isinstance(query, Mapping) else type(query).__name__
         raise QueryRejected(f"trace query: a query object holds exactly one query type, got {found}")
     ((kind, spec),) = query.items()
     if kind == "match_all":
-        return True
+        return lambda doc: True
     if kind == "term":
         field, value = _one(kind, spec)
-        return any(_equal(got, value, kind, field) for got in _values(_get(doc, field)))
+        return _terms(field, [value], kind)
     if kind == "terms":
         field, wanted = _single(kind, spec)
         if not isinstance(wanted, (list, tuple)):
             raise QueryRejected(f"trace query: [terms] on {field!r} needs a list of values")
-        return any(_equal(got, v, kind, field) for got in _values(_get(doc, field)) for v in wanted)
+        return _terms(field, wanted, kind)
     if kind in ("match", "match_phrase"):
         field, value = _one(kind, spec)
         if isinstance(value, Mapping):
             value = value.get("query")
-        return str(value).lower() in str(_get(doc, field) or "").lower()
+        needle = str(value).lower()
+        read = _reader(field)
+        return lambda doc: needle in str(read(doc) or "").lower()
     if kind == "prefix":
         field, value = _one(kind, spec)
-        return any(_keyword(got).startswith(str(value)) for got in _values(_get(doc, field)))
+        start = str(value)
+        values = _values_of(field)
+        return lambda doc: any(_keyword(got).startswith(start) for got in values(doc))
     if kind == "wildcard":
         field, value = _one(kind, spec)
-        pattern = re.compile(re.escape(str(value)).replace(r"\*", ".*").replace(r"\?", "."), re.S)
-        return any(pattern.fullmatch(_keyword(got)) for got in _values(_get(doc, field)))
+        pattern = wildcard_pattern(str(value))
+        values = _values_of(field)
+        return lambda doc: any(wildcard_match(pattern, _keyword(got)) for got in values(doc))
     if kind == "exists":
         if not isinstance(spec, Mapping) or not isinstance(spec.get("field"), str):
             raise QueryRejected("trace query: [exists] needs {'field': NAME}")
-        return bool(_values(_get(doc, spec["field"])))
+        values = _values_of(spec["field"])
+        return lambda doc: bool(values(doc))
     if kind == "range":
         field, bounds = _single(kind, spec)
-        return any(_in_range(got, bounds, field) for got in _values(_get(doc, field)))
+        values = _values_of(field)
+        return lambda doc: any(_in_range(got, bounds, field) for got in values(doc))
     if kind == "bool":
-        return _bool(doc, spec)
+        return _bool(spec)
     raise QueryRejected(f"trace query: {kind!r} is not supported by the local span store (supported: {SUPPORTED})")
+
+
+def _terms(field: str, wanted: Sequence[Any], kind: str) -> Matcher:
+    """[term] and [terms] as set lookups: the values are converted once per field type met (a
+    boolean, a number or a keyword), not once per document, so a long list costs its length once."""
+    converted: dict[str, set[Any]] = {}
+    read = _reader(field)
+
+    def hit(got: Any) -> bool:
+        key: Any = got
+        if isinstance(got, str):
+            type_ = "keyword"
+        elif isinstance(got, bool):
+            type_ = "boolean"
+        elif _is_number(got):
+            type_ = "number"
+        else:
+            type_, key = "keyword", _keyword(got)
+        if type_ not in converted:
+            converted[type_] = {_comparable(got, v, kind, field) for v in wanted}
+        return key in converted[type_]
+
+    def test(doc: Mapping[str, Any]) -> bool:  # called per span and clause: kept to one call or two
+        got = read(doc)
+        if got is None:
+            return False
+        if isinstance(got, (list, tuple)):
+            return any(hit(v) for v in got if v is not None)
+        return hit(got)
+
+    return test
+
+
+_STAR, _ONE = object(), object()  # a wildcard pattern's `*` and `?`
+WildcardPattern = list[Any]  # characters, _STAR and _ONE
+
+
+def wildcard_pattern(value: str) -> WildcardPattern:
+    """A wildcard query's pattern as Lucene reads it: `*` any run of characters, `?` one
+    character, a backslash makes the next character literal."""
+    out: WildcardPattern = []
+    chars = iter(value)
+    for c in chars:
+        if c == "\\":
+            out.append(next(chars, "\\"))
+        elif c == "*":
+            if not out or out[-1] is not _STAR:  # `**` is `*`
+                out.append(_STAR)
+        elif c == "?":
+            out.append(_ONE)
+        else:
+            out.append(c)
+    return out
+
+
+def wildcard_match(pattern: WildcardPattern, text: str) -> bool:
+    """Whether `text` matches the whole `pattern`, in at most len(pattern) * len(text) steps: on a
+    mismatch only the last `*` takes one more character (a backtracking regex tries every split
+    between the stars, which takes hours for a dozen stars over a short attribute)."""
+    p = t = 0
+    star, resume = -1, 0
+    while t < len(text):
+        if p < len(pattern) and pattern[p] is not _STAR and (pattern[p] is _ONE or pattern[p] == text[t]):
+            p += 1
+            t += 1
+        elif p < len(pattern) and pattern[p] is _STAR:
+            star, resume = p, t
+            p += 1
+        elif star >= 0:
+            resume += 1
+            p, t = star + 1, resume
+        else:
+            return False
+    return all(token is _STAR for token in pattern[p:])
 
 
 _BOOL_KEYS = {"must", "filter", "should", "must_not", "minimum_should_match", "boost"}
 
 
-def _bool(doc: Mapping[str, Any], spec: Any) -> bool:
+def _bool(spec: Any) -> Matcher:
     if not isinstance(spec, Mapping):
         raise QueryRejected("trace query: [bool] needs an object of clauses")
     unknown = set(spec) - _BOOL_KEYS
     if unknown:
         raise QueryRejected(f"trace query: [bool] does not support {sorted(unknown)} (supported: {sorted(_BOOL_KEYS)})")
 
-    def each(key: str) -> list[Mapping[str, Any]]:
+    def each(key: str) -> list[Matcher]:
         v = spec.get(key) or []
-        return [v] if isinstance(v, Mapping) else list(v)
+        return [compile_query(q) for q in ([v] if isinstance(v, Mapping) else list(v))]
 
-    must, filters, should, must_not = each("must"), each("filter"), each("should"), each("must_not")
-    if not (must or filters or should or must_not):
-        return True  # an empty bool matches everything
-    if not all(matches(doc, q) for q in must + filters):
-        return False
-    if any(matches(doc, q) for q in must_not):
-        return False
+    must, should, must_not = each("must") + each("filter"), each("should"), each("must_not")
+    if not (must or should or must_not):
+        return lambda doc: True  # an empty bool matches everything
     if "minimum_should_match" in spec:
         need = minimum_should_match(spec["minimum_should_match"], len(should))
     else:
-        need = 1 if should and not (must or filters) else 0
-    if should and not (must or filters):
+        need = 1 if should and not must else 0
+    if should and not must:
         need = max(need, 1)  # without must/filter, at least one should clause matches (Lucene), whatever the minimum
-    return sum(1 for q in should if matches(doc, q)) >= need
+
+    def test(doc: Mapping[str, Any]) -> bool:
+        if not all(m(doc) for m in must) or any(m(doc) for m in must_not):
+            return False
+        return sum(1 for m in should if m(doc)) >= need
+
+    return test

@@ -114,6 +114,14 @@ QUERIES = [
     {"prefix": {"attributes.route": "/pay"}},
     {"wildcard": {"code": "*x"}},
     {"wildcard": {"attributes.route": "/pay?refund"}},
+    # wildcards as Lucene reads them: a backslash makes the next character literal, runs of stars
+    {"wildcard": {"code": "5\\x"}},
+    {"wildcard": {"attributes.route": "\\/pay\\/refund"}},
+    {"wildcard": {"attributes.route": "/pay\\*"}},
+    {"wildcard": {"attributes.route": "*" * 13 + "refund"}},
+    {"wildcard": {"attributes.route": "*p*a*y*/*r*e*f*u*n*d*"}},
+    {"wildcard": {"code": "?"}},
+    {"wildcard": {"code": "??"}},
     {"bool": {}},
     {"bool": {"must_not": [S1]}},
     {"bool": {"must": S1, "must_not": {"term": {"name": "c"}}}},
@@ -195,3 +203,119 @@ def test_deep_query_through_the_opensearch_source_is_rejected_before_sending(ope
         query = {"bool": {"must": [query]}}
     with pytest.raises(QueryRejected):
         scoped({"query": query}, {"term": {"traceId": "t"}})
+
+
+# -- bodies OpenSearch refuses or coerces, and queries whose cost must stay bounded -----------------
+def on_opensearch_body(client: httpx.Client, body: dict) -> list[str] | str:
+    r = client.post("/faults-queries/_search", json=body)
+    if r.status_code == 400:
+        return "rejected"
+    r.raise_for_status()
+    return [h["_source"]["name"] for h in r.json()["hits"]["hits"]]
+
+
+@pytest.fixture(scope="module")
+def local_source(tmp_path_factory):
+    from agent_health.traces.local import LocalTraceSource
+
+    return LocalTraceSource(tmp_path_factory.mktemp("spans"))
+
+
+def locally_body(source, body: dict) -> list[str] | str:
+    """What the local span store's search returns for `body` when DOCS are a run's spans."""
+    from agent_health.traces.source import Fetched, RunRef
+
+    try:
+        return [d["name"] for d in source.search(RunRef("run"), Fetched(list(DOCS), "run_id"), body)]
+    except QueryRejected:
+        return "rejected"
+
+
+MATCH_ALL = {"match_all": {}}
+BODIES = [
+    {"from": -1},
+    {"size": -1},
+    {"from": -0.5},
+    {"size": True},
+    {"from": True},
+    {"size": None},
+    {"from": None},
+    {"size": [1]},
+    {"size": {}},
+    {"size": "abc"},
+    {"size": "0x10"},
+    {"size": "2"},
+    {"size": " 2 "},
+    {"size": "1e1"},
+    {"size": 1.5},
+    {"from": "1"},
+    {"from": 1.7},
+    {"from": 2**31},
+    {"from": "2147483648"},
+    {"from": 9999, "size": 2},
+    {"from": 10000, "size": 0},
+]
+
+
+@pytest.mark.parametrize("body", BODIES, ids=[json.dumps(b, separators=(",", ":")) for b in BODIES])
+def test_from_and_size_are_read_as_opensearch_reads_them(index, local_source, body):
+    body = {"query": MATCH_ALL, **body}
+    assert locally_body(local_source, body) == on_opensearch_body(index, body)
+
+
+def term_clauses(n: int) -> list[dict]:
+    return [{"term": {"name": f"x{i}"}} for i in range(n - 1)] + [A]
+
+
+BOUNDED = {
+    "should of 1024": should(*term_clauses(1024)),
+    "should of 1025": should(*term_clauses(1025)),
+    "filter of 1025": {"bool": {"filter": term_clauses(1025)}},
+    "600 should and 425 must_not": should(*term_clauses(600), must_not=term_clauses(425)),
+    "600 should and 424 must": should(*term_clauses(600), must=[MATCH_ALL] * 424),
+    "terms of 65536": {"terms": {"name": [f"x{i}" for i in range(65535)] + ["b"]}},
+    "terms of 65537": {"terms": {"name": [f"x{i}" for i in range(65536)] + ["b"]}},
+    "terms of 200000": {"terms": {"name": [f"x{i}" for i in range(200_000)]}},
+}
+
+
+@pytest.mark.parametrize("name", list(BOUNDED))
+def test_clause_and_terms_limits_are_opensearchs(index, name):
+    assert locally(BOUNDED[name]) == on_opensearch(index, BOUNDED[name])
+
+
+def test_limits_name_the_setting():
+    with pytest.raises(QueryRejected, match=r"1025 clauses in one bool query, more than 1024 .*max_clause_count"):
+        dsl.validate({"query": BOUNDED["should of 1025"]})
+    with pytest.raises(QueryRejected, match=r"200000 terms, more than 65536 \(OpenSearch's index.max_terms_count\)"):
+        dsl.validate({"query": BOUNDED["terms of 200000"]})
+    with pytest.raises(QueryRejected, match=r"from cannot be negative, got -1"):
+        dsl.validate({"from": -1})
+
+
+def test_a_query_of_many_bool_queries_is_bounded_in_all():
+    """OpenSearch takes any number of bool queries of 1024 clauses; the tool bounds their sum, so no
+    query costs more than a few thousand clause checks per span."""
+    query = {"bool": {"must": [should(*term_clauses(1000)) for _ in range(5)]}}
+    with pytest.raises(QueryRejected, match=r"more than 4096 bool clauses in all"):
+        dsl.validate({"query": query})
+    dsl.validate({"query": {"bool": {"must": [should(*term_clauses(1000)) for _ in range(4)]}}})
+
+
+HOSTILE_WILDCARD = """
+from agent_health.traces import dsl
+
+span = {{"name": "s", "attributes": {{"route": "/pay/refund/abcdefghijklmnopqrstuv"}}}}  # 34 characters
+for pattern, expected in [({stars!r} + "x", False), ({stars!r} + "uv", True), ("*a" * 13 + "*", False)]:
+    assert dsl.matches(span, {{"wildcard": {{"attributes.route": pattern}}}}) is expected, pattern
+print("done")
+"""
+
+
+def test_a_wildcard_of_many_stars_cannot_freeze_the_process(tmp_path):
+    """A backtracking regex took minutes for 13 stars over a 34-character attribute, holding the GIL
+    (no timeout could fire). In its own process, so a regression fails here instead of hanging."""
+    from tests.faults.conftest import python
+
+    proc = python(HOSTILE_WILDCARD.format(stars="*" * 13), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr[-2000:]
