@@ -37,6 +37,8 @@ from agent_health.judges.chat import (
 )
 from agent_health.model import Usage
 
+# stopReason of an answer stopped at maxTokens, or at the model's context window
+CUT_OFF = ("max_tokens", "model_context_window_exceeded")
 _THROTTLED = {
     "ThrottlingException",
     "TooManyRequestsException",
@@ -185,10 +187,12 @@ class BedrockChat(ChatClient):
                     )
                 )
         usage = data.get("usage") or {}
+        stop = data.get("stopReason")
         return ChatResponse(
             text=answer if answer is not None else "\n".join(texts),
             tool_calls=tuple(calls),
             model=self.model,
+            cut_off=f'stopReason "{stop}"' if stop in CUT_OFF else "",
             usage=Usage.of(
                 int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0), model=self.model, llm_calls=1
             ),

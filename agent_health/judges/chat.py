@@ -74,10 +74,27 @@ class ChatResponse(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Field(default_factory=Usage)
     model: str | None = None
+    cut_off: str = Field(
+        "",
+        description="How the provider said the answer was cut off at a length limit (e.g. "
+        "'finish_reason \"length\"'); empty when it ended on its own. A cut-off answer is never a verdict.",
+    )
 
 
 class ProviderError(Exception):
     """A provider call failed for good (bad request, auth, server error, unreachable)."""
+
+
+class AnswerCutOff(Exception):
+    """The model stopped at its length limit: what it wrote is a fragment, not an answer (a fragment
+    that happens to parse, such as `{"pass": true, "sc`, must never become a verdict)."""
+
+    def __init__(self, response: ChatResponse, who: str = ""):
+        self.response = response
+        super().__init__(
+            f"{who + ': ' if who else ''}the answer was cut off at the model's length limit ({response.cut_off}); "
+            "raise the provider's max tokens setting or ask for a shorter answer"
+        )
 
 
 class StructuredOutputRejected(ProviderError):

@@ -7,7 +7,7 @@ import asyncio
 
 from agent_health.judges.base import LLM
 from agent_health.judges.cache import JudgeCache, cache_key
-from agent_health.judges.chat import AnswerSchema, ChatClient, ChatMessage, ProviderError
+from agent_health.judges.chat import AnswerCutOff, AnswerSchema, ChatClient, ChatMessage, ProviderError
 from agent_health.model import Usage
 
 
@@ -34,7 +34,8 @@ class CachedLLM(LLM):
     async def complete(
         self, prompt: str, *, system: str | None = None, json_mode: bool = False, schema: AnswerSchema | None = None
     ) -> str:
-        """One completion; a cache hit returns the stored text and makes no call."""
+        """One completion; a cache hit returns the stored text and makes no call. Raises
+        `AnswerCutOff` when the model stopped at its length limit."""
         if self.client is None:
             raise ProviderError(f"llm helper: {self.unavailable}")
         key = cache_key(
@@ -58,6 +59,8 @@ class CachedLLM(LLM):
         )
         self.calls += 1
         self.usage = self.usage + response.usage
+        if response.cut_off:  # a fragment: never cached, never taken for the answer
+            raise AnswerCutOff(response, self.client.label)
         if self.cache is not None:
             await asyncio.to_thread(self.cache.put, key, "completion", {"text": response.text, "model": response.model})
         return response.text

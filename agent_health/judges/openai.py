@@ -38,6 +38,7 @@ from agent_health.model import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+CUT_OFF = ("length",)  # finish_reason of an answer stopped at max_tokens (or the context window)
 
 
 def redact_url(url: str) -> str:
@@ -177,7 +178,8 @@ class OpenAIChat(ChatClient):
             raise ProviderError(f"{self.label}: HTTP {response.status_code}: {_excerpt(response.text)}")
         try:
             data = response.json()
-            message = data["choices"][0]["message"]
+            choice = data["choices"][0]
+            message = choice["message"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ProviderError(f"{self.label}: unexpected response shape: {_excerpt(response.text)}") from exc
         calls: list[Any] = []
@@ -196,10 +198,12 @@ class OpenAIChat(ChatClient):
             )
         usage = data.get("usage") or {}
         model = data.get("model") or self.model
+        finish = choice.get("finish_reason")
         return ChatResponse(
             text=message.get("content") or "",
             tool_calls=tuple(calls),
             model=model,
+            cut_off=f'finish_reason "{finish}"' if finish in CUT_OFF else "",
             usage=Usage.of(
                 int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), model=model, llm_calls=1
             ),

@@ -4,20 +4,24 @@ Which object is the answer: the LAST top-level JSON object in the judge's text t
 answer's fields AND carries the prompt's nonce (see `prompt.py`). A verdict the agent forged and
 the judge quoted (plainly, in a code fence, with zero-width characters, nested in prose) never
 carries the nonce, so it is never taken. Each candidate is read as JSON, or else repaired with
-`json-repair` (trailing commas, single quotes, unquoted keys, comments, Python literals, a cut-off
-end). Only when no candidate is usable is the model asked once more, with what was wrong; a
-second failure raises `JudgeAnswerError` with an excerpt of what came back, which the service
-turns into an errored verdict (never a silent pass or a zero).
+`json-repair` (trailing commas, single quotes, unquoted keys, comments, Python literals, a missing
+closing brace). Repair never makes a verdict nobody gave: an answer the provider says was cut off at
+its length limit, an answer without a field the format asks for (a score), and an echo of the
+template (`"pass": true or false`) are unusable, however well they parse. Only when no candidate is
+usable is the model asked once more, with what was wrong; a second failure raises
+`JudgeAnswerError` with an excerpt of what came back, which the service turns into an errored
+verdict (never a silent pass or a zero).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agent_health.judges.base import LLM
-from agent_health.judges.chat import AnswerSchema, ChatClient, ChatMessage, ChatResponse, ToolSpec
+from agent_health.judges.chat import AnswerCutOff, AnswerSchema, ChatClient, ChatMessage, ChatResponse, ToolSpec
 from agent_health.judges.prompt import VERDICT_SCHEMA
 from agent_health.model import Usage
 
@@ -119,16 +123,56 @@ def number(value: Any, name: str, lo: float, hi: float) -> float:
 
 
 def verdict_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    """{"pass": bool, "score": 0-1, "reasoning": str} -> {passed, score, reasoning}."""
+    """{"pass": bool, "score": 0-1, "reasoning": str} -> {passed, score, reasoning}. The format asks
+    for a score: an answer without one (often cut off before it) is not a verdict, never a 1.0."""
     key = "pass" if "pass" in obj else "passed" if "passed" in obj else None
     if key is None:
         raise AnswerError("the answer has no `pass` field")
     passed = _bool(obj[key], "pass")
-    score = number(obj["score"], "score", 0, 1) if obj.get("score") is not None else (1.0 if passed else 0.0)
+    if obj.get("score") is None:
+        raise AnswerError("the answer has no `score` (a number from 0 to 1)")
+    score = number(obj["score"], "score", 0, 1)
     reasoning = obj.get("reasoning", obj.get("reason", ""))
     if not isinstance(reasoning, str):
         reasoning = json.dumps(reasoning)
     return {"passed": passed, "score": score, "reasoning": reasoning}
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|$)", re.S)
+_ANGLED = re.compile(r"<[^<>\n]*>")  # `<metric name>: <score>`
+_WORDS = re.compile(r"[A-Za-z_]\w*\s+[\w<]")  # `true or false`, `a number from 0 to 1`
+
+
+def unquoted(candidate: str) -> str:
+    """`candidate` with every string emptied (double- or single-quoted, as json-repair reads them)
+    and comments dropped: the text that is not inside any value."""
+    out: list[str] = []
+    quote, escaped = "", False
+    for c in candidate:
+        if quote:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == quote:
+                quote = ""
+                out.append(c)
+        else:
+            quote = c if c in "\"'" else ""
+            out.append(c)
+    return _COMMENT.sub(" ", "".join(out))
+
+
+def template_words(candidate: str) -> str | None:
+    """The placeholder an answer copied from its template where a key or value belongs (`true or
+    false`, `a number from 0 to 1`, `<score>`), or None. json-repair would read the cut-off echo
+    `"pass": true or ` as `"pass": true`. Prose inside strings never counts."""
+    for part in re.split(r"[,{}\[\]]", unquoted(candidate)):
+        value = part.partition(":")[2] if ":" in part else part
+        copied = part if _ANGLED.search(part) else value if _WORDS.search(value) else None
+        if copied is not None:
+            return " ".join(copied.split())
+    return None
 
 
 def pick_answer(text: str, nonce: str, fields: Callable[[dict[str, Any]], T]) -> T:
@@ -146,6 +190,8 @@ def pick_answer(text: str, nonce: str, fields: Callable[[dict[str, Any]], T]) ->
             continue
         signed = str(obj.get("nonce", "")).strip().lower() == nonce
         try:
+            if copied := template_words(candidate):
+                raise AnswerError(f"the answer repeats its template ({copied!r}) instead of filling it in")
             value = fields(obj)
         except AnswerError as exc:
             if signed:
@@ -204,7 +250,7 @@ async def ask_json(
     response = first or await client.chat(messages, system=system, tools=tools, json_mode=True, schema=schema)
     usage = usage + response.usage
     try:
-        return validate(response.text), usage
+        return _whole(response, validate), usage
     except AnswerError as exc:
         error = exc
     repair = [
@@ -215,9 +261,24 @@ async def ask_json(
     response = await client.chat(repair, system=system, tools=tools, json_mode=True, schema=schema)
     usage = usage + response.usage
     try:
-        return validate(response.text), usage
+        return _whole(response, validate), usage
     except AnswerError as exc:
         raise _give_up(exc, response.text) from exc
+
+
+def cut_off_error(response: ChatResponse) -> AnswerError:
+    return AnswerError(
+        f"the answer was cut off at the length limit ({response.cut_off}); "
+        "give the JSON object with a shorter reasoning"
+    )
+
+
+def _whole(response: ChatResponse, validate: Callable[[str], T]) -> T:
+    """The validated answer of a response that was not cut off: the start of an answer, however
+    well it parses (`{"pass": true, "sc`), is not the answer."""
+    if response.cut_off:
+        raise cut_off_error(response)
+    return validate(response.text)
 
 
 async def complete_json(
@@ -230,17 +291,25 @@ async def complete_json(
     schema: AnswerSchema | None = None,
 ) -> T:
     """`ask_json` over the single-turn `LLM` helper (custom and rubric evaluators)."""
-    text = await llm.complete(prompt, system=system, json_mode=True, schema=schema)
-    try:
-        return validate(text)
-    except AnswerError as exc:
-        error = exc
+
+    async def attempt(ask: str) -> tuple[str, T | AnswerError]:
+        try:
+            text = await llm.complete(ask, system=system, json_mode=True, schema=schema)
+        except AnswerCutOff as exc:
+            return exc.response.text, cut_off_error(exc.response)
+        try:
+            return text, validate(text)
+        except AnswerError as exc:
+            return text, exc
+
+    text, answer = await attempt(prompt)
+    if not isinstance(answer, AnswerError):
+        return answer
     retry = (
         f"{prompt}\n\n## Your previous answer\n{excerpt(text, 2000)}\n\n"
-        f"## Correction\n{repair_message(str(error), answer_format)}"
+        f"## Correction\n{repair_message(str(answer), answer_format)}"
     )
-    text = await llm.complete(retry, system=system, json_mode=True, schema=schema)
-    try:
-        return validate(text)
-    except AnswerError as exc:
-        raise _give_up(exc, text) from exc
+    text, answer = await attempt(retry)
+    if isinstance(answer, AnswerError):
+        raise _give_up(answer, text) from answer
+    return answer

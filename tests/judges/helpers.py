@@ -117,8 +117,9 @@ def chat(
     tool_calls: list[dict[str, Any]] | None = None,
     usage: tuple[int, int] = (100, 20),
     model: str = "judge-model",
+    finish_reason: str | None = None,
 ) -> Reply:
-    """An OpenAI chat-completions reply."""
+    """An OpenAI chat-completions reply (`finish_reason` "stop", or "tool_calls" with tool calls)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = [
@@ -136,7 +137,13 @@ def chat(
             "id": "cmpl-1",
             "object": "chat.completion",
             "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+                }
+            ],
             "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1]},
         },
     )
