@@ -294,7 +294,9 @@ class AguiConnector(HttpBase):
             usage=usage,
             raw_events=tuple(fold.raw),
         )
-        return await self.apply_after(list(fold.raw), result)
+        kinds = ", ".join(dict.fromkeys(str(ev.get("type")) for ev in fold.raw if isinstance(ev, dict)))
+        silence = f"RUN_FINISHED came before any message, tool call or result (events: {kinds})"
+        return await self.apply_after(list(fold.raw), result, silence=silence)
 
     async def _consume(self, response: httpx.Response, fold: _Fold) -> None:
         cap = self.settings.max_response_bytes

@@ -75,6 +75,22 @@ async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
+def answered(result: RunResult) -> bool:
+    """Whether a run holds anything the agent answered: output text, a message with text, or a
+    tool call or result (a test may check only those). Thinking alone is no answer."""
+    if result.output.strip():
+        return True
+    return any(
+        s.kind in ("tool_call", "tool_result") or (s.kind == "message" and s.content.strip()) for s in result.trajectory
+    )
+
+
+def shown(value: Any, n: int = 80) -> str:
+    """A short, single-line picture of a value an agent gave, for error messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= n else text[:n] + "..."
+
+
 class RealConnector(Connector):
     """Base of the http/agui/subprocess/python connectors.
 
@@ -123,7 +139,10 @@ class RealConnector(Connector):
             raise self.fail(f"before_request hook failed: {type(exc).__name__}: {exc}") from exc
         return changed if isinstance(changed, dict) else outgoing
 
-    async def apply_after(self, raw: Any, result: RunResult) -> RunResult:
+    async def apply_after(self, raw: Any, result: RunResult, *, silence: str) -> RunResult:
+        """The result after the after_response hook, secrets scrubbed. A run with no answer at all
+        (see `answered`) is an error naming `silence`, what the agent gave instead: an empty
+        answer is a failure of the agent, never a failed test scored zero."""
         if self.after_response is not None:
             try:
                 changed = await call_maybe_async(self.after_response, raw, result)
@@ -131,6 +150,8 @@ class RealConnector(Connector):
                 raise self.fail(f"after_response hook failed: {type(exc).__name__}: {exc}") from exc
             if isinstance(changed, RunResult):
                 result = changed
+        if not answered(result):
+            raise self.fail(f"no answer: {silence}")
         return self.scrub(result)
 
     def scrub(self, result: RunResult) -> RunResult:

@@ -538,7 +538,12 @@ class HttpConnector(HttpBase):
             if self.after_response is not None
             else None
         )
-        return await self.apply_after(seen, result)
+        silence = (
+            f"HTTP {response.status_code} with an empty body"
+            if not text.strip()
+            else f"HTTP {response.status_code} with no output in the body, which starts {body_start(text)!r}"
+        )
+        return await self.apply_after(seen, result, silence=silence)
 
     def parse_json(self, text: str, response: httpx.Response) -> Any:
         """The decoded JSON body, or the text itself for plain-text agents (text/plain, text/markdown
@@ -547,8 +552,8 @@ class HttpConnector(HttpBase):
         is_json = "json" in mime
         if looks_like_html(text) or not readable_answer_type(mime):
             raise self.unexpected(response, text, JSON_OR_TEXT)
-        if not is_json and not text.lstrip().startswith(("{", "[")):
-            return text  # plain-text agents: the body is the answer
+        if not text.strip() or (not is_json and not text.lstrip().startswith(("{", "["))):
+            return text  # plain-text agents: the body is the answer (an empty one is no answer, see run)
         try:
             return json.loads(text)
         except ValueError as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable
+from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable, shown
 from agent_health.connectors.parsing import ParseError, parse_body
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult, Usage
@@ -113,4 +113,5 @@ class PythonConnector(RealConnector):
                 usage=usage if usage != Usage() else Usage(model=self.settings.model),
                 raw_events=(raw,),
             )
-        return await self.apply_after(value, result)
+        silence = f"the function returned {'None' if value is None else f'{type(value).__name__} {shown(value)}'}"
+        return await self.apply_after(value, result, silence=silence)

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agent_health.config.secrets import register_log_secrets
-from agent_health.connectors.common import ConnectorSettings, RealConnector
+from agent_health.connectors.common import ConnectorSettings, RealConnector, shown
 from agent_health.connectors.parsing import ParseError, as_text, parse_args, parse_body, usage_of
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
@@ -174,8 +174,11 @@ class SubprocessConnector(RealConnector):
             usage=usage,
             raw_events=tuple(raw),
         )
+        silence = "it exited with status 0 and printed nothing" if not text.strip() else f"its output is {shown(text)}"
         return await self.apply_after(
-            {"stdout": text, "stderr": stderr.decode("utf-8", "replace"), "returncode": proc.returncode}, result
+            {"stdout": text, "stderr": stderr.decode("utf-8", "replace"), "returncode": proc.returncode},
+            result,
+            silence=silence,
         )
 
     async def _communicate(self, proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:

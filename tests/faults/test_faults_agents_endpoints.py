@@ -45,6 +45,18 @@ ROUTES: dict[str, tuple[int, str | None, bytes, dict[str, str]]] = {
     "/agui-no-type": (200, None, HTML, {}),
     "/agui": (200, "text/event-stream", SSE_OK, {}),
     "/limited": (429, "application/json", b'{"error": "quota exceeded"}', {"Retry-After": "120"}),
+    # answers that hold no answer
+    "/no-content": (204, None, b"", {}),
+    "/empty-200": (200, "application/json", b"", {}),
+    "/output-null": (200, "application/json", b'{"output": null}', {}),
+    "/output-blank": (200, "application/json", b'{"response": "  ", "thinking": "hmm"}', {}),
+    "/agui-finished-first": (
+        200,
+        "text/event-stream",
+        b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n'
+        b'data: {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}\n\n',
+        {},
+    ),
 }
 
 
@@ -212,3 +224,74 @@ def test_the_cli_refuses_a_bad_endpoint_before_any_test_runs(tmp_path):
     assert p.returncode == 2
     (row,) = [r for r in json.loads(p.stdout) if r["ref"] == "rca@v1"]
     assert "agents.rca.settings.endpoint" in row["status"] and "scheme ftp:// is not supported" in row["status"]
+
+
+# -- an empty answer is the agent's failure, not a failed test ------------------------------------
+@pytest.mark.parametrize(
+    "connector, path, reason",
+    [
+        ("http", "/no-content", "no answer: HTTP 204 with an empty body"),
+        ("http", "/empty-200", "no answer: HTTP 200 with an empty body"),
+        ("http", "/output-null", """no answer: HTTP 200 with no output in the body, which starts '{"output": null}'"""),
+        ("http", "/output-blank", "no answer: HTTP 200 with no output in the body"),
+        ("agui", "/agui-finished-first", "no answer: RUN_FINISHED came before any message, tool call or result"),
+    ],
+)
+def test_an_endpoint_giving_no_answer_is_errored_with_the_reason(agent, connector, path, reason):
+    message = invoke_error(runtime(connector, endpoint=agent.url + path, retry={"max_retries": 0}))
+    assert f"({agent.url}{path})" in message and reason in message
+
+
+def no_answer(prompt: str):
+    return {"none": None, "blank": "", "null output": {"output": None}}[prompt]
+
+
+@pytest.mark.parametrize(
+    "prompt, reason",
+    [
+        ("none", "no answer: the function returned None"),
+        ("blank", "no answer: the function returned str ''"),
+        ("null output", "no answer: the function returned dict {'output': None}"),
+    ],
+)
+def test_a_python_agent_returning_nothing_is_errored_with_the_reason(prompt, reason):
+    assert reason in invoke_error(runtime("python", function=no_answer), prompt=prompt)
+
+
+def test_a_subprocess_agent_printing_nothing_is_errored_with_the_reason():
+    import sys
+
+    message = invoke_error(runtime("subprocess", command=[sys.executable, "-c", "print()"]))
+    assert "no answer: it exited with status 0 and printed nothing" in message
+
+
+EMPTY_EVALS = """
+from agent_health import expect, test
+
+@test("answers", prompt="Why is the payment service failing?")
+async def answers(agent):
+    result = await agent.run()
+    expect(result.output).to_contain("database")
+"""
+
+
+@pytest.mark.parametrize("path", ["/no-content", "/output-null", "/agui-finished-first"])
+def test_a_run_whose_agent_gives_no_answer_ends_errored_not_failed(agent, tmp_path, path):
+    from agent_health import define_config, load_tests, run_tests
+
+    (tmp_path / "empty.eval.py").write_text(EMPTY_EVALS)
+    connector = "agui" if "agui" in path else "http"
+    config = define_config(
+        root=str(tmp_path),
+        state_dir="state",
+        agents=[
+            {
+                "key": "quiet",
+                "connector": connector,
+                "settings": {"endpoint": agent.url + path, "retry": {"max_retries": 0}},
+                "versions": {"v1": {}},
+            }
+        ],
+    )
+    (result,) = run_tests(load_tests([tmp_path / "empty.eval.py"]).tests, config, "quiet@v1")
+    assert result.status == "errored" and "no answer" in (result.error or ""), (result.status, result.error)
