@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -37,6 +38,37 @@ class AguiSettings(HttpSettings):
     state: dict[str, Any] = Field(default_factory=dict, description="Initial shared state.")
     forwarded_props: dict[str, Any] = Field(default_factory=dict, description="forwardedProps of the input.")
     thread_id: str | None = Field(None, description="Thread id; a fresh one per run when unset.")
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class LineSplitter:
+    """The lines of an event stream as its text arrives in chunks (CRLF, CR or LF ends a line, as
+    the SSE specification says). Each character is looked at once and a long line is joined once,
+    so a line of many megabytes costs its length, not its length squared."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []  # the line being received
+        self.after_cr = False  # the last chunk ended with CR: a LF starting the next one is its CRLF
+
+    def feed(self, text: str) -> list[str]:
+        if self.after_cr and text.startswith("\n"):
+            text = text[1:]
+        self.after_cr = text.endswith("\r")
+        lines, start = [], 0
+        for end in _LINE_END.finditer(text):
+            self.parts.append(text[start : end.start()])
+            lines.append("".join(self.parts))
+            self.parts, start = [], end.end()
+        if start < len(text):
+            self.parts.append(text[start:])
+        return lines
+
+    def close(self) -> list[str]:
+        """The last line, when the stream did not end with a line end."""
+        rest, self.parts = "".join(self.parts), []
+        return [rest] if rest else []
 
 
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[str]:
@@ -304,7 +336,7 @@ class AguiConnector(HttpBase):
 
         async def lines() -> AsyncIterator[str]:
             nonlocal size
-            buf = ""
+            splitter = LineSplitter()
             decoder = codecs.getincrementaldecoder("utf-8")("strict")
             async for chunk in response.aiter_bytes():
                 size += len(chunk)
@@ -313,17 +345,16 @@ class AguiConnector(HttpBase):
                 if len(fold.head) < 300:
                     fold.head += chunk[:300].decode("utf-8", "replace")
                 try:
-                    buf += decoder.decode(chunk)
+                    text = decoder.decode(chunk)
                 except UnicodeDecodeError as exc:
                     raise self.fail(
                         f"event stream is not valid UTF-8: byte 0x{chunk[exc.start : exc.start + 1].hex()}"
                         f" after {size - len(chunk) + exc.start} bytes"
                     ) from None
-                *complete, buf = buf.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-                for line in complete:
+                for line in splitter.feed(text):
                     yield line
-            if buf:
-                yield buf
+            for line in splitter.close():
+                yield line
 
         try:
             async for payload in sse_events(lines()):

@@ -10,6 +10,7 @@ Settings (see `HttpSettings`): `endpoint`, `headers`, `auth`, `body` (extra fiel
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import re
 import socket
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import aiohttp
 import httpx
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -124,14 +126,17 @@ def describe_transport_error(exc: BaseException) -> str:
     """A short human reason for a transport error. httpx often says only 'All connection attempts
     failed', and the aiohttp pool's errors arrive mapped to a coarse httpx type: the cause chain
     says what really happened."""
-    import aiohttp
-
     chain: list[BaseException] = []
     cur: BaseException | None = exc
     while cur is not None and all(cur is not seen for seen in chain):
         chain.append(cur)
         cur = cur.__cause__ or cur.__context__
+    if isinstance(exc, httpx.TooManyRedirects):
+        url = exc.request.url
+        return f"redirected too many times: a redirect loop? (the last redirect pointed to {url.scheme}://{url.netloc.decode()}{url.path})"
     for cause in chain:
+        if isinstance(cause, aiohttp.http_exceptions.HttpProcessingError):  # aiohttp calls these "400"
+            return f"the agent's response is not valid HTTP: {body_start(cause.message, 200)}"
         if isinstance(cause, ssl.SSLCertVerificationError):
             return f"TLS certificate not trusted: {cause.verify_message or cause}"
         if isinstance(cause, ssl.SSLError):
@@ -140,6 +145,8 @@ def describe_transport_error(exc: BaseException) -> str:
             return "connection refused"
         if isinstance(cause, ConnectionResetError):
             return "connection reset by the agent"
+        if isinstance(cause, BrokenPipeError) or getattr(cause, "errno", None) == errno.EPIPE:
+            return "the agent closed the connection while the request was being sent (broken pipe)"
         if isinstance(cause, socket.gaierror):
             return f"cannot resolve the host ({cause.strerror or cause})"
         if isinstance(cause, aiohttp.ClientProxyConnectionError):
@@ -150,6 +157,10 @@ def describe_transport_error(exc: BaseException) -> str:
             return "the agent closed the connection without a response"
         if isinstance(cause, aiohttp.ServerTimeoutError | TimeoutError):
             return "timed out"
+    for cause in chain:
+        # httpx-aiohttp maps every aiohttp connection error to httpx.ConnectTimeout: say what it was
+        if isinstance(cause, aiohttp.ClientConnectionError):
+            return f"connection error: {cause}"
     if isinstance(exc, httpx.ConnectTimeout):
         return "connection timed out"
     if isinstance(exc, httpx.ProxyError):
@@ -392,7 +403,7 @@ class HttpBase(RealConnector):
                 reason = describe_transport_error(exc)
             except httpx.TimeoutException:
                 raise self.fail(f"no response within request_timeout_s={self.settings.request_timeout_s:g}s") from None
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, aiohttp.ClientError) as exc:  # the aiohttp pool lets some through unmapped
                 raise self.fail(describe_transport_error(exc)) from exc
             else:
                 if 200 <= response.status_code < 300:

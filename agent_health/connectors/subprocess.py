@@ -30,6 +30,10 @@ from agent_health.connectors.parsing import ParseError, as_text, parse_args, par
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
 
+# After the agent exits, how long its output is still read: a process that left its group (a
+# daemon) may hold the pipes open forever, while what the agent wrote is already in them.
+_DRAIN_S = 2.0
+
 
 class SubprocessSettings(ConnectorSettings):
     """Settings of the subprocess connector."""
@@ -128,33 +132,31 @@ class SubprocessConnector(RealConnector):
         )
         started = time.perf_counter()
         limit = self.run_timeout(request)
+        loop = asyncio.get_running_loop()
         try:
-            proc = await asyncio.create_subprocess_exec(
+            transport, agent = await loop.subprocess_exec(
+                lambda: _AgentProcess(loop, self.settings.max_output_bytes),
                 *outgoing["argv"],
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
                 cwd=outgoing["cwd"],
                 env=outgoing["env"],
-                start_new_session=True,
-            )  # own process group, so a timeout kills its children too
+                start_new_session=True,  # own process group, so its children can be killed with it
+            )
         except OSError as exc:
             raise self.fail(f"cannot start: {exc.strerror or exc}") from None
         try:
             async with asyncio.timeout(limit):
-                stdout, stderr = await self._communicate(proc, outgoing["stdin"])
+                returncode = await agent.communicate(transport, outgoing["stdin"])
         except TimeoutError:
-            self._kill(proc)
-            await proc.wait()
             raise self.fail(f"timed out after {limit:g}s; killed its process group") from None
-        except BaseException:
-            self._kill(proc)
-            raise
         finally:
-            self._kill(proc)  # stray children of a finished process
-        if proc.returncode != 0:
+            _kill_group(transport.get_pid())  # what is left of it: a timed-out agent, stray children
+            transport.close()  # our ends of the pipes, even when a process outside the group holds them
+        if agent.too_large:
+            raise self.fail(f"output too large: more than max_output_bytes={self.settings.max_output_bytes}")
+        stdout, stderr = bytes(agent.out), bytes(agent.err)
+        if returncode != 0:
             tail = stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
-            raise self.fail(f"exited with status {proc.returncode}" + (f": {' | '.join(tail)}" if tail else ""))
+            raise self.fail(f"exited with status {returncode}" + (f": {' | '.join(tail)}" if tail else ""))
         try:
             text = stdout.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -176,44 +178,10 @@ class SubprocessConnector(RealConnector):
         )
         silence = "it exited with status 0 and printed nothing" if not text.strip() else f"its output is {shown(text)}"
         return await self.apply_after(
-            {"stdout": text, "stderr": stderr.decode("utf-8", "replace"), "returncode": proc.returncode},
+            {"stdout": text, "stderr": stderr.decode("utf-8", "replace"), "returncode": returncode},
             result,
             silence=silence,
         )
-
-    async def _communicate(self, proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
-        cap = self.settings.max_output_bytes
-
-        async def feed() -> None:
-            assert proc.stdin is not None
-            try:
-                if data:
-                    proc.stdin.write(data)
-                    await proc.stdin.drain()
-                proc.stdin.close()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the agent does not read stdin
-
-        async def read(stream: asyncio.StreamReader, limit: int) -> bytes:
-            out = bytearray()
-            while chunk := await stream.read(65536):
-                out += chunk
-                if len(out) > limit:
-                    self._kill(proc)
-                    raise self.fail(f"output too large: more than max_output_bytes={cap}")
-            return bytes(out)
-
-        assert proc.stdout is not None and proc.stderr is not None
-        _, out, err = await asyncio.gather(feed(), read(proc.stdout, cap), read(proc.stderr, cap))
-        await proc.wait()
-        return out, err
-
-    @staticmethod
-    def _kill(proc: asyncio.subprocess.Process) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def _parse(self, text: str) -> tuple[str, list[Step], Usage, list[Any]]:
         fmt = self.settings.output_format
@@ -294,3 +262,70 @@ class SubprocessConnector(RealConnector):
         elif not steps or steps[-1].kind != "message" or steps[-1].content != output:
             steps.append(Step(kind="message", content=output))
         return output, steps, usage, raw
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _AgentProcess(asyncio.SubprocessProtocol):
+    """One agent process: stdin fed, stdout and stderr collected, its exit noticed on its own.
+
+    The agent is done when it exits, not when its pipes close: a child it left behind (`tool &`)
+    holds them open, so the output read by then is the answer. Its group is killed at exit, which
+    closes the pipes; what is still in them is read for at most `_DRAIN_S` (a child that left the
+    group, a daemon, may hold them forever)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, cap: int):
+        self.cap = cap
+        self.out, self.err = bytearray(), bytearray()
+        self.too_large = False
+        self.exited: asyncio.Future[None] = loop.create_future()  # the process ended (or its output is too big)
+        self.closed: asyncio.Future[None] = loop.create_future()  # the process ended and every pipe closed
+        self.pid = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.pid = transport.get_pid()  # type: ignore[attr-defined]
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        into = self.out if fd == 1 else self.err
+        into += data
+        if len(into) > self.cap and not self.too_large:
+            self.too_large = True
+            _kill_group(self.pid)
+            self._done(self.exited)
+
+    def process_exited(self) -> None:
+        self._done(self.exited)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._done(self.exited)
+        self._done(self.closed)
+
+    @staticmethod
+    def _done(future: asyncio.Future[None]) -> None:
+        if not future.done():
+            future.set_result(None)
+
+    async def communicate(self, transport: asyncio.SubprocessTransport, data: bytes) -> int | None:
+        """Feed `data`, wait for the exit, drain the pipes; the exit status."""
+        stdin = transport.get_pipe_transport(0)
+        if stdin is not None:
+            try:
+                if data:
+                    stdin.write(data)  # type: ignore[attr-defined]
+                stdin.close()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the agent does not read stdin
+        await self.exited
+        if not self.too_large:
+            _kill_group(self.pid)  # the children it left behind let go of the pipes
+            try:
+                async with asyncio.timeout(_DRAIN_S):
+                    await asyncio.shield(self.closed)
+            except TimeoutError:
+                pass
+        return transport.get_returncode()

@@ -53,11 +53,20 @@ def build_client(
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=min(20, max_connections))
         return httpx.AsyncClient(limits=limits, http2=http2, **common)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return HttpxAiohttpClient(limits=limits, event_hooks={"request": [_credentials_as_header_only]}, **common)
+    return HttpxAiohttpClient(limits=limits, event_hooks={"request": [_for_aiohttp]}, **common)
 
 
-async def _credentials_as_header_only(request: httpx.Request) -> None:
-    """httpx has turned `user:password@` in the URL into an Authorization header by now; aiohttp
-    refuses a request that carries both, so the URL keeps only the header's copy."""
+async def _for_aiohttp(request: httpx.Request) -> None:
+    """What httpx hands the aiohttp transport, made right for it (run for every request,
+    redirected ones included).
+
+    - httpx has turned `user:password@` in the URL into an Authorization header by now; aiohttp
+      refuses a request that carries both, so the URL keeps only the header's copy.
+    - A redirected request keeps its body as an unread stream, which the transport sends as a
+      chunked body: a GET redirected again went out as `Transfer-Encoding: chunked` + `0`, which
+      servers read as a second, malformed request (a 400 page read as a bad status line, or a hang).
+      Reading the in-memory body first lets the transport send it as plain bytes, or none."""
     if request.url.userinfo:
         request.url = request.url.copy_with(userinfo=b"")
+    if isinstance(request.stream, httpx.ByteStream):
+        await request.aread()
