@@ -19,7 +19,8 @@ class LLM(Protocol):
     async def complete(
         self, prompt: str, *, system: str | None = None, json_mode: bool = False, schema: AnswerSchema | None = None
     ) -> str:
-        """One completion; returns the model's text (`schema`: ask for a structured answer)."""
+        """One completion; returns the model's text (`schema`: ask for a structured answer).
+        Raises `agent_health.judges.chat.AnswerCutOff` when the model stopped at its length limit."""
         ...
 
 

@@ -2,7 +2,8 @@
 
 `fn` runs in-process and may take any of these parameters, by name: `result` (the RunResult, or
 the judged value), `criteria`, `tools` (the run's trace-query tools: `tools.get_spans()` or
-`tools.trace_query.get_spans()`), `llm` (the cached `LLM` helper: `await llm.complete(prompt)`),
+`tools.trace_query.get_spans()`), `llm` (the cached `LLM` helper: `await llm.complete(prompt)`,
+which raises `AnswerCutOff` for an answer cut off at the model's length limit),
 `request` (the full JudgeRequest), `output`, `context`. It returns a `Verdict`, a dict with
 `pass`/`passed`, `score`, `reasoning` (and optional `details`), or a bool. Sync functions are fine
 unless they need `llm` (which is async).
