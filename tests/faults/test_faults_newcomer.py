@@ -91,6 +91,14 @@ def test_compare_explains_why_mcnemar_counts_more_fixes_than_the_flip_counts(two
     assert "overall status" in mcnemar
 
 
+def test_the_comparison_page_explains_the_mcnemar_counts_too(two_versions):
+    p = cli("compare", "demo@v1", "demo@v2", "--html", "comparison.html", cwd=two_versions)
+    assert p.returncode == 0, p.stderr
+    page = (two_versions / "comparison.html").read_text()
+    note = re.search(r'<span id="mcnemar-note">([^<]*)</span>', page)
+    assert note and note.group(1).startswith("1 noise flip counted as fixed by McNemar"), page[:3000]
+
+
 @pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
 def test_compare_fail_on_regression_names_the_regressed_tests(as_json, two_versions):
     p = cli(
