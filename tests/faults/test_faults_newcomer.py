@@ -31,20 +31,31 @@ def _after_table(out: str) -> str:
     return out.rsplit("└", 1)[1]
 
 
-@pytest.mark.parametrize("report_on_stdout", [False, True], ids=["summary", "json-on-stdout"])
-def test_a_run_with_load_errors_ends_naming_the_files_that_did_not_load(report_on_stdout, evals, tmp_path):
+FAILING = """
+from agent_health import test, expect
+
+@test("fails")
+def fails():
+    expect(1).to_equal(2)
+"""
+
+
+@pytest.mark.parametrize("case", ["summary", "json-on-stdout", "a-test-fails-too"])
+def test_a_run_with_load_errors_ends_naming_the_files_that_did_not_load(case, evals, tmp_path):
     evals("good.eval.py", GOOD)
     evals("broken.eval.py", "from agent_health import test\n\nthis is not python(\n")
     evals("cases.json", '{"tests": [')
-    args = ("--reporter", "json") if report_on_stdout else ()
+    if case == "a-test-fails-too":
+        evals("failing.eval.py", FAILING)
+    args = ("--reporter", "json") if case == "json-on-stdout" else ()
     p = cli("run", "evals", "--no-store", *args, cwd=tmp_path)
-    assert p.returncode == 2, p.stdout + p.stderr  # never success while files failed to load
-    summary = p.stderr if report_on_stdout else p.stdout
+    assert p.returncode == 2, p.stdout + p.stderr  # never success (nor a mere failure) while files failed to load
+    summary = p.stderr if case == "json-on-stdout" else p.stdout
     tail = _after_table(summary)
     assert "2 load error(s)" in tail and "did not load" in tail, summary
     assert "broken.eval.py:3" in tail and "cases.json:1" in tail, summary
     assert "(not counted: 2 load error(s), below)" in summary  # the table's own title says so
-    if report_on_stdout:
+    if case == "json-on-stdout":
         report = json.loads(p.stdout)
         assert len(report["load_errors"]) == 2 and [r["status"] for r in report["results"]] == ["passed"]
 
