@@ -4,6 +4,7 @@ only, never the results."""
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, TextIO
 
@@ -13,8 +14,6 @@ from agent_health.reporters.text import terminal_safe
 
 _MARK = {"passed": "✓", "failed": "✗", "errored": "!"}
 _STYLE = {"passed": "green", "failed": "red", "errored": "yellow"}
-
-
 _EVIDENCE_CHARS = 120  # per value on a -v line; the JSON and HTML reports keep the whole evidence
 
 
@@ -23,12 +22,9 @@ def _fmt_cost(cost: float) -> str:
 
 
 def _value_text(value: Any) -> str:
-    """One evidence value on one line: numbers and text as they are, anything else as JSON."""
-    import json
-
-    if isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-    elif isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("<", ">", "<=", ">="):
+    """One evidence value on one line, cut at _EVIDENCE_CHARS: a bound such as `{"<": 20000}` as
+    `< 20000`, anything else as JSON (text quoted, so `"17"` and `17` differ)."""
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("<", ">", "<=", ">="):
         op, limit = next(iter(value.items()))  # to_be_less_than / to_be_greater_than
         text = f"{op} {limit}"
     else:
