@@ -6,13 +6,17 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $($PY --version)"
   "$PY" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+# The versions the suite was tested with: constraints.txt pins every dependency (see
+# scripts/update_constraints.sh). The stamp covers both files, so a change to either reinstalls.
+stamp=.venv/.installed-$(cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   echo "==> installing agent-health and its dependencies into .venv (first run takes a few minutes)"
   log=.venv/install.log
-  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[dev]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install -c constraints.txt --upgrade pip \
+      && .venv/bin/python -m pip install -c constraints.txt -e '.[dev]'; } >"$log" 2>&1; then
     tail -n 40 "$log"; echo "install failed; full log in $log" >&2; exit 1
   fi
   rm -f .venv/.installed-*
   touch "$stamp"
+  echo "==> installed: run .venv/bin/agent-health, or activate the venv first (. .venv/bin/activate)"
 fi

@@ -18,6 +18,25 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["tests.support.opensearch", "tests.support.postgres", "tests.support.s3"]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests (a real `dagster dev`, deployments on PostgreSQL) get the suite's per-test timeout
+    stretched to this machine (tests/support/timing.py): on a busy machine they take longer
+    without being wrong. A test's own timeout marker, or no timeout at all, stays as it is."""
+    slow = [item for item in items if item.get_closest_marker("slow") and not item.get_closest_marker("timeout")]
+    if not slow:
+        return
+    try:
+        from pytest_timeout import get_env_settings
+    except ImportError:  # pytest-timeout not installed: no per-test timeout to stretch
+        return
+    timeout = get_env_settings(config).timeout
+    if timeout:
+        from tests.support.timing import scaled
+
+        for item in slow:
+            item.add_marker(pytest.mark.timeout(scaled(timeout)))
+
+
 @pytest.fixture
 def write_eval(tmp_path: Path):
     """Write an eval file (dedented) under tmp_path/evals and return its path."""

@@ -237,6 +237,21 @@ class Comparison(BaseModel):
             lines.append(f"| ... {len(self.tests) - limit} more | | | | | | |")
         return "\n".join(lines)
 
+    def mcnemar_noise_note(self) -> str:
+        """Why McNemar's regressed and fixed can exceed the flip counts (empty when they agree): it
+        pairs each test's overall status, so a flip within its trials' noise counts there too."""
+        counted = [
+            f"{n} noise flip{'s' if n > 1 else ''} counted as {kind}"
+            for kind in ("regressed", "fixed")
+            if (n := sum(t.noise_of == kind for t in self.noise))
+        ]
+        if not counted:
+            return ""
+        return (
+            f"{' and '.join(counted)} by McNemar, which pairs each test's overall status while the flip "
+            "counts set apart flips within their trials' noise"
+        )
+
     def stats_line(self) -> str:
         """The statistics in one sentence (empty without statistics)."""
         s = self.stats
@@ -244,10 +259,12 @@ class Comparison(BaseModel):
             return ""
         m, d = s.mcnemar, s.score_delta
         pct = f"{s.baseline_pass_rate.confidence:.0%}"
+        note = self.mcnemar_noise_note()
         return (
             f"pass rate {_ci(s.baseline_pass_rate)} -> {_ci(s.candidate_pass_rate)} ({pct} Wilson); "
             f"McNemar exact p = {m.p_value:.4g} over {m.pairs} paired tests ({m.regressed} regressed, "
-            f"{m.fixed} fixed){' - significant' if s.significant else ''} at alpha {s.alpha:g}; "
+            f"{m.fixed} fixed{'; ' + note if note else ''}){' - significant' if s.significant else ''} "
+            f"at alpha {s.alpha:g}; "
             f"mean score delta {_f(d.estimate)} [{_f(d.low)}, {_f(d.high)}] ({pct} paired bootstrap, "
             f"{d.resamples} resamples, seed {d.seed})"
         )

@@ -24,6 +24,7 @@ def _num(value: float | None, fmt: str = "+.3g") -> str:
 def print_table(cmp: Comparison, limit: int) -> None:
     """The comparison as rich tables: statistics first, then every test that changed."""
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
@@ -37,12 +38,16 @@ def print_table(cmp: Comparison, limit: int) -> None:
         console.print("no test changed status", markup=False)
         return
     table = Table("flip", "baseline", "candidate", "score delta", "cost delta USD", "latency delta ms")
-    table.add_column("test", overflow="fold")  # ids are what people copy: never cut them
+    table.add_column("test", no_wrap=True)  # ids are what people copy and grep: never cut or fold them
     for t in changed[:limit]:
         table.add_row(
             _flip_text(t), _side(t, "baseline"), _side(t, "candidate"),
             _num(t.score_delta), _num(t.cost_delta_usd), _num(t.latency_delta_ms, "+.1f"), t.test_id,
         )  # fmt: skip
+    # The table gets its natural width, wider than a narrow terminal or the 80 columns rich assumes
+    # for a pipe (CI logs) when it must: a long line loses nothing, a cell cut or folded to fit does.
+    natural = Measurement.get(console, console.options.update_width(1_000_000), table).maximum
+    console.width = max(console.width, natural)
     console.print(table)
     if len(changed) > limit:
         console.print(f"... {len(changed) - limit} more changed test(s); use --json for all", markup=False)
@@ -62,13 +67,20 @@ def _side(t: TestDelta, side: str) -> str:
     return status or "-"
 
 
-def exit_code(cmp: Comparison, fail_on: tuple[str, ...]) -> int:
-    """1 when a `--fail-on` condition holds: a (non-noise) regressed test, or a significant regression."""
+def failed_conditions(cmp: Comparison, fail_on: tuple[str, ...]) -> list[str]:
+    """Each `--fail-on` condition that holds, said with what makes it hold: the regressed tests
+    (noise excluded) by id, or the significance of the regression."""
+    out = []
     if "regression" in fail_on and cmp.regressions:
-        return EXIT_FAILED
-    if "significant" in fail_on and cmp.significant_regression:
-        return EXIT_FAILED
-    return EXIT_OK
+        ids = "".join(f"\n  {t.test_id} ({t.baseline_status} -> {t.candidate_status})" for t in cmp.regressions)
+        out.append(f"--fail-on regression: {len(cmp.regressions)} regressed test(s):{ids}")
+    if "significant" in fail_on and cmp.significant_regression and cmp.stats:
+        m = cmp.stats.mcnemar
+        out.append(
+            f"--fail-on significant: the candidate is significantly worse (McNemar exact p = {m.p_value:.4g} "
+            f"< alpha {cmp.stats.alpha:g}; {m.regressed} regressed, {m.fixed} fixed)"
+        )
+    return out
 
 
 @click.command("compare")
@@ -133,7 +145,10 @@ def compare_command(
         print_table(cmp, limit)
         if html_path is not None:
             click.echo(f"comparison page: {html_path}")
-    ctx.exit(exit_code(cmp, fail_on))
+    failed = failed_conditions(cmp, fail_on)
+    for message in failed:  # on stderr, so --json output stays one JSON document
+        click.echo(message, err=True)
+    ctx.exit(EXIT_FAILED if failed else EXIT_OK)
 
 
 def _ref(label: str, agent: str) -> str:

@@ -9,7 +9,7 @@ import asyncio
 
 import click
 
-from agent_health.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, REPORTERS, build_reporters
+from agent_health.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, REPORTER_FORMS, build_reporters
 
 
 @click.command("rejudge")
@@ -25,7 +25,13 @@ from agent_health.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, REPORTERS, bu
     show_default=True,
     help="Reuse verdicts from the judge cache (default: ask the judges again).",
 )
-@click.option("--reporter", "reporters", multiple=True, metavar=REPORTERS, help="Reporter (repeatable), as for run.")
+@click.option(
+    "--reporter",
+    "reporters",
+    multiple=True,
+    metavar="|".join(REPORTER_FORMS),
+    help="Reporter (repeatable), as for run.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Print every test and its signals.")
 @click.pass_context
 def rejudge_command(

@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_TERMINATED = 128 + 15  # the shell's code for a process ended by SIGTERM
-REPORTERS = "summary, json[=FILE], jsonl[=FILE], junit[=FILE] or html[=FILE]"
 
 
 def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
@@ -43,6 +42,9 @@ REPORTER_CLASSES = {
     "junit": "agent_health.reporters.junit:JunitReporter",
     "html": "agent_health.reporters.html:HtmlReporter",
 }
+# what --reporter takes, from the table above so --help and the error message never miss one
+REPORTER_FORMS = ("summary", *(f"{name}[=FILE]" for name in REPORTER_CLASSES))
+REPORTERS = ", ".join(REPORTER_FORMS[:-1]) + " or " + REPORTER_FORMS[-1]
 
 
 def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
@@ -124,8 +126,9 @@ def _exit_stuck(message: str) -> None:
     "--reporter",
     "reporters",
     multiple=True,
-    metavar="summary|json[=FILE]|jsonl[=FILE]|junit[=FILE]",
-    help="Reporter (repeatable). Without FILE a report writes to stdout and the summary to stderr.",
+    metavar="|".join(REPORTER_FORMS),
+    help="Reporter (repeatable): the summary (default), a JSON report, JSON lines, JUnit XML or a "
+    "self-contained HTML page. Without FILE a report writes to stdout and the summary to stderr.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Print every test and its signals.")
 @click.pass_context

@@ -4,19 +4,48 @@ only, never the results."""
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, TextIO
 
-from agent_health.model import RunReport, TestResult
+from agent_health.model import EvalRun, RunReport, Signal, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.text import terminal_safe
 
 _MARK = {"passed": "✓", "failed": "✗", "errored": "!"}
 _STYLE = {"passed": "green", "failed": "red", "errored": "yellow"}
+_EVIDENCE_CHARS = 120  # per value on a -v line; the JSON and HTML reports keep the whole evidence
 
 
 def _fmt_cost(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def _value_text(value: Any) -> str:
+    """One evidence value on one line, cut at _EVIDENCE_CHARS: a bound such as `{"<": 20000}` as
+    `< 20000`, anything else as JSON (text quoted, so `"17"` and `17` differ)."""
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("<", ">", "<=", ">="):
+        op, limit = next(iter(value.items()))  # to_be_less_than / to_be_greater_than
+        text = f"{op} {limit}"
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+    return text if len(text) <= _EVIDENCE_CHARS else text[: _EVIDENCE_CHARS - 3] + "..."
+
+
+def signal_text(s: Signal) -> str:
+    """A signal on a -v line: its name, then an expectation's actual and expected values, a metric's
+    value or a judge's score, then the reasoning of what did not pass."""
+    parts = [s.name]
+    evidence = s.evidence or {}
+    if s.kind == "deterministic" and ("actual" in evidence or "expected" in evidence):
+        parts.append(f"actual {_value_text(evidence.get('actual'))}, expected {_value_text(evidence.get('expected'))}")
+    elif s.kind == "metric" and s.value is not None:
+        parts[0] += f" = {s.value:g}"
+    elif s.kind == "judge" and s.score is not None and not s.skipped:
+        parts.append(f"score {s.score:.2f}")
+    if s.reasoning and not s.passed:
+        parts.append(s.reasoning)
+    return " — ".join(parts)
 
 
 class SummaryReporter(Reporter):
@@ -39,6 +68,11 @@ class SummaryReporter(Reporter):
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
         self._counts: dict[str, dict[str, int]] = {}
+
+    def begin(self, run: EvalRun) -> None:
+        # said at once, and again under the final table: the tests of these files never run
+        for err in run.load_errors:
+            self.console.print(f"[red]load error[/red] {terminal_safe(err)}")
 
     def start(self, agent: str, total: int) -> None:
         self._counts[agent] = {"passed": 0, "failed": 0, "errored": 0}
@@ -80,11 +114,8 @@ class SummaryReporter(Reporter):
             self.console.print(line)
         if self.verbose:
             for s in r.signals:
-                mark = "·" if s.skipped else "✓" if s.passed else "✗" if s.passed is False else "!"
-                self.console.print(
-                    f"    {mark} \\[{s.kind}/{s.role}] {terminal_safe(s.name)}"
-                    + (f" — {terminal_safe(s.reasoning)}" if s.reasoning and not s.passed else "")
-                )
+                mark = "!" if s.errored else "✓" if s.passed else "✗" if s.passed is False else "·"
+                self.console.print(f"    {mark} \\[{s.kind}/{s.role}] {terminal_safe(signal_text(s))}")
 
     def _stop_progress(self) -> None:
         if self._progress is not None:
@@ -95,11 +126,12 @@ class SummaryReporter(Reporter):
         from rich.table import Table
 
         self._stop_progress()
-        for err in report.load_errors:
-            self.console.print(f"[red]load error[/red] {terminal_safe(err)}")
         for err in report.hook_errors:
             self.console.print(f"[yellow]hook error[/yellow] {terminal_safe(err)}")
-        table = Table(title="agent-health results", title_justify="left")
+        title = "agent-health results"
+        if report.load_errors:  # the table counts only what loaded: say so where the eye lands
+            title += f" [red](not counted: {len(report.load_errors)} load error(s), below)[/red]"
+        table = Table(title=title, title_justify="left")
         columns = ["agent", "tests", "passed", "failed", "errored", "pass rate", "score", "tokens", "cost", "duration"]
         if report.not_run:
             columns.insert(5, "not run")
@@ -122,6 +154,13 @@ class SummaryReporter(Reporter):
                 row.insert(5, f"[yellow]{s.not_run}[/]")
             table.add_row(*row)
         self.console.print(table)
+        if report.load_errors:
+            self.console.print(
+                f"[bold red]✗ {len(report.load_errors)} load error(s): these eval files (or tests) did not load "
+                "and none of their tests ran[/bold red]"
+            )
+            for err in report.load_errors:
+                self.console.print(f"  [red]{terminal_safe(err)}[/red]")
         if report.not_run:
             per_agent = ", ".join(f"{s.agent}: {s.not_run}" for s in report.summaries if s.not_run)
             self.console.print(f"[yellow]stopped early: {report.not_run} test(s) not run ({per_agent})[/yellow]")

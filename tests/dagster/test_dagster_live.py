@@ -36,6 +36,7 @@ from agent_health_dagster.defs.partitions import range_tags
 from tests.dagster.planned_events import planned_events, worker_settings
 from tests.evalkit import write_evals
 from tests.support import free_port, skip_or_fail
+from tests.support.timing import scaled
 
 pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]
 
@@ -80,6 +81,7 @@ def graphql(port: int, query: str, variables: dict | None = None) -> dict:
 
 
 def wait_for(predicate, timeout: float, what: str, proc=None, log: Path | None = None):
+    timeout = scaled(timeout)  # written for the quiet development machine
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:

@@ -28,6 +28,7 @@ from tests.deploy.conftest import TEMPLATE
 from tests.evalkit import write_config, write_evals
 from tests.support.postgres import fresh_database
 from tests.support.s3 import new_bucket
+from tests.support.timing import scaled
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 PER_RUN = 2  # partitions per run: the bound of the split backfill
@@ -83,7 +84,9 @@ def comparable(figures: dict[str, Any]) -> dict[str, Any]:
 
 
 def python(code: str, env: dict[str, str]) -> str:
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(300)
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.strip().splitlines()[-1]
 
@@ -92,7 +95,7 @@ def dagster_job(env: dict[str, str], job: str, config: Path, tags: dict[str, str
     cmd = [DAGSTER, "job", "execute", "-m", "agent_health_dagster.definitions", "-a", "defs", "-j", job, "-c", str(config)]
     if tags:
         cmd += ["--tags", json.dumps(tags)]
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(300))
     assert out.returncode == 0, f"{job} {tags}: {(out.stdout + out.stderr)[-3000:]}"
 
 
@@ -166,7 +169,7 @@ def test_two_workers_on_postgres_and_s3_give_the_figures_of_one_machine(tmp_path
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=scaled(600),
     )
     assert out.returncode == 0, out.stderr[-3000:]
     single_figures = json.loads(python(FIGURES, env))

@@ -17,6 +17,7 @@ from tests.conftest import ROOT
 from tests.deploy.conftest import PgHome, make_home
 from tests.evalkit import write_config, write_evals
 from tests.support.processes import stop
+from tests.support.timing import scaled
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
@@ -147,7 +148,7 @@ def test_runs_wait_on_the_agent_pool(tmp_path, postgres, monkeypatch):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + scaled(180)
         with open_instance(home, monkeypatch) as instance:
             while time.monotonic() < deadline:
                 runs = instance.get_runs()

@@ -18,7 +18,7 @@ from tests.support import skip_or_fail
 from tests.support.browser import CHROMIUM, launch_chromium
 
 from .conftest import HOSTILE
-from .helpers import result
+from .helpers import epochs, result
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,8 @@ def browser():
 class Page:
     """A page with every console error, page error and dialog it produced."""
 
-    def __init__(self, browser, path: Path, fragment: str = ""):
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser, path: Path, fragment: str = "", width: int = 1280):
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
         self.errors: list[str] = []
         self.dialogs: list[str] = []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
@@ -285,4 +285,53 @@ def test_provenance_and_earlier_judgements_are_shown(browser, tmp_path):
         assert "earlier judgements (1)" in text.lower() and "passed" in earlier and "score 0.90" in earlier
         assert "2026-01-01 00:00:00 UTC" in earlier and "run 20260101T000000-00000001" in earlier
         assert "openai:gpt-4o-mini" in earlier and "names the database" in earlier and "c0ffee" * 4 in earlier
+        assert p.errors == []
+
+
+# Each header cell of the test list: its own box, and the box its text actually covers (wider than
+# the cell when the text overflows it).
+HEADER_BOXES = """() => [...document.querySelectorAll('#tests .row.head > span')]
+  .filter(cell => cell.textContent.trim())
+  .map(cell => {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const text = range.getBoundingClientRect(), box = cell.getBoundingClientRect();
+    return {name: cell.textContent, left: text.left, right: text.right, top: text.top, bottom: text.bottom,
+            cell_left: box.left, cell_right: box.right};
+  })"""
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return (
+        a["left"] < b["right"] - 0.5
+        and b["left"] < a["right"] - 0.5
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+@pytest.mark.parametrize("width", [1400, 1024])
+def test_comparison_headers_never_overprint_each_other(browser, tmp_path, width):
+    """The score, cost and latency headers of the comparison page each stay inside their own
+    column, on a wide and a laptop-sized window (they used to run into each other)."""
+    long_id = "availability/missing-dns-record-for-the-inventory-database"
+    base = [
+        result(long_id, "passed", score=0.875, cost_usd=0.012345, duration_ms=1234.5),
+        result("cache", "failed", score=0.125, cost_usd=0.5, duration_ms=98765.4),
+        epochs("memory-leak", 0, 3, score=0.0),
+    ]
+    cand = [
+        result(long_id, "failed", "demo@v2", score=0.125, cost_usd=0.0234567, duration_ms=123456.7),
+        result("cache", "passed", "demo@v2", score=1.0, cost_usd=0.25, duration_ms=1.2),
+        epochs("memory-leak", 3, 0, "demo@v2", score=1.0),
+    ]
+    path = write_comparison(tmp_path / "compare.html", compare_results(base, cand), base, cand)
+    with Page(browser, path, width=width) as p:
+        boxes = p.page.evaluate(HEADER_BOXES)
+        names = [b["name"] for b in boxes]
+        assert len(names) == 9 and "baseline score" in names and "latency delta" in names, names
+        for b in boxes:  # the text stays inside its own cell
+            assert b["cell_left"] - 0.5 <= b["left"] and b["right"] <= b["cell_right"] + 0.5, (width, b)
+        clashes = [(a["name"], b["name"]) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if _overlap(a, b)]
+        assert clashes == [], (width, clashes)
         assert p.errors == []
