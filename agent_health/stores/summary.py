@@ -8,14 +8,41 @@ the full insights and usage."""
 from __future__ import annotations
 
 from dataclasses import fields as _dataclass_fields
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 from agent_health.model import TestResult
 
 _LEAN = ConfigDict(extra="ignore", cache_strings="all")
+
+# The derived metrics a summary keeps (numbers only): what per-version metric distributions read
+# without loading whole results. The rest of a result's metrics (histograms, per-step lists) stay
+# in the full result.
+SUMMARY_METRICS = (
+    "total_tokens",
+    "cost_usd",
+    "latency_ms",
+    "llm_calls",
+    "tool_calls",
+    "redundant_calls",
+    "tool_errors",
+    "retries",
+    "tool_retries",
+    "steps",
+)
+
+
+def _numeric_metrics(value: Any) -> dict[str, float]:
+    """The SUMMARY_METRICS of a result's metrics that are numbers (bools and missing ones left out)."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        name: float(v)
+        for name in SUMMARY_METRICS
+        if isinstance(v := value.get(name), (int, float)) and not isinstance(v, bool)
+    }
 
 
 @dataclass(frozen=True, slots=True, config=_LEAN)
@@ -48,7 +75,7 @@ class InsightBrief:
 
 @dataclass(frozen=True, slots=True, config=_LEAN)
 class ResultSummary:
-    """A `TestResult` without its run, signals, trials, metrics and insight evidence."""
+    """A `TestResult` without its run, signals, trials, insight evidence and non-numeric metrics."""
 
     test_id: str
     suite: str
@@ -69,6 +96,7 @@ class ResultSummary:
     trials: tuple[TrialOutcome, ...] = ()  # each trial's outcome when epochs > 1 (comparisons)
     error: str | None = None
     insights: tuple[InsightBrief, ...] = ()
+    metrics: Annotated[dict[str, float], BeforeValidator(_numeric_metrics)] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, result: TestResult) -> ResultSummary:

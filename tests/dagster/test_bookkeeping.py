@@ -40,7 +40,10 @@ def test_the_operators_value_wins_and_nothing_is_set_on_import():
     assert dagster_env({}) == DAGSTER_ENV
     # Loading the code location (what the webserver, daemon and run workers import) sets none of them.
     env = {k: v for k, v in os.environ.items() if k not in DAGSTER_ENV}
-    code = "import os, agent_health_dagster.definitions, agent_health_dagster.headless; print([k for k in %r if k in os.environ])"
+    code = (
+        "import os, agent_health_dagster.definitions, agent_health_dagster.headless; "
+        "print([k for k in %r if k in os.environ])"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code % (list(DAGSTER_ENV),)], cwd=ROOT, env=env, capture_output=True, text=True
     )

@@ -360,7 +360,8 @@ def test_no_beta_or_deprecation_warning_from_this_code_location(live):
     lines = [
         line
         for line in text.splitlines()
-        if re.search(r"(Beta|Preview|Deprecation)Warning", line) and re.search(r"agent_health_dagster/|agent_health/", line)
+        if re.search(r"(Beta|Preview|Deprecation)Warning", line)
+        and re.search(r"agent_health_dagster/|agent_health/", line)
     ]
     assert lines == [], "\n".join(lines[:20])
 

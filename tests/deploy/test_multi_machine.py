@@ -89,7 +89,19 @@ def python(code: str, env: dict[str, str]) -> str:
 
 
 def dagster_job(env: dict[str, str], job: str, config: Path, tags: dict[str, str] | None = None) -> None:
-    cmd = [DAGSTER, "job", "execute", "-m", "agent_health_dagster.definitions", "-a", "defs", "-j", job, "-c", str(config)]
+    cmd = [
+        DAGSTER,
+        "job",
+        "execute",
+        "-m",
+        "agent_health_dagster.definitions",
+        "-a",
+        "defs",
+        "-j",
+        job,
+        "-c",
+        str(config),
+    ]
     if tags:
         cmd += ["--tags", json.dumps(tags)]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
