@@ -280,8 +280,9 @@ def _evaluation_runs(instance: Any, statuses: Sequence[DagsterRunStatus], update
 def plan_refresh(instance: Any, cursor: Mapping[str, Any], now: float) -> tuple[list[RunRequest], dict[str, Any]]:
     """The refresh sensor's work as a function: the agent versions whose results changed (evaluate
     and rejudge runs finished since the cursor, however they were launched), refreshed once none of
-    their evaluations is still queued or running: one `refresh` run per block of versions, so a
-    change that fans out into several evaluation runs still gives one downstream run."""
+    them is still being evaluated (queued or running): one `refresh` run per block of versions, so a
+    change that fans out into several evaluation runs gives one downstream run. Returns the run
+    requests and the new cursor (`since`: the newest finished run seen; `pending`: versions waiting)."""
     registered = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
     since = float(cursor.get("since", now - REFRESH_LOOKBACK_S))
     counted = set(cursor.get("seen", ()))
@@ -297,7 +298,9 @@ def plan_refresh(instance: Any, cursor: Mapping[str, Any], now: float) -> tuple[
     busy = {
         v for r in _evaluation_runs(instance, IN_PROGRESS) for v in run_agent_versions(r.dagster_run.tags, registered)
     }
-    ready = [v for v in registered if v in pending and v not in busy]
+    # Hold every pending version while one of them is still being evaluated: the evaluation runs
+    # of one change (several suites, blocks of versions) end in one refresh.
+    ready = [] if busy & set(pending) else [v for v in registered if v in pending]
     waiting = [v for v in pending if v not in ready]
     key = _digest(ready, latest, sorted(counted))
     requests = refresh_requests(instance, ready, key, "results changed") if ready else []

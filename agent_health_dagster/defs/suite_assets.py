@@ -10,7 +10,6 @@ clicks says what happened. `summarize` derives, per agent version and from the s
 the metric distributions, the insight table and the rollup with its checks, in one step (a range of
 versions is one run). Why these events, measured: docs/dagster.md#events-per-partition."""
 
-
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
