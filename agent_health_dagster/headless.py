@@ -196,8 +196,13 @@ def text_table(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns[:shown], widths)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row[:shown], widths)).rstrip() for row in rows]
     if shown < len(columns):
-        lines.append(f"({', '.join(columns[shown:])} not shown at {width} columns; all of them are in the Dagster UI)")
+        hidden = f"({len(columns) - shown} more column(s) not shown at {width} columns: "
+        lines.append(text_fit(hidden + ", ".join(columns[shown:]), width - 1) + ")")
     return "\n".join(lines)
+
+
+def text_fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _cell(value: Any) -> str:

@@ -115,20 +115,24 @@ def stats_table(cmp: Comparison) -> Table:
     4 significant digits (the JSON report keeps them unrounded)."""
     columns = (
         Column("statistic", "string", "Name, as in `agent-health compare --json`."),
-        Column("value", "string", ""),
+        Column("value", "string", "Rounded: rates in percent to 0.1, the rest to 4 significant digits."),
     )
-    rows = []
-    for name, value in cmp.stats_summary().items():
-        if isinstance(value, bool) or value is None:
-            shown = str(value).lower() if value is not None else "-"
-        elif isinstance(value, float):
-            shown = f"{percent(value)}%" if "pass_rate" in name else f"{sig(value):g}"
-        elif isinstance(value, list):
-            shown = ", ".join(map(str, value)) or "-"
-        else:
-            shown = str(value)
-        rows.append({"statistic": name, "value": shown})
+    rows = [{"statistic": name, "value": format_statistic(name, v)} for name, v in cmp.stats_summary().items()]
     return Table(columns, rows)
+
+
+def format_statistic(name: str, value: Any) -> str:
+    """One comparison statistic as the pipeline shows it: pass rates in percent to 0.1, other
+    numbers to 4 significant digits, lists comma-separated, missing ones as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{percent(value)}%" if "pass_rate" in name else f"{sig(value):g}"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)
 
 
 def compare_version(

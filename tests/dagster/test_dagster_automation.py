@@ -265,4 +265,4 @@ def test_refresh_waits_for_every_evaluation_of_a_version_then_runs_once(make_pip
     )
     assert run.success
     assert plan_refresh(instance, cursor, time.time())[0] == []  # a refresh run does not trigger one
-    assert DagsterRunStatus.SUCCESS == instance.get_run_by_id(run.run_id).status
+    assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.SUCCESS

@@ -52,5 +52,5 @@ def test_headless_tables_never_wrap(project_dir, tmp_path, monkeypatch, capsys):
     main(["--dagster-home", str(tmp_path / "home")])
     out = capsys.readouterr().out
     tables = out.split("Leaderboard", 1)[1].split("Checks:", 1)[0]
-    assert max(len(line) for line in tables.splitlines()) <= 80
+    assert max(len(line) for line in tables.splitlines()) <= 80, tables
     assert "not shown at 80 columns" in tables  # what was left out is said

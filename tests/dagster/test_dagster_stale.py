@@ -67,7 +67,7 @@ def test_changing_a_helper_only_one_test_uses_marks_only_that_test_stale(make_pi
     cursor = sync(pipeline, instance, {})
     evaluate(pipeline, instance, "helpers", ["demo@v1", "demo@v2"])
     key = AssetKey(["helpers", "results"])
-    a, b = "helpers::a", "helpers::b"
+    a, b = "a", "b"
 
     def status(agent, test):
         return stale_status(pipeline, instance, key, agent, test)
@@ -122,7 +122,7 @@ def test_agent_and_judge_settings_feed_the_results_data_version(make_pipeline, i
     register(instance, pipeline)
     evaluate(pipeline, instance, "cases", ["bot@v1", "bot@v2"])
     key = AssetKey(["cases", "results"])
-    test = "cases::queue-backlog"
+    test = "queue-backlog"
 
     def status(agent):
         return stale_status(pipeline, instance, key, agent, test)
