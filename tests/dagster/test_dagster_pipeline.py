@@ -108,7 +108,7 @@ def test_many_partitions_in_one_step_then_one_alone(make_pipeline, instance, pro
     assert set(found) == every  # each partition's materialization says how its test ended
     for meta in found.values():
         assert {"status", "score", "duration_ms", "total_tokens", "cost_usd", "tool_calls"} <= set(meta)
-        assert list(meta)[0] == "status"  # the outcome first
+        assert next(iter(meta)) == "status"  # the outcome first
     meta = found[str(multi_key("demo@v2", tests[0]))]
     assert meta["status"].value == "passed" and meta["total_tokens"].value > 0 and "failure" not in meta
     meta = found[str(multi_key("demo@v1", tests[1]))]
