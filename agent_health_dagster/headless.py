@@ -44,9 +44,20 @@ RUN_MONITORING = {
 }
 
 
-def instance_yaml(run_monitoring: dict[str, Any] | None = None) -> str:
+# Automation that holds on a small, busy machine: a run the daemon could not start because the code
+# server did not answer in time is dequeued again (RUN_QUEUE) rather than failed, a run whose
+# worker crashed or could not start is retried (RUN_RETRIES: not a run whose step failed, which a
+# retry would only repeat), and a code server gets time to load (CODE_SERVERS). deploy/postgres/
+# dagster.yaml carries the same values; deploy/dagster.env raises Dagster's gRPC timeout.
+RUN_QUEUE = {"max_user_code_failure_retries": 3, "user_code_failure_retry_delay": 30}
+RUN_RETRIES = {"enabled": True, "max_retries": 2, "retry_on_asset_or_op_failure": False}
+CODE_SERVERS = {"local_startup_timeout": 360, "reload_timeout": 360}
+
+
+def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[str, Any] | None = None) -> str:
     """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on
-    (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours)."""
+    (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours), runs dequeued again and
+    retried when user code did not answer, code servers given time to load."""
     import yaml
 
     settings: dict[str, Any] = dict(RUN_MONITORING)
@@ -56,7 +67,16 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None) -> str:
             raise ValueError(f"${MAX_RUNTIME_ENV} must be a whole number of seconds >= 1, got {raw!r}")
         settings["max_runtime_seconds"] = int(raw)
     settings.update(run_monitoring or {})
-    return yaml.safe_dump({"telemetry": {"enabled": False}, "run_monitoring": settings}, sort_keys=False)
+    return yaml.safe_dump(
+        {
+            "telemetry": {"enabled": False},
+            "run_monitoring": settings,
+            "run_queue": {**RUN_QUEUE, **(run_queue or {})},
+            "run_retries": RUN_RETRIES,
+            "code_servers": CODE_SERVERS,
+        },
+        sort_keys=False,
+    )
 
 
 def prepare_home(path: Path) -> Path:

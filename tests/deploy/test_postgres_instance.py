@@ -149,6 +149,7 @@ def test_runs_wait_on_the_agent_pool(tmp_path, postgres, monkeypatch):
     try:
         deadline = time.monotonic() + 180
         with open_instance(home, monkeypatch) as instance:
+
             def evaluations():  # the two runs (the refresh sensor may add a refresh run after them)
                 return [r for r in instance.get_runs() if r.job_name == suite.names.job]
 
