@@ -215,7 +215,7 @@ def text_table(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int
             shown -= 1
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns[:shown], widths)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row[:shown], widths)).rstrip() for row in rows]
-    if shown < len(columns):
+    if width and shown < len(columns):
         hidden = f"({len(columns) - shown} more column(s) not shown at {width} columns: "
         lines.append(text_fit(hidden + ", ".join(columns[shown:]), width - 1) + ")")
     return "\n".join(lines)

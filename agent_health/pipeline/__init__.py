@@ -13,6 +13,7 @@ from agent_health.pipeline.benchmark import (
     write_report,
 )
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
+from agent_health.pipeline.freshness import UP_TO_DATE, Current, freshness_description, out_of_date
 from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.project import Project, clear_project_cache
 from agent_health.pipeline.sync import SuiteSync, plan_suite_sync
@@ -27,7 +28,9 @@ from agent_health.pipeline.version import (
 )
 
 __all__ = [
+    "UP_TO_DATE",
     "Column",
+    "Current",
     "Gate",
     "LeaderboardView",
     "MetricStats",
@@ -43,9 +46,11 @@ __all__ = [
     "compare_version",
     "current_summaries",
     "failure_reason",
+    "freshness_description",
     "judge_settings",
     "list_table",
     "ms",
+    "out_of_date",
     "partition_metadata",
     "percent",
     "plan_suite_sync",

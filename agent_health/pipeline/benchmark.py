@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_health.analysis.compare import Comparison, compare
 from agent_health.analysis.rollup import Leaderboard, leaderboard, rollup
 from agent_health.files import write_atomic
+from agent_health.pipeline.freshness import UP_TO_DATE, Current, freshness_description, out_of_date
+from agent_health.pipeline.gates import Gate
 from agent_health.pipeline.tables import Column, Table, comparison_table, leaderboard_table, ms, percent, sig
 from agent_health.pipeline.version import current_summaries, list_table, previous_version
 from agent_health.stores import ResultStore
@@ -31,6 +33,10 @@ def write_report(state: Path, name: str, payload: dict[str, Any]) -> Path:
 class LeaderboardView:
     board: Leaderboard
     retired: list[str]
+    stale: dict[str, list[str]] = field(default_factory=dict)  # "agent: test id" -> why out of date
+
+    def freshness(self) -> Gate:
+        return freshness_gate("the leaderboard", self.stale)
 
     def table(self) -> Table:
         return leaderboard_table(self.board, self.retired)
@@ -51,19 +57,36 @@ class LeaderboardView:
 
 
 def build_leaderboard(
-    store: ResultStore, suites: SuiteTests, agents: Iterable[str], configured: Iterable[str]
+    store: ResultStore,
+    suites: SuiteTests,
+    agents: Iterable[str],
+    configured: Iterable[str],
+    current: Current | None = None,
 ) -> LeaderboardView:
     """Every registered agent version x suite with stored results; versions no longer configured
-    are kept, marked retired."""
+    are kept, marked retired. With `current`, results of configured versions produced from older
+    test definitions or settings are listed as out of date."""
+    known = set(configured)
     rollups = []
+    stale: dict[str, list[str]] = {}
     for suite, tests in suites.items():
         for agent in agents:
             results = current_summaries(store, suite, agent, tests)
             if results:
                 rollups.append(rollup(results, suite, agent))
+                if current is not None and agent in known:
+                    stale |= {f"{agent}: {t}": why for t, why in out_of_date(results, current).items()}
     board = leaderboard(rollups)
-    known = set(configured)
-    return LeaderboardView(board, sorted({r.agent for r in board.totals} - known))
+    return LeaderboardView(board, sorted({r.agent for r in board.totals} - known), stale)
+
+
+def freshness_gate(where: str, stale: dict[str, list[str]]) -> Gate:
+    return Gate(
+        name=UP_TO_DATE,
+        passed=not stale,
+        description=freshness_description(where, stale),
+        metadata={"out_of_date": list(stale)[:200]},
+    )
 
 
 @dataclass(frozen=True)
@@ -71,6 +94,10 @@ class VersionComparison:
     candidate: str
     baseline: str | None
     comparison: Comparison | None
+    stale: dict[str, list[str]] = field(default_factory=dict)  # "agent: test id" -> why out of date
+
+    def freshness(self) -> Gate:
+        return freshness_gate(f"the comparison of {self.candidate}", self.stale)
 
     def numbers(self) -> dict[str, Any]:
         cmp = self.comparison
@@ -136,10 +163,15 @@ def format_statistic(name: str, value: Any) -> str:
 
 
 def compare_version(
-    store: ResultStore, suites: SuiteTests, registered: Sequence[str], candidate: str, baseline: str | None = None
+    store: ResultStore,
+    suites: SuiteTests,
+    registered: Sequence[str],
+    candidate: str,
+    baseline: str | None = None,
+    current: Current | None = None,
 ) -> VersionComparison:
     """`candidate` against its baseline (`baseline`, else the version of the same agent registered
-    before it) over every suite's current tests."""
+    before it) over every suite's current tests; with `current`, the out-of-date results of both."""
     base = previous_version(registered, candidate, baseline)
     if base is None:
         return VersionComparison(candidate, None, None)
@@ -147,4 +179,8 @@ def compare_version(
     for suite, tests in suites.items():
         base_results += current_summaries(store, suite, base, tests)
         cand_results += current_summaries(store, suite, candidate, tests)
-    return VersionComparison(candidate, base, compare(base_results, cand_results, base, candidate))
+    stale: dict[str, list[str]] = {}
+    if current is not None:
+        for agent, results in ((base, base_results), (candidate, cand_results)):
+            stale |= {f"{agent}: {t}": why for t, why in out_of_date(results, current).items()}
+    return VersionComparison(candidate, base, compare(base_results, cand_results, base, candidate), stale)

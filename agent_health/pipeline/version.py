@@ -14,6 +14,7 @@ from agent_health.analysis.compare import Comparison, compare
 from agent_health.analysis.insights import rollup_recommendations
 from agent_health.analysis.rollup import SuiteRollup, percentile, rollup
 from agent_health.pipeline.execute import failure_reason
+from agent_health.pipeline.freshness import UP_TO_DATE, Current, freshness_description, out_of_date
 from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.tables import (
     Column,
@@ -153,6 +154,17 @@ class SuiteVersion:
     baseline: str | None
     comparison: Comparison | None
     gates: list[Gate] = field(default_factory=list)
+    stale: dict[str, list[str]] = field(default_factory=dict)  # test id -> why its result is out of date
+
+    def freshness(self) -> Gate:
+        """The up_to_date check: every result from the current test definitions and settings."""
+        where = f"{self.suite} @ {self.agent}"
+        return Gate(
+            name=UP_TO_DATE,
+            passed=not self.stale,
+            description=freshness_description(where, self.stale),
+            metadata={"out_of_date": list(self.stale)[:200]},
+        )
 
     def rollup_numbers(self) -> dict[str, Any]:
         """The rollup's figures as plottable numbers with readable precision."""
@@ -199,11 +211,14 @@ def summarize_version(
     registered: Sequence[str],
     thresholds: Thresholds,
     baseline: str | None = None,
+    current: Current | None = None,
 ) -> SuiteVersion:
     """Summarize `suite` for `agent` over its current `test_ids`: read the summaries once, roll
     them up, derive the metric distributions and recommendations, compare with the baseline
     (`baseline`, else the version of the same agent registered before it in `registered`) and
-    apply the gates. Tests without a stored result fail the pass-rate gate by name."""
+    apply the gates. Tests without a stored result fail the pass-rate gate by name. With `current`
+    (the current test definitions and settings), results produced from older ones are listed as
+    out of date."""
     results = current_summaries(store, suite, agent, test_ids)
     have = {r.test_id for r in results}
     missing = [t for t in test_ids if t not in have]
@@ -227,4 +242,5 @@ def summarize_version(
         baseline=base,
         comparison=comparison,
         gates=gates,
+        stale=out_of_date(results, current) if current is not None else {},
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import fields as _dataclass_fields
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic import AliasChoices, AliasPath, BeforeValidator, ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 from agent_health.model import TestResult
@@ -97,10 +97,20 @@ class ResultSummary:
     error: str | None = None
     insights: tuple[InsightBrief, ...] = ()
     metrics: Annotated[dict[str, float], BeforeValidator(_numeric_metrics)] = Field(default_factory=dict)
+    # What produced the result (its provenance), so a rollup can tell a result of an older test
+    # definition or older settings from a current one without reading the whole result.
+    agent_settings_hash: str = Field(
+        default="", validation_alias=AliasChoices("agent_settings_hash", AliasPath("provenance", "agent_settings_hash"))
+    )
+    judge_settings_hash: str = Field(
+        default="", validation_alias=AliasChoices("judge_settings_hash", AliasPath("provenance", "judge_settings_hash"))
+    )
 
     @classmethod
     def of(cls, result: TestResult) -> ResultSummary:
-        fields = {name: getattr(result, name) for name in _FIELDS}
+        fields = {name: getattr(result, name) for name in _FIELDS if name not in _PROVENANCE}
+        prov = result.provenance
+        fields |= {name: getattr(prov, name) if prov else "" for name in _PROVENANCE}
         for name in ("usage", "judge_usage"):
             u = fields[name]
             fields[name] = TokenCounts(u.input_tokens, u.output_tokens, u.total_tokens, u.model)
@@ -128,3 +138,4 @@ class ResultSummary:
 
 _ADAPTER: TypeAdapter[ResultSummary] = TypeAdapter(ResultSummary)
 _FIELDS = tuple(f.name for f in _dataclass_fields(ResultSummary))
+_PROVENANCE = ("agent_settings_hash", "judge_settings_hash")

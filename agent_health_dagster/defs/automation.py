@@ -25,6 +25,8 @@ from typing import Any
 
 from dagster import (
     AddDynamicPartitionsRequest,
+    AssetCheckEvaluation,
+    AssetCheckSeverity,
     AssetKey,
     AssetObservation,
     DagsterRunStatus,
@@ -43,8 +45,14 @@ from dagster import (
 
 from agent_health.errors import AgentHealthError
 from agent_health.loader import LoadResult
-from agent_health.pipeline import Project, agent_version_data_version, plan_suite_sync
-from agent_health_dagster.defs.names import REFRESH_JOB
+from agent_health.pipeline import (
+    UP_TO_DATE,
+    Project,
+    agent_version_data_version,
+    freshness_description,
+    plan_suite_sync,
+)
+from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY, REFRESH_JOB
 from agent_health_dagster.defs.partitions import (
     AGENT_SETTINGS_KEY,
     AGENT_VERSIONS,
@@ -133,7 +141,7 @@ def sync_eval_files(
     agents = configured_order(instance, project)
     requests: list[Any] = []
     runs: list[RunRequest] = []
-    events: list[AssetObservation] = []
+    events: list[Any] = []
     problems: list[str] = []
     new_cursor: dict[str, dict[str, str]] = {}
     refresh = False
@@ -166,6 +174,9 @@ def sync_eval_files(
             requests.append(DeleteDynamicPartitionsRequest(s.names.tests_partitions, remove))
         if plan.remove and not plan.add and not plan.changed:
             refresh = True  # removed tests no longer count in the rollups: they are refreshed
+        if plan.changed and agents:
+            stale = {t: ["test definition changed"] for t in plan.changed}
+            events += out_of_date_events(s, agents, stale)
         changed = set(plan.changed)
         if plan.add and not current and not known:
             # The first event of a cases asset: later observations are compared against it.
@@ -215,7 +226,7 @@ def sync_agent_versions(
     if stray:
         requests.append(DeleteDynamicPartitionsRequest(AGENT_VERSIONS, stray))
     versions: dict[str, str] = {}
-    events = []
+    events: list[Any] = []
     for ref in refs:
         try:
             versions[ref] = agent_version_data_version(project.config, ref)
@@ -223,6 +234,9 @@ def sync_agent_versions(
             continue
         if known.get(ref) != versions[ref]:
             events.append(observation(AGENT_SETTINGS_KEY, ref, versions[ref]))
+            if ref in known:  # settings of a version with results changed: they are out of date
+                for s in suites:
+                    events += out_of_date_events(s, [ref])
     runs = []
     for agent in add:
         for s in suites:
@@ -238,6 +252,41 @@ def sync_agent_versions(
         dynamic_partitions_requests=requests,
         asset_events=events,
         cursor=json.dumps({**known, **versions}, sort_keys=True),
+    )
+
+
+def out_of_date_events(
+    s: SuiteAssets, agents: Sequence[str], stale: Mapping[str, Sequence[str]] | None = None
+) -> list[Any]:
+    """The moment a sensor sees a change, the `up_to_date` check of everything downstream of the
+    changed results fails (WARN): the suite's rollup for each agent version, their comparisons and
+    the leaderboard; the refresh after the rerun evaluates them again. `stale`: the changed tests
+    with why; None: the agent version's settings changed."""
+
+    def describe(agent: str) -> str:
+        where = f"{s.suite} @ {agent}"
+        if stale is not None:
+            return freshness_description(where, stale)
+        return f"the settings of {agent} (agent or judge) changed since the results of {where}; rerun them"
+
+    events = []
+    for agent in agents:
+        text = describe(agent) + " (seen by the sensor; the refresh after the rerun clears this)"
+        events.append(_stale(s.key("rollup"), agent, text))
+        events.append(_stale(AssetKey(COMPARISON_KEY), agent, text))
+    if agents:
+        events.append(_stale(AssetKey(LEADERBOARD_KEY), None, describe(agents[0])))
+    return events
+
+
+def _stale(key: AssetKey, partition: str | None, description: str) -> AssetCheckEvaluation:
+    return AssetCheckEvaluation(
+        asset_key=key,
+        check_name=UP_TO_DATE,
+        passed=False,
+        partition=partition,
+        severity=AssetCheckSeverity.WARN,
+        description=description[:1000],
     )
 
 

@@ -5,19 +5,30 @@ both (agent_health.pipeline.benchmark); these assets map them to metadata."""
 from collections.abc import Sequence
 from typing import Any
 
-from dagster import AssetExecutionContext, BackfillPolicy, Config, MaterializeResult, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetSpec,
+    BackfillPolicy,
+    Config,
+    MaterializeResult,
+    Output,
+    asset,
+    multi_asset,
+)
 from pydantic import Field
 
-from agent_health.pipeline import build_leaderboard, compare_version, write_report
+from agent_health.pipeline import UP_TO_DATE, build_leaderboard, compare_version, write_report
 from agent_health_dagster.defs.beta import beta_api
+from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY
 from agent_health_dagster.defs.partitions import AGENT_VERSIONS, agent_versions
 from agent_health_dagster.defs.resources import AgentHealthResource
-from agent_health_dagster.defs.suite_assets import OWNERS, SuiteAssets, clean
+from agent_health_dagster.defs.suite_assets import OWNERS, UP_TO_DATE_TEXT, SuiteAssets, clean, gate_evaluations
 from agent_health_dagster.defs.tables import table_value
 
 GROUP = "benchmark"
-LEADERBOARD_KEY = ["benchmark", "leaderboard"]
-COMPARISON_KEY = ["benchmark", "comparison"]
 
 
 class ComparisonConfig(Config):
@@ -41,42 +52,75 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         kinds={"python", "table"},
         tags={"agent_health/layer": "benchmark"},
         deps=rollup_keys,
+        check_specs=[AssetCheckSpec(UP_TO_DATE, asset=LEADERBOARD_KEY, description=UP_TO_DATE_TEXT)],
         description="Every agent version x suite in one table (pass rate, mean score, cost, tokens, p95), a total "
         "per version first; versions no longer in the agent configuration stay, marked retired.",
     )
-    def leaderboard(context: AssetExecutionContext, agent_health: AgentHealthResource) -> MaterializeResult:
+    def leaderboard(context: AssetExecutionContext, agent_health: AgentHealthResource):
         project = agent_health.project()
         agents = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
-        view = build_leaderboard(project.store, suite_tests(context, suites), agents, project.config.agent_refs())
+        tests = suite_tests(context, suites)
+        current = project.current_state(tests, agents)
+        view = build_leaderboard(project.store, tests, agents, project.config.agent_refs(), current)
         write_report(project.config.state_path, "leaderboard", {**view.board.model_dump(), "retired": view.retired})
-        return MaterializeResult(metadata=clean({"leaderboard": table_value(view.table()), **view.numbers()}))
+        [check] = gate_evaluations(AssetKey(LEADERBOARD_KEY), None, [view.freshness()])
+        return MaterializeResult(
+            metadata=clean({"leaderboard": table_value(view.table()), **view.numbers()}),
+            check_results=[
+                AssetCheckResult(
+                    check_name=check.check_name,
+                    passed=check.passed,
+                    severity=check.severity,
+                    description=check.description,
+                    metadata=check.metadata,
+                )
+            ],
+        )
 
-    with beta_api("a backfill policy is how many partitions run in one run (BetaWarning)"):
+    with beta_api(
+        "a backfill policy is how many partitions run in one run (BetaWarning); checks that belong to a "
+        "version's partition (PreviewWarning)"
+    ):
+        freshness = AssetCheckSpec(
+            UP_TO_DATE, asset=COMPARISON_KEY, partitions_def=agent_versions, description=UP_TO_DATE_TEXT
+        )
 
-        @asset(
-            key=COMPARISON_KEY,
-            group_name=GROUP,
-            owners=OWNERS,
-            kinds={"python", "table"},
-            tags={"agent_health/layer": "benchmark"},
+        @multi_asset(
+            name="benchmark__comparison",
+            specs=[
+                AssetSpec(
+                    COMPARISON_KEY,
+                    group_name=GROUP,
+                    owners=OWNERS,
+                    kinds={"python", "table"},
+                    tags={"agent_health/layer": "benchmark"},
+                    partitions_def=agent_versions,
+                    deps=rollup_keys,
+                    description="Per candidate version: its results against its baseline (the configured one, "
+                    "else the version registered before it): per-test flips, score, cost and latency deltas, and "
+                    "the statistics of `agent-health compare` (Wilson intervals, McNemar p, bootstrap score delta, "
+                    "noise), rounded.",
+                )
+            ],
+            check_specs=[freshness],
             partitions_def=agent_versions,
-            deps=rollup_keys,
             backfill_policy=BackfillPolicy.single_run(),
-            description="Per candidate version: its results against its baseline (the configured one, else the "
-            "version registered before it): per-test flips, score, cost and latency deltas, and the statistics "
-            "of `agent-health compare` (Wilson intervals, McNemar p, bootstrap score delta, noise), rounded.",
         )
         def comparison(context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource):
             project = agent_health.project()
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
             tests = suite_tests(context, suites)
+            current = project.current_state(tests, registered)
             for cand in context.partition_keys:
-                view = compare_version(project.store, tests, registered, cand, config.baseline or agent_health.baseline)
+                baseline = config.baseline or agent_health.baseline
+                view = compare_version(project.store, tests, registered, cand, baseline, current)
                 if view.comparison is not None:
                     name = f"comparison-{cand.replace('@', '_')}"
                     write_report(project.config.state_path, name, view.comparison.model_dump())
                 tables = {name: table_value(t) for name, t in view.tables().items()}
                 context.add_asset_metadata(clean({**view.numbers(), **tables}), partition_key=cand)
-            return MaterializeResult()
+                yield from gate_evaluations(AssetKey(COMPARISON_KEY), cand, [view.freshness()])
+            yield MaterializeResult(asset_key=AssetKey(COMPARISON_KEY))
+            yield Output(None, output_name=freshness.get_python_identifier())
 
     return [leaderboard, comparison]

@@ -10,8 +10,8 @@ from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 
 from agent_health.pipeline import Project
 from agent_health_dagster.defs.automation import build_automation
-from agent_health_dagster.defs.benchmark_assets import COMPARISON_KEY, LEADERBOARD_KEY, build_benchmark_assets
-from agent_health_dagster.defs.names import REFRESH_JOB, suite_names
+from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
+from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY, REFRESH_JOB, suite_names
 from agent_health_dagster.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
 from agent_health_dagster.defs.rejudge import build_rejudge_jobs
 from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env

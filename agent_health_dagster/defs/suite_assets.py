@@ -36,6 +36,7 @@ from dagster import (
 from agent_health.errors import AgentHealthError
 from agent_health.model import TestResult
 from agent_health.pipeline import (
+    UP_TO_DATE,
     Gate,
     Project,
     SuiteVersion,
@@ -66,6 +67,12 @@ from agent_health_dagster.defs.tables import table_value
 OWNERS = ["team:agent-health"]
 AGENT_POOL = "agent_health_agents"
 ROLLUP_CHECKS = ("pass_rate_threshold", "errored_share_threshold", "no_regression")
+UP_TO_DATE_TEXT = (
+    "Every result this asset reads is from its test's current definition and the current agent and judge "
+    "settings. Fails (WARN) from the moment the eval-files or agent-versions sensor sees a change until the "
+    "rerun results are refreshed in (Dagster shows no stale badge on partitioned assets; this check is where "
+    "it shows)."
+)
 
 
 def clean(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,12 +275,13 @@ def build_suite_assets(
         rollup_checks = [
             AssetCheckSpec(name, asset=key("rollup"), partitions_def=agent_versions, description=text)
             for name, text in zip(
-                ROLLUP_CHECKS,
+                (*ROLLUP_CHECKS, UP_TO_DATE),
                 (
                     "Pass rate at least the suite's threshold, with a stored result for every current test.",
                     "Errored share at most the threshold.",
                     "No test that passed on the baseline version (configured, else the previous one) fails on "
                     "this one.",
+                    UP_TO_DATE_TEXT,
                 ),
             )
         ]
@@ -292,13 +300,21 @@ def build_suite_assets(
             project = agent_health.project()
             tests = [test_id_of(suite, k) for k in context.instance.get_dynamic_partitions(names.tests_partitions)]
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
+            current = project.current_state([suite], context.partition_keys)
             for agent in context.partition_keys:
                 sv = summarize_version(
-                    project.store, suite, agent, tests, registered, agent_health.thresholds(), agent_health.baseline
+                    project.store,
+                    suite,
+                    agent,
+                    tests,
+                    registered,
+                    agent_health.thresholds(),
+                    agent_health.baseline,
+                    current,
                 )
                 for asset_key, meta in summary_metadata(sv, key).items():
                     context.add_asset_metadata(meta, asset_key=asset_key, partition_key=agent)
-                yield from gate_evaluations(key("rollup"), agent, sv.gates)
+                yield from gate_evaluations(key("rollup"), agent, [*sv.gates, sv.freshness()])
             for spec in summary_specs:
                 yield MaterializeResult(asset_key=spec.key)
             for check in rollup_checks:  # the evaluations, each on its version's partition, were logged above
@@ -350,17 +366,18 @@ def summary_metadata(sv: SuiteVersion, key: Any) -> dict[AssetKey, dict[str, Any
     }
 
 
-def gate_evaluations(rollup_key: AssetKey, agent: str, gates: list[Gate]) -> Iterator[AssetCheckEvaluation]:
+def gate_evaluations(asset_key: AssetKey, partition: str | None, gates: list[Gate]) -> Iterator[AssetCheckEvaluation]:
     """Each gate as its check's evaluation on the version's partition, however the run was launched
-    (one version, a range of versions, a backfill, a sensor)."""
+    (one version, a range of versions, a backfill, a sensor). A gate fails as ERROR, the
+    up_to_date check as WARN (out-of-date results are on their way to be rerun)."""
     for g in gates:
         yield AssetCheckEvaluation(
-            asset_key=rollup_key,
+            asset_key=asset_key,
             check_name=g.name,
             passed=g.passed,
-            partition=agent,
+            partition=partition,
             description=g.description[:1000],
-            severity=AssetCheckSeverity.ERROR,
+            severity=AssetCheckSeverity.WARN if g.name == UP_TO_DATE else AssetCheckSeverity.ERROR,
             metadata=clean({k: _meta_value(k, v) for k, v in g.metadata.items()}),
         )
 
