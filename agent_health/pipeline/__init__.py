@@ -13,7 +13,14 @@ from agent_health.pipeline.benchmark import (
     write_report,
 )
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
-from agent_health.pipeline.freshness import UP_TO_DATE, Current, freshness_description, out_of_date
+from agent_health.pipeline.freshness import (
+    UP_TO_DATE,
+    Current,
+    freshness_description,
+    freshness_gate,
+    out_of_date,
+    out_of_date_results,
+)
 from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.project import Project, clear_project_cache
 from agent_health.pipeline.sync import SuiteSync, plan_suite_sync
@@ -47,10 +54,12 @@ __all__ = [
     "current_summaries",
     "failure_reason",
     "freshness_description",
+    "freshness_gate",
     "judge_settings",
     "list_table",
     "ms",
     "out_of_date",
+    "out_of_date_results",
     "partition_metadata",
     "percent",
     "plan_suite_sync",

@@ -13,7 +13,7 @@ from typing import Any
 from agent_health.analysis.compare import Comparison, compare
 from agent_health.analysis.rollup import Leaderboard, leaderboard, rollup
 from agent_health.files import write_atomic
-from agent_health.pipeline.freshness import UP_TO_DATE, Current, freshness_description, out_of_date
+from agent_health.pipeline.freshness import Current, freshness_gate, out_of_date
 from agent_health.pipeline.gates import Gate
 from agent_health.pipeline.tables import Column, Table, comparison_table, leaderboard_table, ms, percent, sig
 from agent_health.pipeline.version import current_summaries, list_table, previous_version
@@ -80,24 +80,11 @@ def build_leaderboard(
     return LeaderboardView(board, sorted({r.agent for r in board.totals} - known), stale)
 
 
-def freshness_gate(where: str, stale: dict[str, list[str]]) -> Gate:
-    return Gate(
-        name=UP_TO_DATE,
-        passed=not stale,
-        description=freshness_description(where, stale),
-        metadata={"out_of_date": list(stale)[:200]},
-    )
-
-
 @dataclass(frozen=True)
 class VersionComparison:
     candidate: str
     baseline: str | None
     comparison: Comparison | None
-    stale: dict[str, list[str]] = field(default_factory=dict)  # "agent: test id" -> why out of date
-
-    def freshness(self) -> Gate:
-        return freshness_gate(f"the comparison of {self.candidate}", self.stale)
 
     def numbers(self) -> dict[str, Any]:
         cmp = self.comparison
@@ -168,10 +155,9 @@ def compare_version(
     registered: Sequence[str],
     candidate: str,
     baseline: str | None = None,
-    current: Current | None = None,
 ) -> VersionComparison:
     """`candidate` against its baseline (`baseline`, else the version of the same agent registered
-    before it) over every suite's current tests; with `current`, the out-of-date results of both."""
+    before it) over every suite's current tests."""
     base = previous_version(registered, candidate, baseline)
     if base is None:
         return VersionComparison(candidate, None, None)
@@ -179,8 +165,4 @@ def compare_version(
     for suite, tests in suites.items():
         base_results += current_summaries(store, suite, base, tests)
         cand_results += current_summaries(store, suite, candidate, tests)
-    stale: dict[str, list[str]] = {}
-    if current is not None:
-        for agent, results in ((base, base_results), (candidate, cand_results)):
-            stale |= {f"{agent}: {t}": why for t, why in out_of_date(results, current).items()}
-    return VersionComparison(candidate, base, compare(base_results, cand_results, base, candidate), stale)
+    return VersionComparison(candidate, base, compare(base_results, cand_results, base, candidate))

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from agent_health.config import Config
 from agent_health.config.fingerprints import agent_settings_hash, judge_settings_hash
 from agent_health.errors import AgentHealthError
-from agent_health.stores import ResultSummary
+from agent_health.pipeline.gates import Gate
+from agent_health.stores import ResultKey, ResultStore, ResultSummary
 
 UP_TO_DATE = "up_to_date"  # the name of the check that says it
 
@@ -62,3 +63,27 @@ def freshness_description(where: str, stale: Mapping[str, Sequence[str]], shown:
     names = ", ".join(f"{t} ({'; '.join(why)})" for t, why in list(stale.items())[:shown])
     more = f" and {len(stale) - shown} more" if len(stale) > shown else ""
     return f"{len(stale)} result(s) of {where} are out of date: {names}{more}; rerun them to bring this up to date"
+
+
+def out_of_date_results(
+    store: ResultStore, suites: Mapping[str, Sequence[str]], current: Current, agents: Iterable[str] | None = None
+) -> dict[str, list[str]]:
+    """Over `suites` (suite -> its current test ids) and agent versions (default: every version
+    `current` has settings for, i.e. the configured ones): "agent version: test id" -> why its
+    stored result is out of date. Reads summaries only."""
+    out: dict[str, list[str]] = {}
+    for agent in current.agent_settings if agents is None else agents:
+        for suite, tests in suites.items():
+            results = store.get_summaries(ResultKey(agent, suite, t) for t in tests)
+            out |= {f"{agent}: {t}": why for t, why in out_of_date(results, current).items()}
+    return out
+
+
+def freshness_gate(where: str, stale: Mapping[str, Sequence[str]]) -> Gate:
+    """The up_to_date check of one asset: passes when nothing it reads is out of date."""
+    return Gate(
+        name=UP_TO_DATE,
+        passed=not stale,
+        description=freshness_description(where, stale),
+        metadata={"out_of_date": list(stale)[:200]},
+    )

@@ -14,7 +14,7 @@ from agent_health.analysis.compare import Comparison, compare
 from agent_health.analysis.insights import rollup_recommendations
 from agent_health.analysis.rollup import SuiteRollup, percentile, rollup
 from agent_health.pipeline.execute import failure_reason
-from agent_health.pipeline.freshness import UP_TO_DATE, Current, freshness_description, out_of_date
+from agent_health.pipeline.freshness import Current, out_of_date
 from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.tables import (
     Column,
@@ -155,16 +155,6 @@ class SuiteVersion:
     comparison: Comparison | None
     gates: list[Gate] = field(default_factory=list)
     stale: dict[str, list[str]] = field(default_factory=dict)  # test id -> why its result is out of date
-
-    def freshness(self) -> Gate:
-        """The up_to_date check: every result from the current test definitions and settings."""
-        where = f"{self.suite} @ {self.agent}"
-        return Gate(
-            name=UP_TO_DATE,
-            passed=not self.stale,
-            description=freshness_description(where, self.stale),
-            metadata={"out_of_date": list(self.stale)[:200]},
-        )
 
     def rollup_numbers(self) -> dict[str, Any]:
         """The rollup's figures as plottable numbers with readable precision."""

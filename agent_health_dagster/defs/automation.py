@@ -234,9 +234,10 @@ def sync_agent_versions(
             continue
         if known.get(ref) != versions[ref]:
             events.append(observation(AGENT_SETTINGS_KEY, ref, versions[ref]))
-            if ref in known:  # settings of a version with results changed: they are out of date
-                for s in suites:
-                    events += out_of_date_events(s, [ref])
+    changed = [ref for ref in versions if ref in known and known[ref] != versions[ref]]
+    if changed:  # the results of these versions are out of date until rerun
+        for s in suites:
+            events += out_of_date_events(s, changed)
     runs = []
     for agent in add:
         for s in suites:
@@ -259,32 +260,24 @@ def out_of_date_events(
     s: SuiteAssets, agents: Sequence[str], stale: Mapping[str, Sequence[str]] | None = None
 ) -> list[Any]:
     """The moment a sensor sees a change, the `up_to_date` check of everything downstream of the
-    changed results fails (WARN): the suite's rollup for each agent version, their comparisons and
-    the leaderboard; the refresh after the rerun evaluates them again. `stale`: the changed tests
-    with why; None: the agent version's settings changed."""
-
-    def describe(agent: str) -> str:
-        where = f"{s.suite} @ {agent}"
-        if stale is not None:
-            return freshness_description(where, stale)
-        return f"the settings of {agent} (agent or judge) changed since the results of {where}; rerun them"
-
-    events = []
-    for agent in agents:
-        text = describe(agent) + " (seen by the sensor; the refresh after the rerun clears this)"
-        events.append(_stale(s.key("rollup"), agent, text))
-        events.append(_stale(AssetKey(COMPARISON_KEY), agent, text))
-    if agents:
-        events.append(_stale(AssetKey(LEADERBOARD_KEY), None, describe(agents[0])))
-    return events
+    changed results fails (WARN): the suite's rollup (with its metrics and insights), the
+    comparisons and the leaderboard; the refresh after the rerun evaluates them again. `stale`: the
+    changed tests with why (for every one of `agents`); None: the settings of `agents` changed."""
+    if stale is not None:
+        text = freshness_description(f"{s.suite} for {', '.join(agents)}", stale)
+    else:
+        text = (
+            f"the settings of {', '.join(agents)} (agent or judge) changed since the results of {s.suite}; rerun them"
+        )
+    text += " (seen by the sensor; the refresh after the rerun clears this)"
+    return [_stale(key, text) for key in (s.key("rollup"), AssetKey(COMPARISON_KEY), AssetKey(LEADERBOARD_KEY))]
 
 
-def _stale(key: AssetKey, partition: str | None, description: str) -> AssetCheckEvaluation:
+def _stale(key: AssetKey, description: str) -> AssetCheckEvaluation:
     return AssetCheckEvaluation(
         asset_key=key,
         check_name=UP_TO_DATE,
         passed=False,
-        partition=partition,
         severity=AssetCheckSeverity.WARN,
         description=description[:1000],
     )

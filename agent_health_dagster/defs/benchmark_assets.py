@@ -20,7 +20,14 @@ from dagster import (
 )
 from pydantic import Field
 
-from agent_health.pipeline import UP_TO_DATE, build_leaderboard, compare_version, write_report
+from agent_health.pipeline import (
+    UP_TO_DATE,
+    build_leaderboard,
+    compare_version,
+    freshness_gate,
+    out_of_date_results,
+    write_report,
+)
 from agent_health_dagster.defs.beta import beta_api
 from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY
 from agent_health_dagster.defs.partitions import AGENT_VERSIONS, agent_versions
@@ -81,9 +88,7 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         "a backfill policy is how many partitions run in one run (BetaWarning); checks that belong to a "
         "version's partition (PreviewWarning)"
     ):
-        freshness = AssetCheckSpec(
-            UP_TO_DATE, asset=COMPARISON_KEY, partitions_def=agent_versions, description=UP_TO_DATE_TEXT
-        )
+        freshness = AssetCheckSpec(UP_TO_DATE, asset=COMPARISON_KEY, description=UP_TO_DATE_TEXT)
 
         @multi_asset(
             name="benchmark__comparison",
@@ -110,16 +115,17 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             project = agent_health.project()
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
             tests = suite_tests(context, suites)
-            current = project.current_state(tests, registered)
             for cand in context.partition_keys:
                 baseline = config.baseline or agent_health.baseline
-                view = compare_version(project.store, tests, registered, cand, baseline, current)
+                view = compare_version(project.store, tests, registered, cand, baseline)
                 if view.comparison is not None:
                     name = f"comparison-{cand.replace('@', '_')}"
                     write_report(project.config.state_path, name, view.comparison.model_dump())
                 tables = {name: table_value(t) for name, t in view.tables().items()}
                 context.add_asset_metadata(clean({**view.numbers(), **tables}), partition_key=cand)
-                yield from gate_evaluations(AssetKey(COMPARISON_KEY), cand, [view.freshness()])
+            current = project.current_state(tests, project.config.agent_refs())
+            stale = out_of_date_results(project.store, tests, current)
+            yield from gate_evaluations(AssetKey(COMPARISON_KEY), None, [freshness_gate("the comparisons", stale)])
             yield MaterializeResult(asset_key=AssetKey(COMPARISON_KEY))
             yield Output(None, output_name=freshness.get_python_identifier())
 

@@ -40,7 +40,9 @@ from agent_health.pipeline import (
     Gate,
     Project,
     SuiteVersion,
+    freshness_gate,
     list_table,
+    out_of_date_results,
     partition_metadata,
     run_partitions,
     sig,
@@ -275,16 +277,18 @@ def build_suite_assets(
         rollup_checks = [
             AssetCheckSpec(name, asset=key("rollup"), partitions_def=agent_versions, description=text)
             for name, text in zip(
-                (*ROLLUP_CHECKS, UP_TO_DATE),
+                ROLLUP_CHECKS,
                 (
                     "Pass rate at least the suite's threshold, with a stored result for every current test.",
                     "Errored share at most the threshold.",
                     "No test that passed on the baseline version (configured, else the previous one) fails on "
                     "this one.",
-                    UP_TO_DATE_TEXT,
                 ),
             )
         ]
+        # Of the whole asset (every configured version), not per partition: the sensors report it the
+        # moment they see a change, and Dagster stores one runless evaluation per check and partition.
+        rollup_checks.append(AssetCheckSpec(UP_TO_DATE, asset=key("rollup"), description=UP_TO_DATE_TEXT))
 
         @multi_asset(
             name=f"{names.flat}__summarize",
@@ -300,7 +304,9 @@ def build_suite_assets(
             project = agent_health.project()
             tests = [test_id_of(suite, k) for k in context.instance.get_dynamic_partitions(names.tests_partitions)]
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
-            current = project.current_state([suite], context.partition_keys)
+            configured = project.config.agent_refs()
+            current = project.current_state([suite], configured)
+            stale: dict[str, list[str]] = {}
             for agent in context.partition_keys:
                 sv = summarize_version(
                     project.store,
@@ -314,7 +320,11 @@ def build_suite_assets(
                 )
                 for asset_key, meta in summary_metadata(sv, key).items():
                     context.add_asset_metadata(meta, asset_key=asset_key, partition_key=agent)
-                yield from gate_evaluations(key("rollup"), agent, [*sv.gates, sv.freshness()])
+                yield from gate_evaluations(key("rollup"), agent, sv.gates)
+                stale |= {f"{agent}: {t}": why for t, why in sv.stale.items() if agent in configured}
+            others = [a for a in configured if a not in context.partition_keys]
+            stale |= out_of_date_results(project.store, {suite: tests}, current, others)
+            yield from gate_evaluations(key("rollup"), None, [freshness_gate(suite, stale)])
             for spec in summary_specs:
                 yield MaterializeResult(asset_key=spec.key)
             for check in rollup_checks:  # the evaluations, each on its version's partition, were logged above
