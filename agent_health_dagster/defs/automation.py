@@ -284,6 +284,7 @@ def _stale(key: AssetKey, description: str) -> AssetCheckEvaluation:
 
 
 EVALUATION_JOB_PREFIXES = ("evaluate__", "rejudge__")
+EVALUATE_STEP_SUFFIX = "__evaluate"  # SuiteNames.step: the op of each suite's evaluation step
 IN_PROGRESS = (
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -307,16 +308,23 @@ def refresh_requests(instance: Any, agents: Sequence[str], run_key: str, reason:
     ]
 
 
+def is_evaluation(run: Any) -> bool:
+    """A run that wrote results: an evaluate or rejudge job, or a run of the implicit asset job
+    (what a backfill or the UI's Materialize of results launches) whose selection has results."""
+    if run.job_name.startswith(EVALUATION_JOB_PREFIXES):
+        return True
+    steps = run.step_keys_to_execute or ()
+    return any(key.path[-1] == "results" for key in run.asset_selection or ()) or any(
+        step.endswith(EVALUATE_STEP_SUFFIX) for step in steps
+    )
+
+
 def _evaluation_runs(instance: Any, statuses: Sequence[DagsterRunStatus], updated_after: float | None = None) -> list:
     filters = RunsFilter(
         statuses=list(statuses),
         updated_after=datetime.fromtimestamp(updated_after, UTC) if updated_after is not None else None,
     )
-    return [
-        r
-        for r in instance.get_run_records(filters=filters)
-        if r.dagster_run.job_name.startswith(EVALUATION_JOB_PREFIXES)
-    ]
+    return [r for r in instance.get_run_records(filters=filters) if is_evaluation(r.dagster_run)]
 
 
 def plan_refresh(instance: Any, cursor: Mapping[str, Any], now: float) -> tuple[list[RunRequest], dict[str, Any]]:

@@ -266,3 +266,27 @@ def test_refresh_waits_for_every_evaluation_of_a_version_then_runs_once(make_pip
     assert run.success
     assert plan_refresh(instance, cursor, time.time())[0] == []  # a refresh run does not trigger one
     assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.SUCCESS
+
+
+def test_a_backfill_of_results_counts_as_an_evaluation_for_the_refresh(make_pipeline, instance):
+    """A backfill or the UI's Materialize of results runs the implicit asset job, not evaluate__*:
+    the refresh follows it all the same."""
+    import time
+
+    from agent_health_dagster.defs.automation import plan_refresh
+    from agent_health_dagster.defs.partitions import range_tags
+
+    pipeline = make_pipeline()
+    run_sensor(pipeline, instance, "agent_versions_sensor")
+    run_sensor(pipeline, instance, "eval_files_sensor")
+    s = next(x for x in pipeline.suites if x.suite == "cases")
+    job = pipeline.defs.get_implicit_global_asset_job_def().get_subset(asset_selection={s.key("results")})
+    cursor: dict = {"since": time.time() - 1}
+    run = job.execute_in_process(
+        instance=instance,
+        tags=range_tags(["demo@v1", "demo@v2"], s.test_keys(instance)),
+        run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
+    )
+    assert run.success and instance.get_run_by_id(run.run_id).job_name == "__ASSET_JOB"
+    [request], _ = plan_refresh(instance, cursor, time.time())
+    assert request.job_name == "refresh" and request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2"
