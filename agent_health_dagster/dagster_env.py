@@ -18,6 +18,9 @@ them on import. What each one changes, and which process must have it:
 - `DAGSTER_EVENT_BATCH_SIZE=1000`: the materializations one output logs for its partitions are
   written in batches of this many (one INSERT each on PostgreSQL; SQLite writes them one by
   one either way). Read by the process that *writes* the events: the run worker.
+- `DAGSTER_GRPC_TIMEOUT_SECONDS=180`: how long a call to a code server waits (Dagster's default is
+  60 s), so a busy machine's code server is not given up as unreachable. Read by every process that
+  calls a code server: the webserver and the daemon (sensors, schedules, launching queued runs).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Mapping, MutableMapping
 DAGSTER_ENV: dict[str, str] = {
     "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "1",
     "DAGSTER_EVENT_BATCH_SIZE": "1000",
+    "DAGSTER_GRPC_TIMEOUT_SECONDS": "180",
 }
 
 

@@ -3,14 +3,18 @@
     python -m agent_health_dagster.headless [--agents demo@v1,demo@v2] [--dagster-home PATH]
 
 Registers the partitions (the same sync the sensors do), materializes every suite for the given
-agent versions (one run per suite), the rollups (one run per version), the leaderboard and the
-comparison; prints both and how to open the Dagster UI on the same instance."""
+agent versions (one run per suite), then refreshes everything downstream (metrics, insights,
+rollups with their checks, the comparison and the leaderboard: one run per block of versions);
+prints the leaderboard, the comparison and the asset checks, and how to open the Dagster UI on
+the same instance. Exit 0 when every check passed, 1 when a check failed, 2 on a usage or
+configuration error."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -40,9 +44,20 @@ RUN_MONITORING = {
 }
 
 
-def instance_yaml(run_monitoring: dict[str, Any] | None = None) -> str:
+# Automation that holds on a small, busy machine: a run the daemon could not start because the code
+# server did not answer in time is dequeued again (RUN_QUEUE) rather than failed, a run whose
+# worker crashed or could not start is retried (RUN_RETRIES: not a run whose step failed, which a
+# retry would only repeat), and a code server gets time to load (CODE_SERVERS). deploy/postgres/
+# dagster.yaml carries the same values; deploy/dagster.env raises Dagster's gRPC timeout.
+RUN_QUEUE = {"max_user_code_failure_retries": 3, "user_code_failure_retry_delay": 30}
+RUN_RETRIES = {"enabled": True, "max_retries": 2, "retry_on_asset_or_op_failure": False}
+CODE_SERVERS = {"local_startup_timeout": 360, "reload_timeout": 360}
+
+
+def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[str, Any] | None = None) -> str:
     """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on
-    (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours)."""
+    (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours), runs dequeued again and
+    retried when user code did not answer, code servers given time to load."""
     import yaml
 
     settings: dict[str, Any] = dict(RUN_MONITORING)
@@ -52,7 +67,16 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None) -> str:
             raise ValueError(f"${MAX_RUNTIME_ENV} must be a whole number of seconds >= 1, got {raw!r}")
         settings["max_runtime_seconds"] = int(raw)
     settings.update(run_monitoring or {})
-    return yaml.safe_dump({"telemetry": {"enabled": False}, "run_monitoring": settings}, sort_keys=False)
+    return yaml.safe_dump(
+        {
+            "telemetry": {"enabled": False},
+            "run_monitoring": settings,
+            "run_queue": {**RUN_QUEUE, **(run_queue or {})},
+            "run_retries": RUN_RETRIES,
+            "code_servers": CODE_SERVERS,
+        },
+        sort_keys=False,
+    )
 
 
 def prepare_home(path: Path) -> Path:
@@ -106,20 +130,24 @@ def _check(result: Any, what: str) -> None:
         raise SystemExit(f"agent-health: {what} failed: {failures[-1] if failures else 'see the Dagster run logs'}")
 
 
-def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None:
+def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list[Any]:
     """Evaluate every suite for `agents` (one run per suite and block of contiguous versions, or
-    runs of at most the suite's partitions per run), then rollups and the benchmark."""
-    from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
+    runs of at most the suite's partitions per run), then refresh what follows (every suite's
+    metrics, insights and rollup with its checks, the comparisons, the leaderboard: one run per block
+    of versions). Says what it is doing as it goes; returns the check evaluations of the refresh."""
+    from agent_health_dagster.defs.names import REFRESH_JOB
+    from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags, version_range_tags
 
     defs = pipeline.defs
     order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
     agent_blocks = contiguous_blocks(order, agents)
     for s in pipeline.suites:
-        tests = list(instance.get_dynamic_partitions(s.names.tests_partitions))
+        tests = s.test_keys(instance)
         if not tests:
-            print(f"  {s.suite}: no tests (skipped)")
+            print(f"  {s.suite}: no tests (skipped)", flush=True)
             continue
         for block in agent_blocks:
+            print(f"  {s.suite}: evaluating {len(tests)} test(s) x {len(block)} version(s) ...", end="", flush=True)
             start = time.perf_counter()
             runs = []
             for versions, chunk in s.run_ranges(block, tests):
@@ -128,30 +156,35 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> None
                 )
                 _check(result, f"evaluating {s.suite}")
                 runs.append(result.run_id[:8])
-            print(
-                f"  {s.suite}: {len(tests)} test(s) x {len(block)} version(s) in "
-                f"{time.perf_counter() - start:.1f}s ({'run' if len(runs) == 1 else 'runs'} {', '.join(runs)})"
-            )
-    for agent in agents:
-        if pipeline.suites:
-            run = defs.resolve_job_def("rollups").execute_in_process(
-                instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
-            )
-            _check(run, f"rollups for {agent}")
-        run = defs.resolve_job_def("comparison").execute_in_process(
-            instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
+            print(f" {time.perf_counter() - start:.1f}s ({'run' if len(runs) == 1 else 'runs'} {', '.join(runs)})")
+    evaluations: list[Any] = []
+    for block in agent_blocks:
+        print(f"  refreshing rollups, comparison and leaderboard for {', '.join(block)} ...", end="", flush=True)
+        start = time.perf_counter()
+        run = defs.resolve_job_def(REFRESH_JOB).execute_in_process(
+            instance=instance, tags=version_range_tags(block), run_config=QUIET, raise_on_error=False
         )
-        _check(run, f"comparison for {agent}")
-    _check(
-        defs.resolve_job_def("leaderboard").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=False
-        ),
-        "leaderboard",
-    )
+        _check(run, f"refreshing {', '.join(block)}")
+        evaluations += run.get_asset_check_evaluations()
+        print(f" {time.perf_counter() - start:.1f}s (run {run.run_id[:8]})")
+    return evaluations
 
 
-def latest_table(instance: Any, key: list[str], field: str, partition: str | None = None) -> str:
-    """A table of the latest materialization as aligned text (for the terminal)."""
+def check_report(evaluations: Sequence[Any]) -> tuple[str, int]:
+    """The asset checks as text (failed ones named with why), and how many failed."""
+    failed = [e for e in evaluations if not e.passed]
+    lines = [f"Checks: {len(evaluations) - len(failed)} passed, {len(failed)} failed"]
+    for e in failed:
+        where = "/".join(e.asset_key.path) + (f" @ {e.partition}" if e.partition else "")
+        lines.append(f"  FAILED {e.check_name} on {where}: {e.description or ''}".rstrip())
+    return "\n".join(lines), len(failed)
+
+
+def latest_table(
+    instance: Any, key: list[str], field: str, partition: str | None = None, width: int | None = None
+) -> str:
+    """A table of the latest materialization as aligned text (for the terminal). With `width`,
+    long cells are cut and the columns that do not fit are left out (and named), so no line wraps."""
     from dagster import AssetKey
 
     records = instance.fetch_materializations(AssetKey(key), limit=200).records
@@ -165,10 +198,31 @@ def latest_table(instance: Any, key: list[str], field: str, partition: str | Non
         )
     columns = [c.name for c in value.schema.columns]
     rows = [[_cell(r.data.get(c)) for c in columns] for r in value.records]
+    return text_table(columns, rows, width)
+
+
+MAX_CELL = 48  # longer cells are cut with an ellipsis in the terminal
+
+
+def text_table(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> str:
+    """Aligned columns; with `width`, cells over MAX_CELL characters are cut and the rightmost
+    columns that would make a line longer than `width` are left out, with a note naming them."""
+    rows = [[c if len(c) <= MAX_CELL else c[: MAX_CELL - 1] + "…" for c in row] for row in rows]
     widths = [max([len(c)] + [len(row[i]) for row in rows]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
+    shown = len(columns)
+    if width:
+        while shown > 1 and sum(widths[:shown]) + 2 * (shown - 1) > width:
+            shown -= 1
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns[:shown], widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row[:shown], widths)).rstrip() for row in rows]
+    if width and shown < len(columns):
+        hidden = f"({len(columns) - shown} more column(s) not shown at {width} columns: "
+        lines.append(text_fit(hidden + ", ".join(columns[shown:]), width - 1) + ")")
     return "\n".join(lines)
+
+
+def text_fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _cell(value: Any) -> str:
@@ -176,7 +230,9 @@ def _cell(value: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agent_health_dagster.headless", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m agent_health_dagster.headless", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--agents", default="demo@v1,demo@v2", help="Agent versions, oldest first (comma-separated).")
     parser.add_argument(
         "--dagster-home",
@@ -212,23 +268,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"Eval root {pipeline.project.eval_root}: {len(pipeline.suites)} suite(s); Dagster instance {home}")
         with DagsterInstance.get() as instance:
+            print("  registering agent versions and test partitions ...", flush=True)
             for problem in register(instance, pipeline, home / "agent_health_sync.json"):
                 print(f"  warning: {problem}", file=sys.stderr)
-            materialize_all(instance, pipeline, agents)
-            print("\nLeaderboard\n" + latest_table(instance, ["benchmark", "leaderboard"], "leaderboard"))
+            evaluations = materialize_all(instance, pipeline, agents)
+            width = shutil.get_terminal_size((120, 24)).columns
+            print("\nLeaderboard\n" + latest_table(instance, ["benchmark", "leaderboard"], "leaderboard", width=width))
             if len(agents) > 1:
                 print(
                     f"\nComparison ({agents[-1]} against its baseline)\n"
-                    + latest_table(instance, ["benchmark", "comparison"], "comparison", agents[-1])
+                    + latest_table(instance, ["benchmark", "comparison"], "comparison", agents[-1], width=width)
                 )
     except AgentHealthError as exc:
         print(f"agent-health: {exc}", file=sys.stderr)
         return 2
+    report, failed = check_report(evaluations)
+    print("\n" + report)
     print(
         f"\nOpen the Dagster UI on the same instance (from {Path.cwd()}):\n"
         f"  {dev_command(home)}\n"
         "then browse http://127.0.0.1:3000 (Assets -> lineage, partitions, checks)."
     )
+    if failed:
+        print(f"agent-health: {failed} asset check(s) failed (exit 1); the pipeline itself ran", file=sys.stderr)
+        return 1
     return 0
 
 

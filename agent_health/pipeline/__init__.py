@@ -1,31 +1,72 @@
 """What a pipeline transport (the Dagster code location) needs from the library: the project
 (configuration, eval root, result store), running exactly a set of partitions, keeping test
 partitions in step with the eval files, data versions of agent versions, gating rollups, and
-tables with readable numbers. No Dagster import here."""
+tables with readable numbers; per agent version a suite's rollup, metrics, insights, comparison and
+gates; across suites the leaderboard and a version's comparison. No Dagster import here."""
 
 from agent_health.config.fingerprints import agent_version_data_version, judge_settings
+from agent_health.pipeline.benchmark import (
+    LeaderboardView,
+    VersionComparison,
+    build_leaderboard,
+    compare_version,
+    write_report,
+)
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
+from agent_health.pipeline.freshness import (
+    UP_TO_DATE,
+    Current,
+    freshness_description,
+    freshness_gate,
+    out_of_date,
+    out_of_date_results,
+)
 from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.project import Project, clear_project_cache
 from agent_health.pipeline.sync import SuiteSync, plan_suite_sync
 from agent_health.pipeline.tables import Column, Table, ms, percent, sig
+from agent_health.pipeline.version import (
+    MetricStats,
+    SuiteVersion,
+    current_summaries,
+    list_table,
+    previous_version,
+    summarize_version,
+)
 
 __all__ = [
+    "UP_TO_DATE",
     "Column",
+    "Current",
     "Gate",
+    "LeaderboardView",
+    "MetricStats",
     "Project",
     "SuiteSync",
+    "SuiteVersion",
     "Table",
     "Thresholds",
+    "VersionComparison",
     "agent_version_data_version",
+    "build_leaderboard",
     "clear_project_cache",
+    "compare_version",
+    "current_summaries",
     "failure_reason",
+    "freshness_description",
+    "freshness_gate",
     "judge_settings",
+    "list_table",
     "ms",
+    "out_of_date",
+    "out_of_date_results",
     "partition_metadata",
     "percent",
     "plan_suite_sync",
+    "previous_version",
     "rollup_gates",
     "run_partitions",
     "sig",
+    "summarize_version",
+    "write_report",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,18 +37,36 @@ class Gate(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-def rollup_gates(rollup: SuiteRollup, thresholds: Thresholds, comparison: Comparison | None = None) -> list[Gate]:
-    """pass_rate_threshold, errored_share_threshold and no_regression, in that order."""
+def rollup_gates(
+    rollup: SuiteRollup,
+    thresholds: Thresholds,
+    comparison: Comparison | None = None,
+    missing: Sequence[str] = (),
+) -> list[Gate]:
+    """pass_rate_threshold, errored_share_threshold and no_regression, in that order. Current
+    tests without a stored result (`missing`) fail the pass-rate gate: a rollup over part of the
+    suite is not a pass."""
     need = thresholds.pass_rate_for(rollup.suite)
     rate = rollup.pass_rate
-    gates = [
-        Gate(
+    where = f"for {rollup.suite} @ {rollup.agent}"
+    if missing:
+        rate_gate = Gate(
+            name="pass_rate_threshold",
+            passed=False,
+            description=f"{len(missing)} of {rollup.total + len(missing)} current test(s) have no stored result "
+            f"{where}: " + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "") + "; run them first",
+            metadata={"pass_rate": rate, "threshold": need, "missing": list(missing[:50])},
+        )
+    else:
+        rate_gate = Gate(
             name="pass_rate_threshold",
             passed=rate is not None and rate >= need,
             description=(f"pass rate {rate:.1%} " if rate is not None else "no gradable tests ")
-            + f"(threshold {need:.1%}) for {rollup.suite} @ {rollup.agent}",
+            + f"(threshold {need:.1%}) {where}",
             metadata={"pass_rate": rate, "threshold": need, "failing": rollup.failing[:50]},
-        ),
+        )
+    gates = [
+        rate_gate,
         Gate(
             name="errored_share_threshold",
             passed=rollup.errored_share <= thresholds.max_errored_share,

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_health.config import Config, find_config, load_config
-from agent_health.errors import ConfigError
+from agent_health.errors import AgentHealthError, ConfigError
 from agent_health.loader import LoadResult, load_tests
 from agent_health.loader.discover import discover
 from agent_health.loader.ids import suite_name
+from agent_health.pipeline.freshness import Current, current_state
 from agent_health.stores import ResultStore, open_store
 
 EVAL_ROOT_ENV = "AGENT_HEALTH_EVAL_ROOT"
@@ -124,6 +126,18 @@ class Project:
         if rel is None:
             raise ConfigError(f"suite {suite!r} has no eval file under {self.eval_root}")
         return self._load_file(rel)
+
+    def current_state(self, suites: Iterable[str], agents: Iterable[str]) -> Current:
+        """The current test definitions of `suites` and settings of `agents`: what up-to-date
+        results were produced from (a suite that fails to load contributes nothing)."""
+        tests: list[tuple[str, str]] = []
+        for suite in suites:
+            try:
+                loaded = self.load_suite(suite)
+            except AgentHealthError:
+                continue
+            tests += [(t.id, t.case.content_hash) for t in loaded.tests]
+        return current_state(self.config, tests, agents)
 
     def load_all(self) -> LoadResult:
         """Every eval file under the eval root (a missing root loads nothing); unchanged files

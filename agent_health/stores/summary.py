@@ -8,14 +8,41 @@ the full insights and usage."""
 from __future__ import annotations
 
 from dataclasses import fields as _dataclass_fields
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import AliasChoices, AliasPath, BeforeValidator, ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 from agent_health.model import TestResult
 
 _LEAN = ConfigDict(extra="ignore", cache_strings="all")
+
+# The derived metrics a summary keeps (numbers only): what per-version metric distributions read
+# without loading whole results. The rest of a result's metrics (histograms, per-step lists) stay
+# in the full result.
+SUMMARY_METRICS = (
+    "total_tokens",
+    "cost_usd",
+    "latency_ms",
+    "llm_calls",
+    "tool_calls",
+    "redundant_calls",
+    "tool_errors",
+    "retries",
+    "tool_retries",
+    "steps",
+)
+
+
+def _numeric_metrics(value: Any) -> dict[str, float]:
+    """The SUMMARY_METRICS of a result's metrics that are numbers (bools and missing ones left out)."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        name: float(v)
+        for name in SUMMARY_METRICS
+        if isinstance(v := value.get(name), (int, float)) and not isinstance(v, bool)
+    }
 
 
 @dataclass(frozen=True, slots=True, config=_LEAN)
@@ -48,7 +75,7 @@ class InsightBrief:
 
 @dataclass(frozen=True, slots=True, config=_LEAN)
 class ResultSummary:
-    """A `TestResult` without its run, signals, trials, metrics and insight evidence."""
+    """A `TestResult` without its run, signals, trials, insight evidence and non-numeric metrics."""
 
     test_id: str
     suite: str
@@ -69,10 +96,21 @@ class ResultSummary:
     trials: tuple[TrialOutcome, ...] = ()  # each trial's outcome when epochs > 1 (comparisons)
     error: str | None = None
     insights: tuple[InsightBrief, ...] = ()
+    metrics: Annotated[dict[str, float], BeforeValidator(_numeric_metrics)] = Field(default_factory=dict)
+    # What produced the result (its provenance), so a rollup can tell a result of an older test
+    # definition or older settings from a current one without reading the whole result.
+    agent_settings_hash: str = Field(
+        default="", validation_alias=AliasChoices("agent_settings_hash", AliasPath("provenance", "agent_settings_hash"))
+    )
+    judge_settings_hash: str = Field(
+        default="", validation_alias=AliasChoices("judge_settings_hash", AliasPath("provenance", "judge_settings_hash"))
+    )
 
     @classmethod
     def of(cls, result: TestResult) -> ResultSummary:
-        fields = {name: getattr(result, name) for name in _FIELDS}
+        fields = {name: getattr(result, name) for name in _FIELDS if name not in _PROVENANCE}
+        prov = result.provenance
+        fields |= {name: getattr(prov, name) if prov else "" for name in _PROVENANCE}
         for name in ("usage", "judge_usage"):
             u = fields[name]
             fields[name] = TokenCounts(u.input_tokens, u.output_tokens, u.total_tokens, u.model)
@@ -100,3 +138,4 @@ class ResultSummary:
 
 _ADAPTER: TypeAdapter[ResultSummary] = TypeAdapter(ResultSummary)
 _FIELDS = tuple(f.name for f in _dataclass_fields(ResultSummary))
+_PROVENANCE = ("agent_settings_hash", "judge_settings_hash")

@@ -2,32 +2,39 @@
 
 - `eval_files_sensor` keeps each suite's test partitions in step with its eval file (adds,
   removes, reports changed content hashes) and requests runs for new and changed tests.
-- `agent_versions_sensor` registers the agent versions of the configuration (it never deletes
-  one: retired versions keep their history; `python -m agent_health_dagster.manage delete-version` does),
+- `agent_versions_sensor` registers the agent versions of the configuration (retired versions
+  keep their history; `python -m agent_health_dagster.manage delete-version` deletes one),
   reports each version's settings data version, and requests every suite for a new version.
+  It removes versions added by hand that the configuration never had.
+- `refresh_sensor` refreshes everything downstream of the results (every suite's metrics, insights
+  and rollup, the comparison, the leaderboard) in one `refresh` run per block of agent versions,
+  once their evaluations are done, however they were launched (sensor, schedule, backfill, UI).
 - `nightly__<suite>` materializes a suite for the configured agent versions.
-Each request is a partition range per suite (the single-run backfill shape), split into runs of at
-most the suite's partitions per run as a backfill would be; rollups and the benchmark tables follow
-by declarative automation."""
+Each evaluation request is a partition range per suite (the single-run backfill shape), split into
+runs of at most the suite's partitions per run as a backfill would be."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from dagster import (
     AddDynamicPartitionsRequest,
+    AssetCheckEvaluation,
+    AssetCheckSeverity,
     AssetKey,
     AssetObservation,
-    AssetSelection,
-    AutomationConditionSensorDefinition,
+    DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     DeleteDynamicPartitionsRequest,
     RunRequest,
+    RunsFilter,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -38,7 +45,14 @@ from dagster import (
 
 from agent_health.errors import AgentHealthError
 from agent_health.loader import LoadResult
-from agent_health.pipeline import Project, agent_version_data_version, plan_suite_sync
+from agent_health.pipeline import (
+    UP_TO_DATE,
+    Project,
+    agent_version_data_version,
+    freshness_description,
+    plan_suite_sync,
+)
+from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY, REFRESH_JOB
 from agent_health_dagster.defs.partitions import (
     AGENT_SETTINGS_KEY,
     AGENT_VERSIONS,
@@ -46,6 +60,10 @@ from agent_health_dagster.defs.partitions import (
     contiguous_blocks,
     ordered_after,
     range_tags,
+    run_agent_versions,
+    test_id_of,
+    test_key,
+    version_range_tags,
 )
 from agent_health_dagster.defs.resources import AgentHealthResource
 from agent_health_dagster.defs.suite_assets import SuiteAssets
@@ -123,39 +141,54 @@ def sync_eval_files(
     agents = configured_order(instance, project)
     requests: list[Any] = []
     runs: list[RunRequest] = []
-    events: list[AssetObservation] = []
+    events: list[Any] = []
     problems: list[str] = []
     new_cursor: dict[str, dict[str, str]] = {}
+    refresh = False
     for s in suites:
-        current = list(instance.get_dynamic_partitions(s.names.tests_partitions))
+        registered = s.test_keys(instance)
+        current = [test_id_of(s.suite, k) for k in registered]
         loaded = by_suite.get(s.suite, LoadResult(root=loaded_all.root))
         loaded.errors = file_errors.get(files.get(s.suite, s.source_file), [])
         load_error = None if s.suite in files else f"{s.source_file}: eval file is gone; its partitions are kept"
         known = dict(cursor.get(s.suite, {}))
         if current and any(t not in known for t in current):
-            known = {**observed_versions(instance, s.key("cases")), **known}
+            known = {
+                **{test_id_of(s.suite, k): v for k, v in observed_versions(instance, s.key("cases")).items()},
+                **known,
+            }
         plan = plan_suite_sync(s.suite, loaded, current, known, load_error, hash_length=HASH_LENGTH)
         new_cursor[s.suite] = plan.hashes
         if plan.error:
             problems.append(plan.error)
             if log:
                 log.warning(f"{s.suite}: {plan.error}")
-        if plan.add:
-            requests.append(AddDynamicPartitionsRequest(s.names.tests_partitions, plan.add))
-        if plan.remove:
-            requests.append(DeleteDynamicPartitionsRequest(s.names.tests_partitions, plan.remove))
+        # Keys registered as whole test ids (before keys dropped the `suite::` prefix) move to the
+        # short key; their stored results keep their ids, so nothing is rerun for them.
+        legacy = [k for k in registered if "::" in k and test_id_of(s.suite, k) not in plan.remove]
+        add = [test_key(t) for t in plan.add] + [test_key(k) for k in legacy]
+        remove = [test_key(t) if test_key(t) in registered else t for t in plan.remove] + legacy
+        if add:
+            requests.append(AddDynamicPartitionsRequest(s.names.tests_partitions, add))
+        if remove:
+            requests.append(DeleteDynamicPartitionsRequest(s.names.tests_partitions, remove))
+        if plan.remove and not plan.add and not plan.changed:
+            refresh = True  # removed tests no longer count in the rollups: they are refreshed
+        if plan.changed and agents:
+            stale = {t: ["test definition changed"] for t in plan.changed}
+            events += out_of_date_events(s, agents, stale)
         changed = set(plan.changed)
         if plan.add and not current and not known:
             # The first event of a cases asset: later observations are compared against it.
             changed.add(plan.add[0])
         for tid in plan.hashes:
             if tid in changed:
-                events.append(observation(s.key("cases"), tid, plan.hashes[tid]))
+                events.append(observation(s.key("cases"), test_key(tid), plan.hashes[tid]))
         dirty = plan.add + plan.changed
         if dirty and agents:
-            order = ordered_after(current, plan.add, plan.remove)
-            for block in contiguous_blocks(order, dirty):
-                digest = _digest(agents, block, [plan.hashes[t] for t in block])
+            order = ordered_after(registered, add, remove)
+            for block in contiguous_blocks(order, [test_key(t) for t in dirty]):
+                digest = _digest(agents, block, [plan.hashes[test_id_of(s.suite, t)] for t in block])
                 for agent_block in contiguous_blocks(list(instance.get_dynamic_partitions(AGENT_VERSIONS)), agents):
                     runs.extend(
                         evaluate_requests(
@@ -164,6 +197,8 @@ def sync_eval_files(
                     )
     for suite in sorted(set(project.suite_files()) - {s.suite for s in suites}):
         problems.append(f"new suite {suite!r}: reload the code location to create its assets")
+    if refresh and agents:
+        runs.extend(refresh_requests(instance, agents, f"removed:{_digest(new_cursor)}", "tests removed"))
     return SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=requests,
@@ -175,17 +210,23 @@ def sync_eval_files(
 def sync_agent_versions(
     instance: Any, project: Project, suites: Sequence[SuiteAssets], cursor: Mapping[str, str] | None = None
 ) -> SensorResult:
-    """Register configured agent versions (never delete one), report each version's settings data
-    version when it changed, and request every suite (one run each) for each new version."""
+    """Register configured agent versions, report each version's settings data version when it
+    changed, and request every suite for each new version. A version that was configured once and
+    is no longer is retired: kept, with its history. A version the configuration never had (added
+    by hand in the launch dialog: no settings were ever reported for it) is removed."""
     refs = project.config.agent_refs()
     current = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
     add = [r for r in refs if r not in current]
     requests: list[Any] = [AddDynamicPartitionsRequest(AGENT_VERSIONS, add)] if add else []
     known = dict(cursor or {})
-    if any(r not in known for r in refs):
+    unconfigured = [v for v in current if v not in refs and v not in known]
+    if any(r not in known for r in refs) or unconfigured:
         known = {**observed_versions(instance, AGENT_SETTINGS_KEY), **known}
+    stray = [v for v in unconfigured if v not in known]
+    if stray:
+        requests.append(DeleteDynamicPartitionsRequest(AGENT_VERSIONS, stray))
     versions: dict[str, str] = {}
-    events = []
+    events: list[Any] = []
     for ref in refs:
         try:
             versions[ref] = agent_version_data_version(project.config, ref)
@@ -193,10 +234,14 @@ def sync_agent_versions(
             continue
         if known.get(ref) != versions[ref]:
             events.append(observation(AGENT_SETTINGS_KEY, ref, versions[ref]))
+    changed = [ref for ref in versions if ref in known and known[ref] != versions[ref]]
+    if changed:  # the results of these versions are out of date until rerun
+        for s in suites:
+            events += out_of_date_events(s, changed)
     runs = []
     for agent in add:
         for s in suites:
-            tests = list(instance.get_dynamic_partitions(s.names.tests_partitions))
+            tests = s.test_keys(instance)
             if tests:
                 runs.extend(
                     evaluate_requests(
@@ -211,6 +256,109 @@ def sync_agent_versions(
     )
 
 
+def out_of_date_events(
+    s: SuiteAssets, agents: Sequence[str], stale: Mapping[str, Sequence[str]] | None = None
+) -> list[Any]:
+    """The moment a sensor sees a change, the `up_to_date` check of everything downstream of the
+    changed results fails (WARN): the suite's rollup (with its metrics and insights), the
+    comparisons and the leaderboard; the refresh after the rerun evaluates them again. `stale`: the
+    changed tests with why (for every one of `agents`); None: the settings of `agents` changed."""
+    if stale is not None:
+        text = freshness_description(f"{s.suite} for {', '.join(agents)}", stale)
+    else:
+        text = (
+            f"the settings of {', '.join(agents)} (agent or judge) changed since the results of {s.suite}; rerun them"
+        )
+    text += " (seen by the sensor; the refresh after the rerun clears this)"
+    return [_stale(key, text) for key in (s.key("rollup"), AssetKey(COMPARISON_KEY), AssetKey(LEADERBOARD_KEY))]
+
+
+def _stale(key: AssetKey, description: str) -> AssetCheckEvaluation:
+    return AssetCheckEvaluation(
+        asset_key=key,
+        check_name=UP_TO_DATE,
+        passed=False,
+        severity=AssetCheckSeverity.WARN,
+        description=description[:1000],
+    )
+
+
+EVALUATION_JOB_PREFIXES = ("evaluate__", "rejudge__")
+EVALUATE_STEP_SUFFIX = "__evaluate"  # SuiteNames.step: the op of each suite's evaluation step
+IN_PROGRESS = (
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+)
+FINISHED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+REFRESH_LOOKBACK_S = 600.0  # on its first tick the refresh sensor looks this far back for finished runs
+
+
+def refresh_requests(instance: Any, agents: Sequence[str], run_key: str, reason: str) -> list[RunRequest]:
+    """One `refresh` run per contiguous block (in registration order) of `agents`."""
+    order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
+    return [
+        RunRequest(
+            run_key=f"refresh:{run_key}:{block[0]}",
+            job_name=REFRESH_JOB,
+            tags={**version_range_tags(block), "agent_health/reason": reason},
+        )
+        for block in contiguous_blocks(order, agents)
+    ]
+
+
+def is_evaluation(run: Any) -> bool:
+    """A run that wrote results: an evaluate or rejudge job, or a run of the implicit asset job
+    (what a backfill or the UI's Materialize of results launches) whose selection has results."""
+    if run.job_name.startswith(EVALUATION_JOB_PREFIXES):
+        return True
+    steps = run.step_keys_to_execute or ()
+    return any(key.path[-1] == "results" for key in run.asset_selection or ()) or any(
+        step.endswith(EVALUATE_STEP_SUFFIX) for step in steps
+    )
+
+
+def _evaluation_runs(instance: Any, statuses: Sequence[DagsterRunStatus], updated_after: float | None = None) -> list:
+    filters = RunsFilter(
+        statuses=list(statuses),
+        updated_after=datetime.fromtimestamp(updated_after, UTC) if updated_after is not None else None,
+    )
+    return [r for r in instance.get_run_records(filters=filters) if is_evaluation(r.dagster_run)]
+
+
+def plan_refresh(instance: Any, cursor: Mapping[str, Any], now: float) -> tuple[list[RunRequest], dict[str, Any]]:
+    """The refresh sensor's work as a function: the agent versions whose results changed (evaluate
+    and rejudge runs finished since the cursor, however they were launched), refreshed once none of
+    them is still being evaluated (queued or running): one `refresh` run per block of versions, so a
+    change that fans out into several evaluation runs gives one downstream run. Returns the run
+    requests and the new cursor (`since`: the newest finished run seen; `pending`: versions waiting)."""
+    registered = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
+    since = float(cursor.get("since", now - REFRESH_LOOKBACK_S))
+    counted = set(cursor.get("seen", ()))
+    pending = dict.fromkeys(v for v in cursor.get("pending", ()) if v in registered)
+    latest = since
+    fetched: list[tuple[str, float]] = []
+    for record in _evaluation_runs(instance, FINISHED, since - 1.0):
+        run, stamp = record.dagster_run, record.update_timestamp.timestamp()
+        fetched.append((run.run_id, stamp))
+        latest = max(latest, stamp)
+        if run.run_id not in counted:
+            pending.update(dict.fromkeys(run_agent_versions(run.tags, registered)))
+    busy = {
+        v for r in _evaluation_runs(instance, IN_PROGRESS) for v in run_agent_versions(r.dagster_run.tags, registered)
+    }
+    # Hold every pending version while one of them is still being evaluated: the evaluation runs
+    # of one change (several suites, blocks of versions) end in one refresh.
+    ready = [] if busy & set(pending) else [v for v in registered if v in pending]
+    waiting = [v for v in pending if v not in ready]
+    key = _digest(ready, latest, sorted(counted))
+    requests = refresh_requests(instance, ready, key, "results changed") if ready else []
+    # runs at the newest update time may be fetched again next tick: remember them as counted
+    recent = sorted(rid for rid, stamp in fetched if stamp >= latest - 1.0)
+    return requests, {"since": latest, "seen": recent, "pending": waiting}
+
+
 def sensor_interval() -> int:
     raw = os.environ.get(INTERVAL_ENV, "").strip()
     if not raw:
@@ -221,17 +369,17 @@ def sensor_interval() -> int:
 
 
 def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
-    """(sensors, schedules). `jobs`: suite -> its evaluate job (sensors request runs of them)."""
-    evaluate: dict[str, Any] = {"jobs": [jobs[s.suite] for s in suites]} if suites else {}
+    """(sensors, schedules). `jobs`: suite -> its evaluate job, and the `refresh` job."""
+    evaluate = [jobs[s.suite] for s in suites]
     interval = sensor_interval()
 
     @sensor(
         name="eval_files_sensor",
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.RUNNING,
-        **evaluate,
-        description="Keeps each suite's test partitions in step with its eval file and "
-        "requests runs for added and changed tests.",
+        jobs=[*evaluate, jobs[REFRESH_JOB]],
+        description="Keeps each suite's test partitions in step with its eval file, requests runs for added "
+        "and changed tests, and a refresh when tests were removed.",
     )
     def eval_files_sensor(context: SensorEvaluationContext, agent_health: AgentHealthResource):
         result, problems = sync_eval_files(
@@ -242,33 +390,46 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
             return SkipReason("; ".join(problems)[:1000])
         return result
 
+    agent_jobs: dict[str, Any] = {"jobs": evaluate} if evaluate else {}
+
     @sensor(
         name="agent_versions_sensor",
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.RUNNING,
-        **evaluate,
-        description="Registers the agent versions of the configuration (never deletes one) and their "
-        "settings data versions; a new version gets every suite materialized.",
+        **agent_jobs,
+        description="Registers the agent versions of the configuration and their settings data versions (a "
+        "new version gets every suite evaluated); keeps retired versions; removes versions added by hand that "
+        "the configuration never had.",
     )
     def agent_versions_sensor(context: SensorEvaluationContext, agent_health: AgentHealthResource):
         return sync_agent_versions(context.instance, agent_health.project(), suites, json.loads(context.cursor or "{}"))
 
+    @sensor(
+        name="refresh_sensor",
+        minimum_interval_seconds=interval,
+        default_status=DefaultSensorStatus.RUNNING,
+        job=jobs[REFRESH_JOB],
+        description="Once the evaluations of an agent version are done (however they were launched), refreshes "
+        "everything downstream of its results in one run: every suite's metrics, insights and rollup, the "
+        "comparison and the leaderboard.",
+    )
+    def refresh_sensor(context: SensorEvaluationContext):
+        requests, cursor = plan_refresh(context.instance, json.loads(context.cursor or "{}"), time.time())
+        context.update_cursor(json.dumps(cursor, sort_keys=True))
+        if not requests:
+            waiting = cursor["pending"]
+            return SkipReason(f"waiting for the evaluations of {', '.join(waiting)}" if waiting else "no new results")
+        return requests
+
     cron = os.environ.get("AGENT_HEALTH_SCHEDULE_CRON", DEFAULT_CRON)
     schedules = [nightly_schedule(s, jobs[s.suite], cron) for s in suites]
-
-    automation = AutomationConditionSensorDefinition(
-        "agent_health_automation",
-        target=AssetSelection.all(),
-        default_status=DefaultSensorStatus.RUNNING,
-        minimum_interval_seconds=interval,
-        description="Materializes rollups and the benchmark tables once their results are in.",
-    )
-    return [eval_files_sensor, agent_versions_sensor, automation], schedules
+    return [eval_files_sensor, agent_versions_sensor, refresh_sensor], schedules
 
 
 def nightly_schedule(s: SuiteAssets, job: Any, cron: str) -> Any:
     """One schedule per suite (a run covers one partitions definition): the configured agent
-    versions x every current test of the suite, one run per contiguous block of versions."""
+    versions x every current test of the suite, one run per contiguous block of versions; the
+    refresh sensor follows once they are done."""
 
     @schedule(
         name=f"nightly__{s.names.flat}",
@@ -282,7 +443,7 @@ def nightly_schedule(s: SuiteAssets, job: Any, cron: str) -> Any:
     def nightly(context: ScheduleEvaluationContext, agent_health: AgentHealthResource):
         registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
         agents = configured_order(context.instance, agent_health.project())
-        tests = list(context.instance.get_dynamic_partitions(s.names.tests_partitions))
+        tests = s.test_keys(context.instance)
         if not agents or not tests:
             return SkipReason(f"{s.suite}: no agent versions or tests registered yet (the sensors add them)")
         stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"

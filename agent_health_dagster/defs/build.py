@@ -11,7 +11,7 @@ from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 from agent_health.pipeline import Project
 from agent_health_dagster.defs.automation import build_automation
 from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
-from agent_health_dagster.defs.names import suite_names
+from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY, REFRESH_JOB, suite_names
 from agent_health_dagster.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
 from agent_health_dagster.defs.rejudge import build_rejudge_jobs
 from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
@@ -44,31 +44,29 @@ def build_suites(project: Project) -> list[SuiteAssets]:
 
 
 def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
-    """Per suite an evaluate job (results, metrics, insights) keyed by suite; 'rollups' and
-    'benchmark' jobs keyed by their names."""
+    """Per suite its evaluate job (results) keyed by suite; the `refresh` job (every suite's metrics,
+    insights and rollup, the comparison, and the leaderboard: one run for a range of agent versions)
+    and the `leaderboard` job keyed by their names."""
     jobs: dict[str, Any] = {
         s.suite: define_asset_job(
             s.names.job,
-            selection=AssetSelection.assets(*s.evaluate_keys),
-            description=f"Evaluate {s.source_file}: results, metrics and insights for a range of "
-            "(agent version x test) partitions in one run.",
+            selection=AssetSelection.assets(s.key("results")),
+            description=f"Evaluate {s.source_file}: the results of a range of (agent version x test) "
+            "partitions in one run.",
         )
         for s in suites
     }
-    if suites:
-        rollups = AssetSelection.assets(*[s.key("rollup") for s in suites])
-        jobs["rollups"] = define_asset_job(
-            "rollups", selection=rollups, description="Every suite rollup (and its checks) for one agent version."
-        )
+    summaries = [k for s in suites for k in s.summary_keys]
+    jobs[REFRESH_JOB] = define_asset_job(
+        REFRESH_JOB,
+        selection=AssetSelection.assets(*summaries, COMPARISON_KEY, LEADERBOARD_KEY),
+        description="Everything downstream of the results, in one run for a range of agent versions: every "
+        "suite's metrics, insights and rollup (with its checks), each version's comparison, and the leaderboard.",
+    )
     jobs["leaderboard"] = define_asset_job(
         "leaderboard",
-        selection=AssetSelection.assets(["benchmark", "leaderboard"]),
+        selection=AssetSelection.assets(LEADERBOARD_KEY),
         description="The leaderboard across suites and agent versions.",
-    )
-    jobs["comparison"] = define_asset_job(
-        "comparison",
-        selection=AssetSelection.assets(["benchmark", "comparison"]),
-        description="One agent version against its baseline, across suites.",
     )
     return jobs
 

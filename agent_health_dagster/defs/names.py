@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 RESERVED_PREFIXES = ("benchmark", "agents")  # asset key prefixes the code location uses itself
+REFRESH_JOB = "refresh"  # everything downstream of the results, for a range of agent versions
+LEADERBOARD_KEY = ["benchmark", "leaderboard"]
+COMPARISON_KEY = ["benchmark", "comparison"]
 
 
 def safe(part: str) -> str:

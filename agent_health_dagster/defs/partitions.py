@@ -3,7 +3,7 @@ into the (agent x test) partitions of results, metrics and insights."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from dagster import AssetKey, DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
 
@@ -34,6 +34,19 @@ def results_partitions(tests: DynamicPartitionsDefinition) -> MultiPartitionsDef
     return MultiPartitionsDefinition({AGENT_DIM: agent_versions, TEST_DIM: tests})
 
 
+def test_key(test_id: str) -> str:
+    """A test's partition key within its suite's tests partitions: its id without the redundant
+    `suite::` prefix ('rca/payments::checkout-latency' -> 'checkout-latency'), so keys read whole
+    in the UI. Stored results stay keyed by the full test id."""
+    return test_id.split("::", 1)[1] if "::" in test_id else test_id
+
+
+def test_id_of(suite: str, key: str) -> str:
+    """The test id of a partition key of `suite` (a key registered before keys dropped the prefix
+    is already a whole id)."""
+    return key if "::" in key else f"{suite}::{key}"
+
+
 def multi_key(agent: str, test: str) -> MultiPartitionKey:
     return MultiPartitionKey({AGENT_DIM: agent, TEST_DIM: test})
 
@@ -57,6 +70,30 @@ def range_tags(agents: Sequence[str], tests: Sequence[str]) -> dict[str, str]:
         RANGE_START_TAG: str(multi_key(agents[0], tests[0])),
         RANGE_END_TAG: str(multi_key(agents[-1], tests[-1])),
     }
+
+
+def version_range_tags(agents: Sequence[str]) -> dict[str, str]:
+    """Run tags selecting agents[0]..agents[-1] of `agent_versions` (registration order): one run
+    of the per-version assets for a block of versions."""
+    return {RANGE_START_TAG: agents[0], RANGE_END_TAG: agents[-1]}
+
+
+PARTITION_TAG = "dagster/partition"  # a one-partition run's key (Dagster exports no constant for it)
+AGENT_PARTITION_TAG = f"{PARTITION_TAG}/{AGENT_DIM}"  # the agent dimension of a multi-partition run
+
+
+def run_agent_versions(tags: Mapping[str, str], registered: Sequence[str]) -> list[str]:
+    """The agent versions a run covers, from its tags: a partition range (of (agent x test) keys
+    or of versions, in registration order) or one partition."""
+    start, end = tags.get(RANGE_START_TAG), tags.get(RANGE_END_TAG)
+    if start and end:
+        first, last = start.partition("|")[0], end.partition("|")[0]
+        if first in registered and last in registered:
+            i, j = registered.index(first), registered.index(last)
+            return list(registered[min(i, j) : max(i, j) + 1])
+        return [a for a in (first, last) if a]
+    agent = tags.get(AGENT_PARTITION_TAG) or tags.get(PARTITION_TAG, "").partition("|")[0]
+    return [agent] if agent else []
 
 
 def contiguous_blocks(ordered: Sequence[str], wanted: Iterable[str]) -> list[list[str]]:

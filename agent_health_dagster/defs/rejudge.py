@@ -1,10 +1,9 @@
 """Per suite a `rejudge__<suite>` job: re-judge the stored results of the selected (agent version x
 test) partitions through the library's `rejudge` (stored agent runs replayed: the evaluate step
 stays the only one that calls the agent), optionally with another judge model. Each re-judged
-partition gets a new materialization of its results, metrics and insights (the stored result
-changed; rollups downstream become stale) and a new `test_outcome` evaluation."""
+partition gets a new materialization of its results carrying the new outcome (the stored result
+changed); the refresh sensor then refreshes the rollups, the comparison and the leaderboard."""
 
-import time
 from typing import Any
 
 from dagster import (
@@ -20,13 +19,12 @@ from pydantic import Field
 
 from agent_health.errors import AgentHealthError
 from agent_health.model import TestResult
-from agent_health.pipeline import partition_metadata
 from agent_health.reporters.base import CallbackReporter
 from agent_health.session.rejudge import rejudge
 from agent_health.stores import ResultKey
-from agent_health_dagster.defs.partitions import multi_key, split_keys
+from agent_health_dagster.defs.partitions import multi_key, split_keys, test_id_of, test_key
 from agent_health_dagster.defs.resources import AgentHealthResource
-from agent_health_dagster.defs.suite_assets import SuiteAssets, outcome_evaluation, run_materializations
+from agent_health_dagster.defs.suite_assets import SuiteAssets, outcome_metadata
 
 
 class RejudgeConfig(Config):
@@ -52,7 +50,11 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
     def rejudge_step(context: OpExecutionContext, config: RejudgeConfig, agent_health: AgentHealthResource):
         project = agent_health.project()
         by_agent = split_keys(context.partition_keys)
-        keys = [ResultKey(agent, suite.suite, t) for agent, tests in by_agent.items() for t in tests]
+        keys = [
+            ResultKey(agent, suite.suite, test_id_of(suite.suite, t))
+            for agent, tests in by_agent.items()
+            for t in tests
+        ]
         stored = list(project.store.get_many(keys))
         missing = len(keys) - len(stored)
         if not stored:
@@ -69,7 +71,6 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
             }
         )
         out: list[TestResult] = []
-        started = time.time()
         try:
             loaded = project.load_suite(suite.suite)
             agents = ", ".join(by_agent)
@@ -97,15 +98,12 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
             f"{suite.suite}: {len(out)} result(s) re-judged"
             + (f" and stored in {run.store} (run {run.run.id})" if run and run.store else "")
         )
-        for r in out:  # the stored result changed: so did the partition of each asset the step writes
-            part = str(multi_key(r.agent, r.test_id))
-            meta = _rejudged_meta(r, run.run.id if run else None)
-            for key in suite.evaluate_keys:
-                yield AssetMaterialization(asset_key=key, partition=part, metadata=meta if key == results_key else {})
-        targets = run_materializations(context, results_key, started)  # type: ignore[arg-type]
-        for r in out:
-            part = str(multi_key(r.agent, r.test_id))
-            yield outcome_evaluation(results_key, r, targets.get(part))
+        for r in out:  # the stored result changed: so did its results partition
+            yield AssetMaterialization(
+                asset_key=results_key,
+                partition=str(multi_key(r.agent, test_key(r.test_id))),
+                metadata=_rejudged_meta(r, run.run.id if run else None),
+            )
 
     @job(
         name=f"rejudge__{names.flat}",
@@ -120,7 +118,7 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
 
 
 def _rejudged_meta(result: TestResult, run_id: str | None) -> dict[str, Any]:
-    return {**partition_metadata(result), **({"rejudge_run": run_id} if run_id else {})}
+    return {**outcome_metadata(result), **({"rejudge_run": run_id} if run_id else {})}
 
 
 def build_rejudge_jobs(suites: list[SuiteAssets]) -> list[JobDefinition]:

@@ -1,32 +1,28 @@
 """Asset factory for one suite (one eval file):
 
-    cases (per test: content hash)  ─┐
-    agents/settings (per version)   ─┴─> [evaluate: results -> metrics, insights] -> rollup (per version)
+    cases (per test: content hash)   ─┐
+    agents/settings (per version)    ─┴─> results (per version x test) ─> [metrics, insights, rollup] (per version)
 
-`evaluate` is one step (a multi-asset that cannot be subset): whatever a user selects in the UI,
-results, metrics and insights of a partition are produced together from the same in-memory
-results, and nothing reads results back from storage to derive the other two. Results are written
-through the result store (one run covers many partitions); each partition's outcome (status,
-score, duration, tokens, cost, metrics, insights, and why it did not pass) is its evaluation of the
-partitioned `test_outcome` check, so failed and errored tests show per partition at a glance."""
+`evaluate` is the one step that calls agents: it runs the engine for exactly the partitions of the
+run and writes one event per partition, the results materialization, carrying that test's outcome
+(status, score, why it did not pass, tokens, cost, duration) as metadata, so the partition a person
+clicks says what happened. `summarize` derives, per agent version and from the store's summaries,
+the metric distributions, the insight table and the rollup with its checks, in one step (a range of
+versions is one run). Why these events, measured: docs/dagster.md#events-per-partition."""
 
 import os
-import time
-import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
-    AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
-    AssetRecordsFilter,
     AssetSpec,
-    AutomationCondition,
     BackfillPolicy,
     CodeReferencesMetadataValue,
     Failure,
@@ -34,26 +30,24 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     Output,
-    asset,
     multi_asset,
 )
 
-from agent_health.analysis.compare import compare
-from agent_health.analysis.insights import rollup_recommendations
-from agent_health.analysis.rollup import rollup as build_rollup
 from agent_health.errors import AgentHealthError
 from agent_health.model import TestResult
 from agent_health.pipeline import (
+    UP_TO_DATE,
+    Gate,
     Project,
-    failure_reason,
+    SuiteVersion,
+    freshness_gate,
+    list_table,
+    out_of_date_results,
     partition_metadata,
-    percent,
-    rollup_gates,
     run_partitions,
     sig,
+    summarize_version,
 )
-from agent_health.pipeline.tables import label_table, problem_table, recommendation_table
-from agent_health.stores import ResultKey, ResultStore, ResultSummary
 from agent_health_dagster.dagster_env import DAGSTER_ENV
 from agent_health_dagster.defs.beta import beta_api
 from agent_health_dagster.defs.names import SuiteNames
@@ -65,6 +59,8 @@ from agent_health_dagster.defs.partitions import (
     multi_key,
     results_partitions,
     split_keys,
+    test_id_of,
+    test_key,
     tests_partitions,
 )
 from agent_health_dagster.defs.resources import AgentHealthResource, EvaluateConfig
@@ -72,30 +68,18 @@ from agent_health_dagster.defs.tables import table_value
 
 OWNERS = ["team:agent-health"]
 AGENT_POOL = "agent_health_agents"
-OUTCOME_CHECK = "test_outcome"
 ROLLUP_CHECKS = ("pass_rate_threshold", "errored_share_threshold", "no_regression")
+UP_TO_DATE_TEXT = (
+    "Every result this asset reads is from its test's current definition and the current agent and judge "
+    "settings. Fails (WARN) from the moment the eval-files or agent-versions sensor sees a change until the "
+    "rerun results are refreshed in (Dagster shows no stale badge on partitioned assets; this check is where "
+    "it shows)."
+)
 
 
-def clean(meta: dict[str, Any]) -> dict[str, Any]:
+def clean(meta: Mapping[str, Any]) -> dict[str, Any]:
     """Dagster metadata without None values (they have no metadata type)."""
     return {k: v for k, v in meta.items() if v is not None}
-
-
-def current_results(store: ResultStore, suite: str, agent: str, test_ids: list[str]) -> list[ResultSummary]:
-    """Summaries of the suite's current tests only (removed tests no longer count)."""
-    return list(store.get_summaries(ResultKey(agent, suite, t) for t in test_ids))
-
-
-def previous_version(agents: list[str], agent: str, configured: str | None) -> str | None:
-    """Baseline of `agent`: the configured one, else the version of the same agent registered just
-    before it (demo@v2 -> demo@v1); None for an agent's first version."""
-    if configured:
-        return configured if configured != agent else None
-    same = [a for a in agents if a.partition("@")[0] == agent.partition("@")[0]]
-    if agent not in same:
-        return None
-    i = same.index(agent)
-    return same[i - 1] if i > 0 else None
 
 
 def unknown_versions_message(project: Project, unknown: list[str]) -> str:
@@ -106,7 +90,8 @@ def unknown_versions_message(project: Project, unknown: list[str]) -> str:
         f"agent version(s) {', '.join(unknown)} are not in the agent configuration {project.config_file} "
         f"(configured: {', '.join(known) or 'none'}). The configuration is the source of truth for agent "
         f"versions: add it there, e.g. versions={{{version or 'v1'!r}: {{...}}}} on the agent {key!r}, "
-        "and the agent_versions sensor registers it; partitions added by hand are not run."
+        "and the agent_versions sensor registers it; partitions added by hand are not run and the sensor "
+        "removes them."
     )
 
 
@@ -135,12 +120,12 @@ class SuiteAssets:
     results_def: Any
     cases: AssetSpec
     evaluate: Any
-    rollup: Any
+    summarize: Any
     max_partitions_per_run: int | None = None
 
     def run_ranges(self, agents: list[str], tests: list[str]) -> list[tuple[list[str], list[str]]]:
-        """agents x tests (each contiguous in registration order) as the ranges of runs of at most
-        `max_partitions_per_run` partitions, as a backfill of them is split."""
+        """agents x tests (test partition keys, each contiguous in registration order) as the
+        ranges of runs of at most `max_partitions_per_run` partitions, as a backfill of them is split."""
         return bounded_ranges(agents, tests, self.max_partitions_per_run)
 
     @property
@@ -151,19 +136,21 @@ class SuiteAssets:
         return AssetKey([*self.names.prefix, name])
 
     @property
-    def evaluate_keys(self) -> list[AssetKey]:
-        """The (agent x test) assets the one evaluation step materializes together."""
-        return [self.key("results"), self.key("metrics"), self.key("insights")]
+    def summary_keys(self) -> list[AssetKey]:
+        """The per-version assets the summarize step materializes together."""
+        return [self.key("metrics"), self.key("insights"), self.key("rollup")]
+
+    def test_keys(self, instance: Any) -> list[str]:
+        """The suite's registered test partition keys, in registration order."""
+        return list(instance.get_dynamic_partitions(self.names.tests_partitions))
+
+    def test_ids(self, instance: Any) -> list[str]:
+        """The suite's registered tests as test ids (what the result store keys results by)."""
+        return [test_id_of(self.suite, k) for k in self.test_keys(instance)]
 
     @property
     def definitions(self) -> list[Any]:
-        return [self.cases, self.evaluate, self.rollup]
-
-
-def rollup_condition() -> AutomationCondition:
-    """A rollup partition runs once every result, metric and insight of its version is in and
-    something upstream changed; never while its inputs are still being produced."""
-    return AutomationCondition.eager()
+        return [self.cases, self.evaluate, self.summarize]
 
 
 def build_suite_assets(
@@ -189,8 +176,9 @@ def build_suite_assets(
         metadata=base_meta,
         tags={"agent_health/layer": "cases"},
         kinds={"python"},
-        description=f"Test definitions of `{source_file}`, one partition per test. The eval-files sensor "
-        "reports each test's content hash as its data version, so the results of a changed test show as stale.",
+        description=f"Test definitions of `{source_file}`, one partition per test (its name within the suite). "
+        "The eval-files sensor reports each test's content hash as its data version, so the results of a "
+        "changed test show as stale, and requests their rerun.",
     )
     results_spec = AssetSpec(
         key=key("results"),
@@ -202,40 +190,10 @@ def build_suite_assets(
         metadata=base_meta,
         deps=[key("cases"), AGENT_SETTINGS_KEY],
         description=f"One TestResult per (agent version x test) of `{source_file}`, stored by the result store. "
-        "Each partition's status, score, tokens, cost and failure are on its test_outcome check.",
+        "Each partition's materialization says how its test ended: status (passed, failed, errored), score, "
+        "why it failed or the error, tokens, cost in USD and duration.",
     )
-    metrics_spec = AssetSpec(
-        key=key("metrics"),
-        partitions_def=multi,
-        group_name=group,
-        owners=OWNERS,
-        kinds={"python"},
-        tags={"agent_health/layer": "metrics"},
-        deps=[key("results")],
-        description="Derived metrics of each result (tokens, cost, latency, LLM and tool calls, redundant calls, "
-        "tool errors, retries, steps), computed in the same step as the result.",
-    )
-    insights_spec = AssetSpec(
-        key=key("insights"),
-        partitions_def=multi,
-        group_name=group,
-        owners=OWNERS,
-        kinds={"python"},
-        tags={"agent_health/layer": "insights"},
-        deps=[key("results")],
-        description="Diagnoses of each result with evidence and a recommendation, computed in the same step.",
-    )
-    with beta_api(
-        "partitioned checks keep each test's outcome on its own partition (PreviewWarning); a backfill policy "
-        "is how many partitions run in one run (BetaWarning)"
-    ):
-        outcome_spec = AssetCheckSpec(
-            OUTCOME_CHECK,
-            asset=key("results"),
-            partitions_def=multi,
-            description="Per partition: passed when the test passed; failed (WARN) when it failed, failed (ERROR) "
-            "when it errored. Metadata: status, score, duration, tokens, cost, metrics, insights, failure/error.",
-        )
+    with beta_api("a backfill policy is how many partitions run in one run (BetaWarning)"):
         policy = (
             BackfillPolicy.single_run()
             if not max_partitions_per_run
@@ -244,23 +202,24 @@ def build_suite_assets(
 
         @multi_asset(
             name=names.step,
-            specs=[results_spec, metrics_spec, insights_spec],
-            check_specs=[outcome_spec],
+            specs=[results_spec],
             partitions_def=multi,
             can_subset=False,
             backfill_policy=policy,
             pool=AGENT_POOL,
             description=f"Evaluate `{source_file}`: run the engine for exactly the partitions of the run, "
-            "concurrently under one limit, store each result as it finishes, and derive metrics and insights.",
+            "concurrently under one limit, and store each result as it finishes.",
         )
         def evaluate(context: AssetExecutionContext, config: EvaluateConfig, agent_health: AgentHealthResource):
             project = agent_health.project()
-            by_agent = split_keys(context.partition_keys)
+            by_agent = {
+                agent: [test_id_of(suite, k) for k in keys]
+                for agent, keys in split_keys(context.partition_keys).items()
+            }
             known = set(project.config.agent_refs())
             unknown = [a for a in by_agent if a not in known]
             if unknown:
                 raise Failure(unknown_versions_message(project, unknown))
-            started = time.time()
             try:
                 out = run_partitions(project, suite, by_agent, agent_health.run_settings(config), None)
             except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
@@ -268,93 +227,108 @@ def build_suite_assets(
             counts = {s: sum(r.status == s for r in out) for s in ("passed", "failed", "errored")}
             context.log.info(f"{suite}: {len(out)} results stored in {project.store.location}: {counts}")
             context.log.info(worker_settings_message())
-            # Metadata here is shared by every partition of the run; per-partition facts are on the
-            # partition's test_outcome evaluation (one event per partition, no O(N^2) bookkeeping).
-            yield MaterializeResult(asset_key=key("results"))
-            yield MaterializeResult(asset_key=key("metrics"))
-            yield MaterializeResult(asset_key=key("insights"))
-            # Each evaluation targets its partition's new materialization, so the UI shows it current.
-            targets = run_materializations(context, key("results"), started)
+            results_key = key("results")
             for r in out:
-                part = str(multi_key(r.agent, r.test_id))
-                yield outcome_evaluation(key("results"), r, targets.get(part))
-            # The check's output: its per-partition evaluations were logged above.
-            yield Output(None, output_name=outcome_spec.get_python_identifier())
+                context.add_asset_metadata(
+                    outcome_metadata(r),
+                    asset_key=results_key,
+                    partition_key=str(multi_key(r.agent, test_key(r.test_id))),
+                )
+            yield MaterializeResult(asset_key=results_key)
 
+    summary_specs = [
+        AssetSpec(
+            key=key("metrics"),
+            partitions_def=agent_versions,
+            group_name=group,
+            owners=OWNERS,
+            kinds={"python", "table"},
+            tags={"agent_health/layer": "metrics"},
+            deps=[key("results")],
+            description=f"Per agent version, the derived metrics of `{source_file}` over its current tests: "
+            "tokens, cost, latency, LLM and tool calls, redundant calls, tool errors, retries and steps (total, "
+            "mean, p50, p95, max). Each test's own metrics are on its stored result.",
+        ),
+        AssetSpec(
+            key=key("insights"),
+            partitions_def=agent_versions,
+            group_name=group,
+            owners=OWNERS,
+            kinds={"python", "table"},
+            tags={"agent_health/layer": "insights"},
+            deps=[key("results")],
+            description=f"Per agent version, the insights of `{source_file}` grouped into recommendations, most "
+            "widespread first. Each test's own insights, with their evidence, are on its stored result.",
+        ),
+        AssetSpec(
+            key=key("rollup"),
+            partitions_def=agent_versions,
+            group_name=group,
+            owners=OWNERS,
+            kinds={"python", "table"},
+            tags={"agent_health/layer": "rollup"},
+            deps=[key("results")],
+            description=f"Suite rollup of `{source_file}` per agent version: pass rate (errored excluded and "
+            "counted), mean score, pass@k, tokens, cost, latency p50/p95, per-label table, failed and errored "
+            "tests; checks on this version's partition.",
+        ),
+    ]
     with beta_api("checks that belong to a version's partition keep a regression visible (PreviewWarning)"):
         rollup_checks = [
             AssetCheckSpec(name, asset=key("rollup"), partitions_def=agent_versions, description=text)
             for name, text in zip(
                 ROLLUP_CHECKS,
                 (
-                    "Pass rate at least the suite's threshold.",
+                    "Pass rate at least the suite's threshold, with a stored result for every current test.",
                     "Errored share at most the threshold.",
                     "No test that passed on the baseline version (configured, else the previous one) fails on "
                     "this one.",
                 ),
             )
         ]
+        # Of the whole asset (every configured version), not per partition: the sensors report it the
+        # moment they see a change, and Dagster stores one runless evaluation per check and partition.
+        rollup_checks.append(AssetCheckSpec(UP_TO_DATE, asset=key("rollup"), description=UP_TO_DATE_TEXT))
 
-        @asset(
-            key=key("rollup"),
-            tags={"agent_health/layer": "rollup"},
-            partitions_def=agent_versions,
-            group_name=group,
-            owners=OWNERS,
-            kinds={"python", "table"},
-            deps=[key("metrics"), key("insights")],
-            backfill_policy=BackfillPolicy.multi_run(1),
-            automation_condition=rollup_condition(),
+        @multi_asset(
+            name=f"{names.flat}__summarize",
+            specs=summary_specs,
             check_specs=rollup_checks,
-            description=f"Suite rollup of `{source_file}` per agent version: pass rate (errored excluded and "
-            "counted), mean score, pass@k, tokens, cost, latency p50/p95, per-label table, failed and errored "
-            "tests, recommendations; checks on this version's partition.",
+            partitions_def=agent_versions,
+            can_subset=False,
+            backfill_policy=BackfillPolicy.single_run(),
+            description=f"Summarize `{source_file}` per agent version of the run, from the stored summaries: "
+            "metrics, insights and the rollup with its checks.",
         )
-        def rollup(context: AssetExecutionContext, agent_health: AgentHealthResource) -> MaterializeResult:
-            agent = context.partition_key
-            store = agent_health.project().store
-            tests = list(context.instance.get_dynamic_partitions(names.tests_partitions))
-            results = current_results(store, suite, agent, tests)
-            have = {r.test_id for r in results}
-            missing = [t for t in tests if t not in have]
-            if missing:
-                raise Failure(
-                    f"{suite} @ {agent}: no stored result for {len(missing)} of {len(tests)} test(s): "
-                    + ", ".join(missing[:10])
-                    + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-                    + f"; materialize {'/'.join(prefix)}/results for them first (e.g. a backfill for {agent})",
-                    metadata={"missing": MetadataValue.json(missing[:500]), "missing_results": len(missing)},
+        def summarize(context: AssetExecutionContext, agent_health: AgentHealthResource):
+            project = agent_health.project()
+            tests = [test_id_of(suite, k) for k in context.instance.get_dynamic_partitions(names.tests_partitions)]
+            registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
+            configured = project.config.agent_refs()
+            current = project.current_state([suite], configured)
+            stale: dict[str, list[str]] = {}
+            for agent in context.partition_keys:
+                sv = summarize_version(
+                    project.store,
+                    suite,
+                    agent,
+                    tests,
+                    registered,
+                    agent_health.thresholds(),
+                    agent_health.baseline,
+                    current,
                 )
-            ru = build_rollup(results, suite, agent, rollup_recommendations(results))
-            agents = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
-            baseline = previous_version(agents, agent, agent_health.baseline)
-            comparison = None
-            if baseline:
-                base = current_results(store, suite, baseline, tests)
-                comparison = compare(base, results, baseline, agent) if base else None
-            gates = rollup_gates(ru, agent_health.thresholds(), comparison)
-            failed = [ResultKey(agent, suite, t) for t in ru.failing[:200]]
-            failures = {r.test_id: failure_reason(r) for r in store.get_many(failed)}
-            meta: dict[str, Any] = {
-                **rollup_numbers(ru),
-                "baseline": baseline or "none",
-                "labels": table_value(label_table(ru)),
-                "failed_and_errored": table_value(problem_table(ru, failures)),
-                "recommendations": table_value(recommendation_table(ru.recommendations[:50])),
-            }
-            return MaterializeResult(
-                metadata=clean(meta),
-                check_results=[
-                    AssetCheckResult(
-                        check_name=g.name,
-                        passed=g.passed,
-                        description=g.description,
-                        severity=AssetCheckSeverity.ERROR,
-                        metadata={k: _meta_value(v) for k, v in g.metadata.items() if v is not None},
-                    )
-                    for g in gates
-                ],
-            )
+                for asset_key, meta in summary_metadata(sv, key).items():
+                    context.add_asset_metadata(meta, asset_key=asset_key, partition_key=agent)
+                yield from gate_evaluations(key("rollup"), agent, sv.gates)
+                stale |= {f"{agent}: {t}": why for t, why in sv.stale.items() if agent in configured}
+            others = [a for a in configured if a not in context.partition_keys]
+            stale |= out_of_date_results(project.store, {suite: tests}, current, others)
+            yield from gate_evaluations(key("rollup"), None, [freshness_gate(suite, stale)])
+            for spec in summary_specs:
+                yield MaterializeResult(asset_key=spec.key)
+            for check in rollup_checks:  # the evaluations, each on its version's partition, were logged above
+                yield Output(None, output_name=check.get_python_identifier())
 
     return SuiteAssets(
         names=names,
@@ -363,7 +337,7 @@ def build_suite_assets(
         results_def=multi,
         cases=cases,
         evaluate=evaluate,
-        rollup=rollup,
+        summarize=summarize,
         max_partitions_per_run=max_partitions_per_run or None,
     )
 
@@ -375,70 +349,53 @@ def worker_settings_message() -> str:
     return f"Dagster event-log settings of this run worker: {found}"
 
 
-def outcome_evaluation(results_key: AssetKey, r: TestResult, target: Any = None) -> AssetCheckEvaluation:
-    """One partition's test_outcome: failed tests WARN, errored ones (infrastructure) ERROR;
-    `target` is the materialization it evaluates."""
+def outcome_metadata(r: TestResult) -> dict[str, Any]:
+    """A results partition's metadata: how its test ended, first (status, then why), then the figures."""
     meta = partition_metadata(r)
-    why = meta.get("failure") or meta.get("error")
-    return AssetCheckEvaluation(
-        asset_key=results_key,
-        check_name=OUTCOME_CHECK,
-        passed=r.status == "passed",
-        partition=str(multi_key(r.agent, r.test_id)),
-        metadata=meta,
-        severity=AssetCheckSeverity.ERROR if r.status == "errored" else AssetCheckSeverity.WARN,
-        description=f"{r.status}: {why}"[:300] if why else r.status,
-        target_materialization_data=target,
-    )
+    why = meta.pop("failure", None) or meta.pop("error", None)
+    head: dict[str, Any] = {"status": meta.pop("status")}
+    if why:
+        head["failure" if r.status == "failed" else "error"] = MetadataValue.text(why)
+    return {**head, **meta}
 
 
-def run_materializations(context: AssetExecutionContext, asset_key: AssetKey, since: float) -> dict[str, Any]:
-    """partition -> the target (storage id, run, time) of this run's materialization of it; one
-    query per 10,000 partitions."""
-    out: dict[str, Any] = {}
-    cursor = None
-    records_filter = AssetRecordsFilter(asset_key=asset_key, after_timestamp=since - 1)
-    while True:
-        page = context.instance.fetch_materializations(records_filter, limit=10_000, cursor=cursor)
-        for record in page.records:
-            if record.run_id == context.run.run_id and record.partition_key and record.partition_key not in out:
-                out[record.partition_key] = _TARGET(
-                    storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
-                )
-        if not page.has_more:
-            return out
-        cursor = page.cursor
+def summary_metadata(sv: SuiteVersion, key: Any) -> dict[AssetKey, dict[str, Any]]:
+    """Metadata of one version's metrics, insights and rollup partitions."""
+    rollup_meta: dict[str, Any] = {
+        **sv.rollup_numbers(),
+        "baseline": sv.baseline or "none",
+        **{name: table_value(t) for name, t in sv.tables().items()},
+    }
+    return {
+        key("metrics"): clean({**sv.metric_numbers(), "tests": sv.tests, "metrics": table_value(sv.metrics_table())}),
+        key("insights"): {
+            "recommendations": table_value(sv.insights_table()),
+            "rules": len(sv.rollup.recommendations),
+        },
+        key("rollup"): clean(rollup_meta),
+    }
 
 
-# The type of AssetCheckEvaluation's public `target_materialization_data` argument; Dagster does not
-# export it by name, so it is taken from that argument's annotation.
-_TARGET = typing.get_args(typing.get_type_hints(AssetCheckEvaluation.__new__)["target_materialization_data"])[0]
+def gate_evaluations(asset_key: AssetKey, partition: str | None, gates: list[Gate]) -> Iterator[AssetCheckEvaluation]:
+    """Each gate as its check's evaluation on the version's partition, however the run was launched
+    (one version, a range of versions, a backfill, a sensor). A gate fails as ERROR, the
+    up_to_date check as WARN (out-of-date results are on their way to be rerun)."""
+    for g in gates:
+        yield AssetCheckEvaluation(
+            asset_key=asset_key,
+            check_name=g.name,
+            passed=g.passed,
+            partition=partition,
+            description=g.description[:1000],
+            severity=AssetCheckSeverity.WARN if g.name == UP_TO_DATE else AssetCheckSeverity.ERROR,
+            metadata=clean({k: _meta_value(k, v) for k, v in g.metadata.items()}),
+        )
 
 
-def rollup_numbers(ru: Any) -> dict[str, Any]:
-    """The rollup's figures as plottable numbers with readable precision."""
-    return clean(
-        {
-            "total": ru.total,
-            "passed": ru.passed,
-            "failed": ru.failed,
-            "errored": ru.errored,
-            "pass_rate_pct": percent(ru.pass_rate),
-            "errored_pct": percent(ru.errored_share),
-            "mean_score": sig(ru.mean_score),
-            "pass_at_k": sig(ru.pass_at_k),
-            "total_tokens": ru.total_tokens,
-            "cost_usd": sig(ru.cost_usd),
-            "latency_p50_ms": None if ru.latency_p50_ms is None else round(ru.latency_p50_ms, 1),
-            "latency_p95_ms": None if ru.latency_p95_ms is None else round(ru.latency_p95_ms, 1),
-            "missing_results": 0,
-        }
-    )
-
-
-def _meta_value(value: Any) -> Any:
-    if isinstance(value, (list, dict)):
-        return MetadataValue.json(value)
+def _meta_value(name: str, value: Any) -> Any:
+    """Lists as one-column tables (not JSON blobs), floats rounded, rates in percent."""
+    if isinstance(value, list):
+        return table_value(list_table("test_id", [str(v) for v in value], name)) if value else None
     if isinstance(value, float):
         return sig(value)
     return value

@@ -8,7 +8,9 @@ from agent_health.pipeline import Table
 
 
 def table_value(table: Table) -> TableMetadataValue:
-    """A TableMetadataValue with the column schema; None cells are left out of their record."""
+    """A TableMetadataValue with the column schema. Every record has every column, a missing value
+    as an empty (null) cell: Dagster requires all records of a table to have the same fields."""
     schema = TableSchema(columns=[TableColumn(c.name, c.type, description=c.description) for c in table.columns])
-    records = [TableRecord({k: v for k, v in row.items() if v is not None}) for row in table.rows]
+    names = [c.name for c in table.columns]
+    records = [TableRecord({name: row.get(name) for name in names}) for row in table.rows]
     return MetadataValue.table(records=records, schema=schema)

@@ -77,13 +77,13 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
 
     first, ctx = run_sensor(pipeline, instance, "eval_files_sensor")
     assert adds(first, "tests__rca__payments") == [
-        "rca/payments::payment-rca-finds-the-database",
-        "rca/payments::checkout-latency",
+        "payment-rca-finds-the-database",
+        "checkout-latency",
     ]
     assert (
         "evaluate__rca__payments",
-        "demo@v1|rca/payments::payment-rca-finds-the-database",
-        "demo@v2|rca/payments::checkout-latency",
+        "demo@v1|payment-rca-finds-the-database",
+        "demo@v2|checkout-latency",
     ) in ranges(first)  # new tests run without a click
     assert len(first.run_requests) == 3  # one run per suite
     # new tests need no event (their results are missing); only each cases asset's first test is
@@ -106,24 +106,21 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
     )
     second, _ = run_sensor(pipeline, instance, "eval_files_sensor", first.cursor)
     assert ranges(second) == {
-        ("evaluate__rca__payments", "demo@v1|rca/payments::checkout-latency", "demo@v2|rca/payments::checkout-latency"),
-        ("evaluate__smoke_checks", "demo@v1|smoke-checks::new-check", "demo@v2|smoke-checks::new-check"),
+        ("evaluate__rca__payments", "demo@v1|checkout-latency", "demo@v2|checkout-latency"),
+        ("evaluate__smoke_checks", "demo@v1|new-check", "demo@v2|new-check"),
     }
-    assert adds(second, "tests__smoke_checks") == ["smoke-checks::new-check"]
-    assert deletes(second, "tests__smoke_checks") == ["smoke-checks::always-fails"]
+    assert adds(second, "tests__smoke_checks") == ["new-check"]
+    assert deletes(second, "tests__smoke_checks") == ["always-fails"]
     assert list(instance.get_dynamic_partitions("tests__smoke_checks")) == [
-        "smoke-checks::pure-data-check",
-        "smoke-checks::new-check",
+        "pure-data-check",
+        "new-check",
     ]
     # exactly the changed test is reported, with its new hash
     rca_events = [e for e in second.asset_events if e.asset_key == AssetKey(["rca", "payments", "cases"])]
-    assert [e.partition for e in rca_events] == ["rca/payments::checkout-latency"]
+    assert [e.partition for e in rca_events] == ["checkout-latency"]
     changed = case_versions(instance, AssetKey(["rca", "payments", "cases"]))
-    assert changed["rca/payments::checkout-latency"] != versions["rca/payments::checkout-latency"]
-    assert (
-        changed["rca/payments::checkout-latency"]
-        == json.loads(second.cursor)["rca/payments"]["rca/payments::checkout-latency"]
-    )
+    assert changed["checkout-latency"] != versions["rca/payments::checkout-latency"]
+    assert changed["checkout-latency"] == json.loads(second.cursor)["rca/payments"]["rca/payments::checkout-latency"]
     # a lost cursor (a new sensor, the headless job) compares with what the instance was told
     again, _ = run_sensor(pipeline, instance, "eval_files_sensor", None)
     assert not [e for e in again.asset_events if e.asset_key == AssetKey(["rca", "payments", "cases"])]
@@ -144,9 +141,9 @@ def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, pr
     )
     grown, _ = run_sensor(make_pipeline(), instance, "agent_versions_sensor")
     assert adds(grown, "agent_versions") == ["bot@a"]
-    assert ("evaluate__smoke_checks", "bot@a|smoke-checks::pure-data-check", "bot@a|smoke-checks::new-check") in ranges(
-        grown
-    ) and len(grown.run_requests) == 3
+    assert ("evaluate__smoke_checks", "bot@a|pure-data-check", "bot@a|new-check") in ranges(grown) and len(
+        grown.run_requests
+    ) == 3
     (project_dir / "agent_health_config.py").write_text(
         "from agent_health import define_config\nconfig = define_config()\n"
     )
@@ -173,8 +170,8 @@ def test_nightly_schedule_requests_every_suite_for_current_versions(make_pipelin
     ) as context:
         [request] = schedule(context)
     assert request.job_name == "evaluate__rca__payments"
-    assert request.tags[ASSET_PARTITION_RANGE_START_TAG] == "demo@v1|rca/payments::payment-rca-finds-the-database"
-    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2|rca/payments::checkout-latency"
+    assert request.tags[ASSET_PARTITION_RANGE_START_TAG] == "demo@v1|payment-rca-finds-the-database"
+    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2|checkout-latency"
     # the requested range is exactly every (agent x test) partition, run as one run
     result = pipeline.defs.resolve_job_def(request.job_name).execute_in_process(
         instance=instance, tags=request.tags, run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -187,3 +184,109 @@ def test_schedule_cron_is_configurable(make_pipeline, monkeypatch):
     monkeypatch.setenv("AGENT_HEALTH_SCHEDULE_CRON", "*/30 * * * *")
     repo = make_pipeline().defs.get_repository_def()
     assert repo.get_schedule_def("nightly__cases").cron_schedule == "*/30 * * * *"
+
+
+def test_test_partitions_registered_with_their_suite_prefix_move_to_short_keys(make_pipeline, instance):
+    """Instances registered before keys dropped the redundant `suite::` prefix move to the short
+    keys without rerunning anything (the stored results keep their test ids)."""
+    pipeline = make_pipeline()
+    run_sensor(pipeline, instance, "agent_versions_sensor")
+    legacy = ["rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"]
+    instance.add_dynamic_partitions("tests__rca__payments", legacy)
+    moved, _ = run_sensor(pipeline, instance, "eval_files_sensor")
+    assert sorted(deletes(moved, "tests__rca__payments")) == sorted(legacy)
+    assert list(instance.get_dynamic_partitions("tests__rca__payments")) == [
+        "payment-rca-finds-the-database",
+        "checkout-latency",
+    ]
+    assert not [r for r in moved.run_requests if r.job_name == "evaluate__rca__payments"]  # nothing rerun
+
+
+def test_a_version_added_by_hand_is_removed_and_a_retired_one_kept(make_pipeline, instance, project_dir):
+    pipeline = make_pipeline()
+    run_sensor(pipeline, instance, "agent_versions_sensor")
+    instance.add_dynamic_partitions("agent_versions", ["demo@v9"])  # the launch dialog's "Add partition"
+    cleaned, _ = run_sensor(pipeline, instance, "agent_versions_sensor")  # a fresh cursor: the worst case
+    assert deletes(cleaned, "agent_versions") == ["demo@v9"]
+    assert list(instance.get_dynamic_partitions("agent_versions")) == ["demo@v1", "demo@v2"]
+    # a version that the configuration had once is retired, never removed
+    (project_dir / "agent_health_config.py").write_text(
+        "from agent_health import AgentSpec, define_config\n"
+        "config = define_config(agents=[AgentSpec(key='demo', connector='demo', versions={'v2': {}})])\n"
+    )
+    retired, _ = run_sensor(make_pipeline(), instance, "agent_versions_sensor")
+    assert deletes(retired, "agent_versions") == []
+    assert "demo@v1" in instance.get_dynamic_partitions("agent_versions")
+
+
+def test_refresh_waits_for_every_evaluation_of_a_version_then_runs_once(make_pipeline, instance):
+    """Evaluation runs of several suites for the same versions (one eval-file edit fans out into
+    several) give one refresh run, requested once none of them is still queued or running."""
+    import time
+
+    from dagster import DagsterRunStatus
+
+    from agent_health_dagster.defs.automation import plan_refresh
+    from agent_health_dagster.defs.partitions import range_tags
+
+    pipeline = make_pipeline()
+    run_sensor(pipeline, instance, "agent_versions_sensor")
+    run_sensor(pipeline, instance, "eval_files_sensor")
+    quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+    def evaluate(suite):
+        s = next(x for x in pipeline.suites if x.suite == suite)
+        tags = range_tags(["demo@v1", "demo@v2"], s.test_keys(instance))
+        return pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
+            instance=instance, tags=tags, run_config=quiet
+        )
+
+    cursor: dict = {"since": time.time() - 1}
+    evaluate("rca/payments")
+    # another evaluation of one of the same versions is still queued: nothing yet
+    cases = next(x for x in pipeline.suites if x.suite == "cases")
+    queued = instance.create_run_for_job(
+        pipeline.defs.resolve_job_def(cases.names.job), tags=range_tags(["demo@v2"], cases.test_keys(instance))
+    )
+    requests, cursor = plan_refresh(instance, cursor, time.time())
+    assert requests == [] and cursor["pending"] == ["demo@v1", "demo@v2"]
+    instance.delete_run(queued.run_id)  # it will not run after all
+    evaluate("cases")
+    evaluate("smoke-checks")
+    requests, cursor = plan_refresh(instance, cursor, time.time())
+    [request] = requests  # one run for both versions and every suite that changed
+    assert request.job_name == "refresh" and request.tags[ASSET_PARTITION_RANGE_START_TAG] == "demo@v1"
+    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2" and cursor["pending"] == []
+    # nothing new: nothing requested, and the runs already counted are not counted again
+    again, cursor = plan_refresh(instance, cursor, time.time())
+    assert again == []
+    run = pipeline.defs.resolve_job_def("refresh").execute_in_process(
+        instance=instance, tags=request.tags, run_config=quiet
+    )
+    assert run.success
+    assert plan_refresh(instance, cursor, time.time())[0] == []  # a refresh run does not trigger one
+    assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.SUCCESS
+
+
+def test_a_backfill_of_results_counts_as_an_evaluation_for_the_refresh(make_pipeline, instance):
+    """A backfill or the UI's Materialize of results runs the implicit asset job, not evaluate__*:
+    the refresh follows it all the same."""
+    import time
+
+    from agent_health_dagster.defs.automation import plan_refresh
+    from agent_health_dagster.defs.partitions import range_tags
+
+    pipeline = make_pipeline()
+    run_sensor(pipeline, instance, "agent_versions_sensor")
+    run_sensor(pipeline, instance, "eval_files_sensor")
+    s = next(x for x in pipeline.suites if x.suite == "cases")
+    job = pipeline.defs.get_implicit_global_asset_job_def().get_subset(asset_selection={s.key("results")})
+    cursor: dict = {"since": time.time() - 1}
+    run = job.execute_in_process(
+        instance=instance,
+        tags=range_tags(["demo@v1", "demo@v2"], s.test_keys(instance)),
+        run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
+    )
+    assert run.success and instance.get_run_by_id(run.run_id).job_name == "__ASSET_JOB"
+    [request], _ = plan_refresh(instance, cursor, time.time())
+    assert request.job_name == "refresh" and request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2"

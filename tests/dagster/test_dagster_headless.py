@@ -16,9 +16,14 @@ def test_headless_runs_everything_and_says_how_to_open_the_ui(project_dir, tmp_p
     monkeypatch.setenv("AGENT_HEALTH_CONFIG", str(project_dir / "agent_health_config.py"))
     home = tmp_path / "home"
     monkeypatch.setenv("DAGSTER_HOME", str(home))  # restored afterwards; main() points it at --dagster-home
-    assert main(["--dagster-home", str(home)]) == 0
-    out = capsys.readouterr().out
-    assert "3 suite(s)" in out and "rca/payments: 2 test(s) x 2 version(s)" in out
+    assert main(["--dagster-home", str(home)]) == 1  # demo@v1 misses the cases suite's pass rate
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "3 suite(s)" in out and "rca/payments: evaluating 2 test(s) x 2 version(s)" in out
+    # the checks are said, the failed one with why, and the exit code says so too
+    assert re.search(r"Checks: \d+ passed, 1 failed", out)
+    assert "FAILED pass_rate_threshold on cases/rollup @ demo@v1: pass rate 0.0% (threshold 50.0%)" in out
+    assert "1 asset check(s) failed (exit 1)" in captured.err
     assert "Leaderboard" in out and re.search(r"demo@v2 +current +\* +60\.0 ", out)
     assert "Comparison (demo@v2 against its baseline)" in out
     assert re.search(r"cases::queue-backlog +fixed +failed +passed", out)
@@ -28,8 +33,8 @@ def test_headless_runs_everything_and_says_how_to_open_the_ui(project_dir, tmp_p
         assert {r.partition_key for r in rollup} == {"demo@v1", "demo@v2"}
         comparison = instance.fetch_materializations(AssetKey(["benchmark", "comparison"]), limit=10).records
         assert {r.partition_key for r in comparison} == {"demo@v1", "demo@v2"}
-        # one run per suite, per version its rollups and its comparison, one leaderboard
-        assert len(instance.get_runs()) == 3 + 2 * 2 + 1
+        # one run per suite, then one refresh run for both versions
+        assert len(instance.get_runs()) == 3 + 1
     assert "run_monitoring" in (home / "dagster.yaml").read_text()
 
 
@@ -38,3 +43,14 @@ def test_headless_rejects_unknown_agent_versions(project_dir, tmp_path, monkeypa
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert main(["--dagster-home", str(tmp_path / "home"), "--agents", "demo@v1,demo@v9"]) == 2
     assert "unknown agent version(s) demo@v9; configured: demo@v1, demo@v2" in capsys.readouterr().err
+
+
+def test_headless_tables_never_wrap(project_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AGENT_HEALTH_CONFIG", str(project_dir / "agent_health_config.py"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "80")
+    main(["--dagster-home", str(tmp_path / "home")])
+    out = capsys.readouterr().out
+    tables = out.split("Leaderboard", 1)[1].split("Checks:", 1)[0]
+    assert max(len(line) for line in tables.splitlines()) <= 80, tables
+    assert "not shown at 80 columns" in tables  # what was left out is said

@@ -2,11 +2,18 @@
 ports), started once for this module the documented way (`scripts/dev.sh`):
 
 - a backfill launched through the webserver's GraphQL API (what the UI's Launch backfill sends)
-  materializes results, metrics and insights, and declarative automation then brings every rollup,
-  the comparisons and the leaderboard up to date, with no other click (the time from launch to
-  a fresh leaderboard is printed);
-- failed and errored tests are visible per partition: the GraphQL API returns the partition
-  statuses of the results' test_outcome check;
+  materializes the results, and the refresh sensor then brings every rollup, the comparisons and
+  the leaderboard up to date, with no other click (the time from launch to a fresh leaderboard is
+  printed);
+- each results partition a person clicks says how its test ended (status, why, tokens, cost), read
+  through the GraphQL API the UI reads;
+- rollup checks name their agent version however the run was launched (the UI's Materialize, a
+  backfill, the refresh sensor, the headless job);
+- one edit to an eval file: the results show stale, the rollup, comparison and leaderboard say they
+  are out of date until the rerun, then are fresh, after exactly one downstream run;
+- a new agent version in the configuration ends fully materialized with no click, even when the
+  code server stalls past its timeout as the runs are launched; a version added by hand in the
+  launch dialog is gone after the sensor's next tick;
 - the `dagster dev` log carries no BetaWarning, PreviewWarning or DeprecationWarning from this
   code location;
 - a run whose process is killed with SIGKILL does not stay STARTED: the daemon's run monitoring,
@@ -47,6 +54,8 @@ import os, time
 from pathlib import Path
 
 def run(request):
+    if "wait for it" not in str(request):  # only the slow suite's test waits
+        return {"output": "the payment-service cannot reach db-primary", "tool_calls": []}
     Path(os.environ["AH_PID_FILE"]).write_text(str(os.getpid()))
     time.sleep(300)
     return {"answer": "never"}
@@ -66,6 +75,10 @@ from agent_health import test
 async def waits(agent):
     await agent.run()
 """
+
+
+GRPC_TIMEOUT_S = 15
+EXPECTED_ENV = {**DAGSTER_ENV, "DAGSTER_GRPC_TIMEOUT_SECONDS": str(GRPC_TIMEOUT_S)}
 
 
 def graphql(port: int, query: str, variables: dict | None = None) -> dict:
@@ -107,7 +120,10 @@ def live(tmp_path_factory):
     home.mkdir()
     from agent_health_dagster.headless import instance_yaml
 
-    (home / "dagster.yaml").write_text(instance_yaml({"poll_interval_seconds": 1}))
+    # retry a dequeue that could not reach the code server after 5 s, not 30 (the stall test)
+    (home / "dagster.yaml").write_text(
+        instance_yaml({"poll_interval_seconds": 1}, run_queue={"user_code_failure_retry_delay": 5})
+    )
     env = {
         # the Dagster settings must come from scripts/dev.sh, not from the test's environment
         **{k: v for k, v in os.environ.items() if k not in DAGSTER_ENV},
@@ -116,6 +132,8 @@ def live(tmp_path_factory):
         "AGENT_HEALTH_SENSOR_INTERVAL_S": "2",
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(root)]),
         "PYTHONWARNINGS": "default",  # show every warning, so the log test sees them
+        # a stalled code server is given up after 15 s here (180 s in deploy/dagster.env)
+        "DAGSTER_GRPC_TIMEOUT_SECONDS": str(GRPC_TIMEOUT_S),
     }
     # the partitions, as the sensors register them (so the sensors have nothing to request)
     from dagster import DagsterInstance
@@ -193,7 +211,7 @@ def test_webserver_serves_asset_graph_and_partitions(live):
     keys = {d["name"]: d["partitionKeys"] for d in data["assetNodeOrError"]["partitionKeysByDimension"]}
     assert keys == {
         "agent": ["demo@v1", "demo@v2", "slow@v1"],
-        "test": ["rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"],
+        "test": ["payment-rca-finds-the-database", "checkout-latency"],
     }
 
 
@@ -208,31 +226,32 @@ mutation($params: LaunchBackfillParams!) {
   }
 }"""
 
-CHECK_STATUS = """
-query($key: AssetKeyInput!) {
+PARTITION_OUTCOMES = """
+query($key: AssetKeyInput!, $partitions: [String!]) {
   assetNodeOrError(assetKey: $key) {
     ... on AssetNode {
-      assetChecksOrError {
-        ... on AssetChecks {
-          checks {
-            name
-            partitionStatuses {
-              __typename
-              ... on AssetCheckMultiPartitionStatuses {
-                ranges {
-                  primaryDimStartKey primaryDimEndKey
-                  secondaryDim {
-                    ... on AssetCheckDefaultPartitionStatuses { succeededPartitions failedPartitions }
-                  }
-                }
-              }
-            }
-          }
+      assetMaterializations(partitions: $partitions) {
+        partition
+        metadataEntries {
+          label
+          ... on TextMetadataEntry { text }
+          ... on FloatMetadataEntry { floatValue }
+          ... on IntMetadataEntry { intValue }
         }
       }
     }
   }
 }"""
+
+
+def partition_outcome(port: int, key: list[str], partition: str) -> dict:
+    """The latest materialization of one partition as the UI's partition panel reads it."""
+    data = graphql(port, PARTITION_OUTCOMES, {"key": {"path": key}, "partitions": [partition]})
+    [latest, *_] = data["assetNodeOrError"]["assetMaterializations"]
+    out = {}
+    for e in latest["metadataEntries"]:
+        out[e["label"]] = e.get("text", e.get("floatValue", e.get("intValue")))
+    return out
 
 
 def latest_after(instance, key, since: float, partition: str | None = None):
@@ -242,7 +261,7 @@ def latest_after(instance, key, since: float, partition: str | None = None):
     return any(r.timestamp >= since and (partition is None or r.partition_key == partition) for r in records)
 
 
-def test_backfill_through_graphql_then_automation_makes_rollups_and_leaderboard_fresh(live):
+def test_backfill_through_graphql_then_the_refresh_makes_rollups_and_leaderboard_fresh(live):
     from dagster import DagsterInstance
 
     pipeline = live["pipeline"]
@@ -251,9 +270,9 @@ def test_backfill_through_graphql_then_automation_makes_rollups_and_leaderboard_
     with DagsterInstance.from_config(str(live["home"])) as instance:
         launched = time.time()
         for s in suites:
-            tests = list(instance.get_dynamic_partitions(s.names.tests_partitions))
+            tests = s.test_keys(instance)
             params = {
-                "assetSelection": [{"path": k.path} for k in s.evaluate_keys],
+                "assetSelection": [{"path": s.key("results").path}],
                 "partitionNames": [f"{a}|{t}" for a in agents for t in tests],
                 "fromFailure": False,
             }
@@ -284,37 +303,24 @@ def test_backfill_through_graphql_then_automation_makes_rollups_and_leaderboard_
             live["log"],
         )
         # The daemon created the backfill's runs with scripts/dev.sh's settings: one planned event
-        # per asset and run (not per partition), and each run worker wrote its events with them.
-        evaluated = {k for s in suites for k in s.evaluate_keys}
+        # per run (not per partition), and each run worker wrote its events with them.
+        results = {s.key("results") for s in suites}
         backfill_runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill")]
         planned = {r.run_id: planned_events(instance, r.run_id) for r in backfill_runs}
-        evaluations = [r for r in backfill_runs if {k for k, _, _ in planned[r.run_id]} & evaluated]
-        # (how many runs a backfill makes is the daemon's business; every step is covered)
-        assert {k for r in evaluations for k, _, _ in planned[r.run_id]} == evaluated
+        evaluations = [r for r in backfill_runs if {k for k, _, _ in planned[r.run_id]} & results]
+        assert {k for r in evaluations for k, _, _ in planned[r.run_id]} == results
         for run in evaluations:
-            assert len(planned[run.run_id]) == 3, planned[run.run_id]
+            assert len(planned[run.run_id]) == 1, planned[run.run_id]
             assert all(p is None and n >= 1 for _, p, n in planned[run.run_id]), planned[run.run_id]
             [line] = worker_settings(instance, run.run_id)
-            assert all(f"{k}={v}" in line for k, v in DAGSTER_ENV.items()), line
+            assert all(f"{k}={v}" in line for k, v in EXPECTED_ENV.items()), line
 
-    # failed and errored tests at a glance: the per-partition statuses of the test_outcome check
-    data = graphql(live["port"], CHECK_STATUS, {"key": {"path": ["rca", "payments", "results"]}})
-    checks = data["assetNodeOrError"]["assetChecksOrError"]["checks"]
-    [outcome] = [c for c in checks if c["name"] == "test_outcome"]
-    statuses = outcome["partitionStatuses"]
-    assert statuses["__typename"] == "AssetCheckMultiPartitionStatuses"
-    failed, succeeded = set(), set()
-    for r in statuses["ranges"]:
-        assert r["primaryDimStartKey"] == r["primaryDimEndKey"] or True
-        dims = r["secondaryDim"]
-        for p in dims["failedPartitions"]:
-            failed.add((r["primaryDimStartKey"], p))
-        for p in dims["succeededPartitions"]:
-            succeeded.add((r["primaryDimStartKey"], p))
-    keys = {k for r in statuses["ranges"] for k in (r["primaryDimStartKey"], r["primaryDimEndKey"])}
-    assert keys <= {"demo@v1", "demo@v2", "slow@v1"}
-    assert any(t == "rca/payments::checkout-latency" for _, t in failed), statuses
-    assert any(t == "rca/payments::payment-rca-finds-the-database" for _, t in succeeded), statuses
+    # what a person sees on a results partition: how its test ended, failed told apart from errored
+    failed = partition_outcome(live["port"], ["rca", "payments", "results"], "demo@v1|checkout-latency")
+    assert failed["status"] == "failed" and "query_metrics" in failed["failure"] and "error" not in failed
+    assert failed["total_tokens"] > 0 and "cost_usd" in failed and failed["duration_ms"] > 0
+    passed = partition_outcome(live["port"], ["rca", "payments", "results"], "demo@v2|payment-rca-finds-the-database")
+    assert passed["status"] == "passed" and "failure" not in passed and passed["score"] > 0
 
 
 LAUNCH_RUN = """
@@ -335,7 +341,7 @@ def test_a_run_launched_from_the_webserver_plans_once_per_asset(live):
 
     suite = next(s for s in live["pipeline"].suites if s.suite == "rca/payments")
     with DagsterInstance.from_config(str(live["home"])) as instance:
-        tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
+        tests = suite.test_keys(instance)
         tags = range_tags(["demo@v1"], tests)
         params = {
             "selector": {
@@ -350,11 +356,11 @@ def test_a_run_launched_from_the_webserver_plans_once_per_asset(live):
         assert answer["__typename"] == "LaunchRunSuccess", answer
         run_id = answer["run"]["runId"]
         planned = planned_events(instance, run_id)
-        assert sorted(planned) == sorted((k, None, len(tests)) for k in suite.evaluate_keys), planned
+        assert planned == [(suite.key("results"), None, len(tests))], planned
         wait_for(lambda: instance.get_run_by_id(run_id).is_finished, 180, "the launched run", live["proc"], live["log"])
         assert instance.get_run_by_id(run_id).is_success
         [line] = worker_settings(instance, run_id)
-        assert all(f"{k}={v}" in line for k, v in DAGSTER_ENV.items()), line
+        assert all(f"{k}={v}" in line for k, v in EXPECTED_ENV.items()), line
 
 
 def test_no_beta_or_deprecation_warning_from_this_code_location(live):
@@ -362,7 +368,8 @@ def test_no_beta_or_deprecation_warning_from_this_code_location(live):
     lines = [
         line
         for line in text.splitlines()
-        if re.search(r"(Beta|Preview|Deprecation)Warning", line) and re.search(r"agent_health_dagster/|agent_health/", line)
+        if re.search(r"(Beta|Preview|Deprecation)Warning", line)
+        and re.search(r"agent_health_dagster/|agent_health/", line)
     ]
     assert lines == [], "\n".join(lines[:20])
 
@@ -383,7 +390,7 @@ def test_a_run_killed_with_sigkill_is_marked_failed_by_run_monitoring(live):
         s = next(x for x in pipeline.suites if x.suite == "slow")
         with DagsterInstance.get() as instance:
             pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-                instance=instance, partition_key="slow@v1|slow::waits", tags={"dagster/max_runtime": "5"})
+                instance=instance, partition_key="slow@v1|waits", tags={"dagster/max_runtime": "5"})
         """
     )
     env = {**live["env"], "AH_PID_FILE": str(pid_file)}
@@ -407,3 +414,312 @@ def test_a_run_killed_with_sigkill_is_marked_failed_by_run_monitoring(live):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+CHECK_EXECUTIONS = """
+query($key: AssetKeyInput!, $check: String!) {
+  assetCheckExecutions(assetKey: $key, checkName: $check, limit: 200) {
+    runId partition status timestamp
+    evaluation { success severity description partition }
+  }
+}"""
+
+
+def check_executions(port: int, key: list[str], check: str) -> list[dict]:
+    """Executions of one check, newest first, as the UI's check page reads them."""
+    return graphql(port, CHECK_EXECUTIONS, {"key": {"path": key}, "check": check})["assetCheckExecutions"]
+
+
+def wait_run(instance, run_id: str, live) -> None:
+    wait_for(lambda: instance.get_run_by_id(run_id).is_finished, 240, f"run {run_id}", live["proc"], live["log"])
+    assert instance.get_run_by_id(run_id).is_success, [e.message for e in instance.all_logs(run_id)][-5:]
+
+
+ROLLUP_CHECK_NAMES = ("pass_rate_threshold", "errored_share_threshold", "no_regression")
+
+
+def test_every_launch_path_records_rollup_checks_on_their_version(live):
+    """The UI's Materialize (a run of the refresh job over a range of versions), a backfill of
+    rollups over versions, the refresh sensor, and the headless job: each rollup check evaluation
+    belongs to its agent version's partition."""
+    from dagster import DagsterInstance
+
+    from agent_health_dagster.defs.partitions import version_range_tags
+
+    suite = next(s for s in live["pipeline"].suites if s.suite == "rca/payments")
+    rollup = [*suite.names.prefix, "rollup"]
+    runs: dict[str, list[str]] = {}
+    with DagsterInstance.from_config(str(live["home"])) as instance:
+        # the UI's Materialize of a range of partitions: a run with the range's tags
+        params = {
+            "selector": {
+                "repositoryLocationName": "agent_health",
+                "repositoryName": "__repository__",
+                "jobName": "refresh",
+            },
+            "runConfigData": {},
+            "executionMetadata": {
+                "tags": [{"key": k, "value": v} for k, v in version_range_tags(["demo@v1", "demo@v2"]).items()]
+            },
+        }
+        answer = graphql(live["port"], LAUNCH_RUN, {"params": params})["launchRun"]
+        assert answer["__typename"] == "LaunchRunSuccess", answer
+        runs["ui"] = [answer["run"]["runId"]]
+        wait_run(instance, runs["ui"][0], live)
+        # a backfill of the rollup over both versions (single-run policy: one run for the range)
+        params = {"assetSelection": [{"path": rollup}], "partitionNames": ["demo@v1", "demo@v2"], "fromFailure": False}
+        answer = graphql(live["port"], LAUNCH, {"params": params})["launchPartitionBackfill"]
+        assert answer["__typename"] == "LaunchBackfillSuccess", answer
+        backfill = answer["backfillId"]
+
+        def backfill_runs():
+            found = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == backfill]
+            return found if found and all(r.is_finished for r in found) else None
+
+        runs["backfill"] = [
+            r.run_id for r in wait_for(backfill_runs, 240, "the rollup backfill", live["proc"], live["log"])
+        ]
+        # the refresh sensor's runs (the earlier backfill of results ended in one)
+        runs["sensor"] = [
+            r.run_id
+            for r in instance.get_runs()
+            if r.tags.get("dagster/sensor_name") == "refresh_sensor" and r.is_success
+        ]
+        assert runs["sensor"], "the refresh sensor launched no run"
+    # the headless job on the same instance
+    headless = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent_health_dagster.headless",
+            "--agents",
+            "demo@v1,demo@v2",
+            "--dagster-home",
+            str(live["home"]),
+        ],
+        cwd=live["root"],
+        env=live["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert headless.returncode in (0, 1) and "Checks:" in headless.stdout, headless.stderr[-3000:]
+    with DagsterInstance.from_config(str(live["home"])) as instance:
+        runs["headless"] = [
+            r.run_id
+            for r in instance.get_runs()
+            if r.job_name == "refresh"
+            and not r.tags.get("dagster/sensor_name")
+            and not r.tags.get("dagster/backfill")
+            and r.run_id not in runs["ui"]
+        ]
+    assert runs["headless"]
+    for name in ROLLUP_CHECK_NAMES:
+        executions = check_executions(live["port"], rollup, name)
+        assert all(e["partition"] for e in executions), (name, [e for e in executions if not e["partition"]])
+        for path, ids in runs.items():
+            mine = [e for e in executions if e["runId"] in ids]
+            assert {e["partition"] for e in mine} >= ({"demo@v1", "demo@v2"} if path != "sensor" else {"demo@v1"}), (
+                name,
+                path,
+                mine,
+            )
+            assert all(e["evaluation"]["partition"] == e["partition"] for e in mine)
+    # demo@v1's failing pass rate shows failed on its own partition, never "skipped"
+    [latest_v1, *_] = [
+        e
+        for e in check_executions(live["port"], ["cases", "rollup"], "pass_rate_threshold")
+        if e["partition"] == "demo@v1"
+    ]
+    assert latest_v1["status"] == "FAILED" and not latest_v1["evaluation"]["success"]
+
+
+STALE = """
+query($key: AssetKeyInput!, $partition: String!) {
+  assetNodeOrError(assetKey: $key) { ... on AssetNode { staleStatus(partition: $partition) } }
+}"""
+
+
+def test_one_edit_shows_out_of_date_until_rerun_then_fresh_after_one_downstream_run(live):
+    from dagster import DagsterInstance
+
+    port = live["port"]
+    rca = live["root"] / "evals" / "rca" / "payments.eval.py"
+    with DagsterInstance.from_config(str(live["home"])) as instance:
+
+        def quiet():  # what earlier tests started has finished, and the refresh sensor followed it
+            runs = instance.get_runs()
+            return (
+                all(r.is_finished for r in runs)
+                and time.time()
+                - max((instance.get_run_record_by_id(r.run_id).update_timestamp.timestamp() for r in runs), default=0)
+                > 8
+            )
+
+        wait_for(quiet, 300, "the instance to be quiet", live["proc"], live["log"])
+        before = {r.run_id for r in instance.get_runs()}
+        edited = time.time()
+        rca.write_text(
+            rca.read_text().replace('to_have_called_tool("query_metrics")', 'to_have_called_tool("get_metrics")')
+        )
+
+        def seen_out_of_date():
+            found = [
+                e
+                for e in check_executions(port, ["rca", "payments", "rollup"], "up_to_date")
+                if e["timestamp"] >= edited
+            ]
+            return [e for e in found if not e["evaluation"]["success"]] or None
+
+        [stale, *_] = wait_for(seen_out_of_date, 120, "the rollup to say it is out of date", live["proc"], live["log"])
+        assert stale["evaluation"]["severity"] == "WARN"
+        assert "rca/payments::checkout-latency (test definition changed)" in stale["evaluation"]["description"]
+        for key in (["benchmark", "comparison"], ["benchmark", "leaderboard"]):
+            assert any(
+                not e["evaluation"]["success"] and e["timestamp"] >= edited
+                for e in check_executions(port, key, "up_to_date")
+            )
+
+        def fresh_again():
+            latest = check_executions(port, ["rca", "payments", "rollup"], "up_to_date")[0]
+            return latest["timestamp"] > stale["timestamp"] and latest["evaluation"]["success"]
+
+        wait_for(fresh_again, 420, "the rerun and the refresh after it", live["proc"], live["log"])
+        for key in (["benchmark", "comparison"], ["benchmark", "leaderboard"]):
+            assert check_executions(port, key, "up_to_date")[0]["evaluation"]["success"], key
+        for agent in ("demo@v1", "demo@v2"):
+            status = graphql(
+                port, STALE, {"key": {"path": ["rca", "payments", "results"]}, "partition": f"{agent}|checkout-latency"}
+            )
+            assert status["assetNodeOrError"]["staleStatus"] == "FRESH"
+        time.sleep(6)  # a few more sensor ticks: nothing else follows
+        new = [r for r in instance.get_runs() if r.run_id not in before]
+        evaluations = [r for r in new if r.job_name.startswith("evaluate__")]
+        refreshes = [r for r in new if r.job_name == "refresh"]
+        assert evaluations and all(r.job_name == "evaluate__rca__payments" for r in evaluations)
+        assert len(refreshes) == 1, [(r.job_name, r.tags.get("dagster/sensor_name")) for r in new]
+
+
+ADD_PARTITION = """
+mutation($selector: RepositorySelector!, $name: String!, $key: String!) {
+  addDynamicPartition(repositorySelector: $selector, partitionsDefName: $name, partitionKey: $key) { __typename }
+}"""
+SELECTOR = {"repositoryLocationName": "agent_health", "repositoryName": "__repository__"}
+
+
+def test_a_version_added_by_hand_is_gone_after_the_next_sensor_tick(live):
+    from dagster import DagsterInstance
+
+    answer = graphql(live["port"], ADD_PARTITION, {"selector": SELECTOR, "name": "agent_versions", "key": "demo@v9"})
+    assert answer["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", answer
+    with DagsterInstance.from_config(str(live["home"])) as instance:
+        wait_for(
+            lambda: "demo@v9" not in instance.get_dynamic_partitions("agent_versions"),
+            60,
+            "the agent_versions sensor to remove the hand-added version",
+            live["proc"],
+            live["log"],
+        )
+        assert {"demo@v1", "demo@v2", "slow@v1"} <= set(instance.get_dynamic_partitions("agent_versions"))
+
+
+def code_server_pids(group: int) -> list[int]:
+    """The code server processes `dagster dev` started (in its process group)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if os.getpgid(int(entry.name)) == group and ("code-server" in cmd or "api grpc" in cmd):
+                pids.append(int(entry.name))
+        except (OSError, ProcessLookupError):
+            continue
+    return pids
+
+
+def concurrency(live, limit: int) -> None:
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "instance",
+            "concurrency",
+            "set",
+            "agent_health_agents",
+            str(limit),
+        ],
+        env=live["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_a_new_version_ends_fully_materialized_even_when_the_code_server_stalls(live):
+    """A version added to the configuration: the agent_versions sensor requests every suite; the
+    runs are dequeued while the code server is stopped past its timeout, are put back in the queue
+    and start once it answers; the refresh follows; every rollup of the new version exists, with no
+    click. (The runs are held in the queue by the agent pool until the code server is stopped, so
+    the stall hits their launch every time.)"""
+    from dagster import AssetKey, DagsterInstance
+
+    config = live["root"] / "agent_health_config.py"
+    concurrency(live, 0)  # evaluation runs wait in the queue
+    config.write_text(
+        config.read_text().replace(
+            "agents=[", "agents=[AgentSpec(key='bot', connector='demo', versions={'v1': {}}), ", 1
+        )
+    )
+    suites = live["pipeline"].suites
+    stopped: list[int] = []
+    try:
+        with DagsterInstance.from_config(str(live["home"])) as instance:
+
+            def queued():
+                found = [r for r in instance.get_runs() if "bot@v1" in r.tags.get("agent_health/reason", "")]
+                return found if len(found) == len(suites) else None
+
+            runs = wait_for(queued, 120, "the sensor's runs for bot@v1", live["proc"], live["log"])
+            assert {r.status.value for r in runs} == {"QUEUED"}
+            stopped = code_server_pids(live["proc"].pid)
+            assert stopped, "no code server process found"
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+            concurrency(live, 10)  # the daemon now dequeues them, against a stopped code server
+
+            def retried():
+                return any(
+                    "failed to reach the user code server, re-submitting" in (e.message or "")
+                    for r in runs
+                    for e in instance.all_logs(r.run_id)
+                )
+
+            wait_for(retried, GRPC_TIMEOUT_S * 4 + 60, "a dequeue to give up on the stalled code server")
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
+            stopped = []
+
+            def done():
+                current = [instance.get_run_by_id(r.run_id) for r in runs]
+                return all(r.is_finished for r in current) and current
+
+            for run in wait_for(done, 420, "the new version's runs", live["proc"], live["log"]):
+                assert run.is_success, [e.message for e in instance.all_logs(run.run_id)][-5:]
+
+            def rollups():
+                return all(
+                    any(
+                        r.partition_key == "bot@v1"
+                        for r in instance.fetch_materializations(s.key("rollup"), limit=50).records
+                    )
+                    for s in suites
+                )
+
+            wait_for(rollups, 300, "every rollup of bot@v1", live["proc"], live["log"])
+            board = instance.get_latest_materialization_event(AssetKey(["benchmark", "leaderboard"]))
+            assert "bot@v1" in {r.data["agent"] for r in board.asset_materialization.metadata["leaderboard"].records}
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        concurrency(live, 10)

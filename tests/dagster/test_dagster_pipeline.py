@@ -1,16 +1,17 @@
 """The code location against a temporary SQLite instance: definitions, the one evaluation step
-(many partitions in a run, one alone, any selection), per-partition outcomes, rollups with
-partitioned checks, the leaderboard and the per-candidate comparison, and the run settings."""
+(many partitions in a run, one alone), each results partition's outcome on its materialization,
+the per-version summaries (metrics, insights, rollup with partitioned checks) in one refresh run
+for a range of versions, the leaderboard and the per-candidate comparison, and the run settings."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from dagster import AssetCheckKey, AssetKey, Definitions, TableMetadataValue
+from dagster import AssetCheckKey, AssetKey, DagsterEventType, Definitions, TableMetadataValue
 
 from agent_health.stores import ResultKey
-from agent_health_dagster.defs.partitions import multi_key, range_tags
+from agent_health_dagster.defs.partitions import multi_key, range_tags, version_range_tags
 from agent_health_dagster.headless import QUIET, register
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -37,15 +38,12 @@ def materialized(instance, key, run_id):
 
 
 def outcomes(instance, key, run_id=None):
-    """Latest test_outcome evaluation per partition: partition -> (passed, severity, metadata)."""
-    history = instance.event_log_storage.get_asset_check_execution_history(
-        AssetCheckKey(key, "test_outcome"), limit=1000
-    )
+    """Latest results materialization metadata per partition (of `run_id` when given)."""
     out = {}
-    for h in history:  # newest first
-        if h.evaluation is None or (run_id and h.run_id != run_id) or h.partition in out:
+    for r in instance.fetch_materializations(key, limit=1000).records:  # newest first
+        if (run_id and r.run_id != run_id) or r.partition_key in out:
             continue
-        out[h.partition] = (h.evaluation.passed, h.evaluation.severity.value, h.evaluation.metadata)
+        out[r.partition_key] = r.asset_materialization.metadata
     return out
 
 
@@ -66,22 +64,28 @@ def test_definitions_load_validate_and_name_suites(make_pipeline):
     assert results.group_name == "suite_rca__payments" and results.backfill_policy.max_partitions_per_run == 1000
     assert results.pools == {"agent_health_agents"}
     assert results.parent_keys == {AssetKey(["rca", "payments", "cases"]), AssetKey(["agents", "settings"])}
-    # one step: results, metrics and insights cannot be materialized apart
+    # the step that calls agents materializes results alone: one event per test partition
     evaluate_def = pipeline.defs.get_assets_def(AssetKey(["rca", "payments", "results"]))
-    assert not evaluate_def.can_subset
-    assert {k.to_user_string() for k in evaluate_def.keys} == {
-        "rca/payments/results",
+    assert {k.to_user_string() for k in evaluate_def.keys} == {"rca/payments/results"}
+    assert not evaluate_def.check_specs_by_output_name  # no per-partition check evaluation
+    # metrics, insights and the rollup are per agent version, produced together from the results
+    summarize_def = pipeline.defs.get_assets_def(AssetKey(["rca", "payments", "rollup"]))
+    assert {k.to_user_string() for k in summarize_def.keys} == {
         "rca/payments/metrics",
         "rca/payments/insights",
+        "rca/payments/rollup",
     }
-    rollup = graph.get(AssetKey(["rca", "payments", "rollup"]))
-    assert {AssetKey(["rca", "payments", "metrics"]), AssetKey(["rca", "payments", "insights"])} == rollup.parent_keys
+    assert not summarize_def.can_subset and summarize_def.backfill_policy.max_partitions_per_run is None
+    for name in ("metrics", "insights", "rollup"):
+        node = graph.get(AssetKey(["rca", "payments", name]))
+        assert node.partitions_def.name == "agent_versions"
+        assert node.parent_keys == {AssetKey(["rca", "payments", "results"])}
     assert AssetKey(["rca", "payments", "rollup"]) in graph.get(AssetKey(["benchmark", "leaderboard"])).parent_keys
     assert graph.get(AssetKey(["benchmark", "comparison"])).partitions_def.name == "agent_versions"
     jobs = {j.name for j in pipeline.defs.resolve_all_job_defs()}
-    assert {"evaluate__rca__payments", "evaluate__smoke_checks", "evaluate__cases", "rollups", "leaderboard"} <= jobs
+    assert {"evaluate__rca__payments", "evaluate__smoke_checks", "evaluate__cases", "refresh", "leaderboard"} <= jobs
     repo = pipeline.defs.get_repository_def()
-    assert {s.name for s in repo.sensor_defs} >= {"eval_files_sensor", "agent_versions_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {"eval_files_sensor", "agent_versions_sensor", "refresh_sensor"}
     assert {s.name for s in repo.schedule_defs} == {"nightly__rca__payments", "nightly__smoke_checks", "nightly__cases"}
 
 
@@ -90,21 +94,25 @@ def test_many_partitions_in_one_step_then_one_alone(make_pipeline, instance, pro
     assert register(instance, pipeline) == []
     assert list(instance.get_dynamic_partitions("agent_versions")) == ["demo@v1", "demo@v2"]
     tests = list(instance.get_dynamic_partitions("tests__rca__payments"))
-    assert tests == ["rca/payments::payment-rca-finds-the-database", "rca/payments::checkout-latency"]
+    assert tests == ["payment-rca-finds-the-database", "checkout-latency"]  # no redundant `suite::` prefix
 
     run = evaluate(pipeline, instance, "rca/payments", ["demo@v1", "demo@v2"])
     every = {str(multi_key(a, t)) for a in ("demo@v1", "demo@v2") for t in tests}
-    for name in ("results", "metrics", "insights"):  # all three, every partition, one run
-        assert materialized(instance, AssetKey(["rca", "payments", name]), run.run_id) == every
     key = AssetKey(["rca", "payments", "results"])
+    assert materialized(instance, key, run.run_id) == every
+    kinds = (DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_CHECK_EVALUATION)
+    events = [e.event_log_entry.dagster_event for e in instance.get_records_for_run(run.run_id).records]
+    per_partition = [e for e in events if e is not None and e.event_type in kinds]
+    assert len(per_partition) == len(every)  # exactly one event per test partition
     found = outcomes(instance, key, run.run_id)
-    assert set(found) == every  # each partition has its own outcome ...
-    for _passed, _severity, meta in found.values():  # ... with status, score, duration, tokens, cost
+    assert set(found) == every  # each partition's materialization says how its test ended
+    for meta in found.values():
         assert {"status", "score", "duration_ms", "total_tokens", "cost_usd", "tool_calls"} <= set(meta)
-    passed, severity, meta = found[str(multi_key("demo@v2", tests[0]))]
-    assert passed and meta["status"].value == "passed" and meta["total_tokens"].value > 0
-    passed, severity, meta = found[str(multi_key("demo@v1", tests[1]))]
-    assert not passed and severity == "WARN" and meta["status"].value == "failed"
+        assert next(iter(meta)) == "status"  # the outcome first
+    meta = found[str(multi_key("demo@v2", tests[0]))]
+    assert meta["status"].value == "passed" and meta["total_tokens"].value > 0 and "failure" not in meta
+    meta = found[str(multi_key("demo@v1", tests[1]))]
+    assert meta["status"].value == "failed"
     assert "error" not in meta and "query_metrics" in meta["failure"].value  # a failure says why, as a failure
     assert meta["duration_ms"].value == round(meta["duration_ms"].value, 1)
     store = pipeline.project.store
@@ -115,28 +123,12 @@ def test_many_partitions_in_one_step_then_one_alone(make_pipeline, instance, pro
     s = suite_of(pipeline, "smoke-checks")
     assert store.get(ResultKey("demo@v1", "smoke-checks", "smoke-checks::always-fails")) is None
     one = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-        instance=instance, partition_key=str(multi_key("demo@v1", "smoke-checks::always-fails")), run_config=QUIET
+        instance=instance, partition_key=str(multi_key("demo@v1", "always-fails")), run_config=QUIET
     )
     assert one.success
-    for name in ("results", "metrics", "insights"):
-        assert materialized(instance, AssetKey(["smoke_checks", name]), one.run_id) == {
-            "demo@v1|smoke-checks::always-fails"
-        }
+    assert materialized(instance, AssetKey(["smoke_checks", "results"]), one.run_id) == {"demo@v1|always-fails"}
     assert store.get(ResultKey("demo@v1", "smoke-checks", "smoke-checks::always-fails")).status == "failed"
     assert len(store.list()) == 5
-
-
-def test_results_cannot_be_materialized_without_metrics_and_insights(make_pipeline, instance):
-    from dagster import AssetSelection, DagsterInvalidSubsetError
-
-    pipeline = make_pipeline()
-    s = suite_of(pipeline, "cases")
-    # what the UI's Materialize does with a selection of results: it takes the step's neighbours along
-    selected = AssetSelection.assets(s.key("results")).required_multi_asset_neighbors()
-    assert selected.resolve(pipeline.defs.resolve_asset_graph()) == set(s.evaluate_keys)
-    # and a run of results alone cannot be built
-    with pytest.raises(DagsterInvalidSubsetError):
-        pipeline.defs.get_implicit_global_asset_job_def().get_subset(asset_selection={s.key("results")})
 
 
 def test_the_step_runs_every_agent_version_in_one_engine_call(make_pipeline, instance, monkeypatch):
@@ -175,13 +167,13 @@ def test_run_config_sets_the_run_settings_of_the_step(make_pipeline, instance):
 def test_removed_test_partition_gets_an_errored_outcome(make_pipeline, instance):
     pipeline = make_pipeline()
     register(instance, pipeline)
-    instance.add_dynamic_partitions("tests__smoke_checks", ["smoke-checks::gone"])
-    run = evaluate(pipeline, instance, "smoke-checks", ["demo@v1"], ["smoke-checks::gone"])
+    instance.add_dynamic_partitions("tests__smoke_checks", ["gone"])
+    run = evaluate(pipeline, instance, "smoke-checks", ["demo@v1"], ["gone"])
     r = pipeline.project.store.get(ResultKey("demo@v1", "smoke-checks", "smoke-checks::gone"))
     assert r.status == "errored" and "smoke-checks.eval.py" in r.error
-    found = outcomes(instance, AssetKey(["smoke_checks", "results"]), run.run_id)
-    passed, severity, meta = found["demo@v1|smoke-checks::gone"]
-    assert not passed and severity == "ERROR" and "smoke-checks.eval.py" in meta["error"].value
+    meta = outcomes(instance, AssetKey(["smoke_checks", "results"]), run.run_id)["demo@v1|gone"]
+    assert meta["status"].value == "errored" and "failure" not in meta  # errored, told apart from failed
+    assert "smoke-checks.eval.py" in meta["error"].value
 
 
 def test_an_agent_version_the_configuration_does_not_know_fails_at_once(make_pipeline, instance, project_dir):
@@ -197,10 +189,11 @@ def test_an_agent_version_the_configuration_does_not_know_fails_at_once(make_pip
     assert "demo@v9" in instance.get_dynamic_partitions("agent_versions")  # nothing deleted under the user
 
 
-def rollups(pipeline, instance, agent, **resource):
-    p = pipeline if not resource else resource.pop("pipeline")
-    return p.defs.resolve_job_def("rollups").execute_in_process(
-        instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
+def rollups(pipeline, instance, *agents):
+    """The refresh job for a block of versions: every suite's metrics, insights and rollup, the
+    comparisons and the leaderboard, in one run."""
+    return pipeline.defs.resolve_job_def("refresh").execute_in_process(
+        instance=instance, tags=version_range_tags(list(agents)), run_config=QUIET, raise_on_error=False
     )
 
 
@@ -209,8 +202,16 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
     register(instance, pipeline)
     for s in pipeline.suites:
         evaluate(pipeline, instance, s.suite, ["demo@v1", "demo@v2"])
-    for agent in ("demo@v1", "demo@v2"):
-        assert rollups(pipeline, instance, agent).success
+    refresh = rollups(pipeline, instance, "demo@v1", "demo@v2")
+    assert refresh.success  # one run for both versions
+    summaries = [
+        AssetKey([*p, n])
+        for p in (["rca", "payments"], ["smoke_checks"], ["cases"])
+        for n in ("metrics", "insights", "rollup")
+    ]
+    for k in summaries:
+        assert materialized(instance, k, refresh.run_id) == {"demo@v1", "demo@v2"}
+    assert materialized(instance, AssetKey(["benchmark", "comparison"]), refresh.run_id) == {"demo@v1", "demo@v2"}
 
     key = AssetKey(["cases", "rollup"])
     latest = {
@@ -225,21 +226,31 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
     assert [r.data["test_id"] for r in problems.records] == ["cases::queue-backlog"]
     labels = latest["demo@v1"]["labels"]
     assert {c.name for c in labels.schema.columns} >= {"label", "pass_rate_pct", "mean_score"}
-    # checks belong to their version's partition
+    metrics = instance.get_latest_materialization_event(AssetKey(["cases", "metrics"]))
+    assert metrics.asset_materialization.partition == "demo@v2"  # each version's own partition
+    by_version = {
+        r.partition_key: r.asset_materialization.metadata
+        for r in instance.fetch_materializations(AssetKey(["cases", "metrics"]), limit=10).records
+    }
+    table = by_version["demo@v2"]["metrics"]
+    rows = {r.data["metric"]: r.data for r in table.records}
+    assert {"total_tokens", "latency_ms", "tool_calls", "llm_calls", "tool_errors", "retries"} <= set(rows)
+    assert rows["total_tokens"]["tests"] >= 1 and rows["total_tokens"]["p95"] >= rows["total_tokens"]["p50"] > 0
+    assert by_version["demo@v2"]["tokens_p50"].value > 0 and by_version["demo@v2"]["latency_p95"].value > 0
+    insights = {
+        r.partition_key: r.asset_materialization.metadata
+        for r in instance.fetch_materializations(AssetKey(["cases", "insights"]), limit=10).records
+    }
+    assert {c.name for c in insights["demo@v1"]["recommendations"].schema.columns} >= {"rule", "recommendation"}
+    # checks belong to their version's partition, in a run that covered both versions
     assert not check_evals(instance, key, "pass_rate_threshold", "demo@v1")[0].evaluation.passed
     assert check_evals(instance, key, "pass_rate_threshold", "demo@v2")[0].evaluation.passed
     assert check_evals(instance, key, "no_regression", "demo@v2")[0].evaluation.passed  # v2 only fixes tests
 
-    for agent in ("demo@v1", "demo@v2"):
-        cmp_run = pipeline.defs.resolve_job_def("comparison").execute_in_process(
-            instance=instance, partition_key=agent, run_config=QUIET
-        )
-        assert cmp_run.success
-    board_run = pipeline.defs.resolve_job_def("leaderboard").execute_in_process(instance=instance, run_config=QUIET)
-    assert board_run.success
     board = instance.get_latest_materialization_event(AssetKey(["benchmark", "leaderboard"])).asset_materialization
     table = board.metadata["leaderboard"]
     assert isinstance(table, TableMetadataValue) and len(table.records) == 2 + 6  # totals, then per suite
+    assert board.metadata["rows"].value == len(table.records)  # the row count counts every row
     first = table.records[0].data
     assert first["agent"] == "demo@v2" and first["suite"] == "*" and first["pass_rate_pct"] == 60.0
     assert all(len(repr(v)) < 12 for r in table.records for v in r.data.values() if isinstance(v, float))
@@ -249,6 +260,9 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
     v2 = by_candidate["demo@v2"]
     assert v2["baseline"].value == "demo@v1" and v2["fixed"].value == 1 and v2["regressed"].value == 0
     assert v2["comparison"].records[0].data["flip"] == "fixed"
+    assert {r.data["flip"]: r.data["tests"] for r in v2["flips"].records}["fixed"] == 1  # flips as a table
+    stats = {r.data["statistic"]: r.data["value"] for r in v2["statistics"].records}
+    assert stats["candidate_pass_rate"].endswith("%") and len(stats["mcnemar_p"]) <= 6  # rounded
     saved = json.loads((project_dir / ".agent_health" / "benchmark" / "comparison-demo_v2.json").read_text())
     assert saved["tests"][0]["test_id"] == "cases::queue-backlog" and saved["tests"][0]["flip"] == "fixed"
 
@@ -275,8 +289,7 @@ def test_a_regression_stays_visible_after_a_newer_version_runs(make_pipeline, in
     # the demo agent answers by its version name: 'v1' gets DNS right, 'v2' blames the network
     evaluate(pipeline, instance, "dns", ["bot@v2", "bot@v1"])
     key = AssetKey(["dns", "rollup"])
-    for agent in ("bot@v2", "bot@v1"):
-        assert rollups(pipeline, instance, agent).success
+    assert rollups(pipeline, instance, "bot@v2", "bot@v1").success
     # v1's baseline is v2 (registered before it): v1 fixes the DNS test
     assert check_evals(instance, key, "no_regression", "bot@v1")[0].evaluation.passed
     # with bot@v1 as the configured baseline, v2's check fails and names the test
@@ -291,16 +304,21 @@ def test_a_regression_stays_visible_after_a_newer_version_runs(make_pipeline, in
     assert check_evals(instance, key, "no_regression", "bot@v3")[0].partition == "bot@v3"
 
 
-def test_a_rollup_with_missing_results_fails_naming_them(make_pipeline, instance):
+def test_a_rollup_with_missing_results_fails_its_check_naming_them(make_pipeline, instance):
     pipeline = make_pipeline()
     register(instance, pipeline)
     tests = list(instance.get_dynamic_partitions("tests__rca__payments"))
     evaluate(pipeline, instance, "rca/payments", ["demo@v1"], tests[:1])
     run = rollups(pipeline, instance, "demo@v1")
-    assert not run.success
-    failures = [e.step_failure_data.error.message for e in run.all_events if e.is_step_failure]
-    assert any("no stored result for 1 of 2" in m and tests[1] in m for m in failures), failures
-    assert instance.get_latest_materialization_event(AssetKey(["rca", "payments", "rollup"])) is None
+    assert run.success  # the other suites and versions are not held back ...
+    key = AssetKey(["rca", "payments", "rollup"])
+    [latest] = check_evals(instance, key, "pass_rate_threshold", "demo@v1")[:1]
+    assert not latest.evaluation.passed  # ... but this rollup's gate says it is incomplete, by name
+    assert "1 of 2 current test(s) have no stored result" in latest.evaluation.description
+    assert f"rca/payments::{tests[1]}" in latest.evaluation.description
+    meta = instance.get_latest_materialization_event(key).asset_materialization.metadata
+    assert meta["missing_results"].value == 1
+    assert [r.data["test_id"] for r in meta["missing"].records] == [f"rca/payments::{tests[1]}"]
 
 
 def test_max_partitions_per_run_is_configurable(make_pipeline, monkeypatch):
@@ -321,7 +339,7 @@ def test_a_broken_eval_file_fails_the_run_naming_the_file(make_pipeline, instanc
     (project_dir / "evals" / "smoke-checks.eval.py").write_text("def broken(:\n")
     s = suite_of(pipeline, "smoke-checks")
     result = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
-        instance=instance, partition_key="demo@v1|smoke-checks::pure-data-check", run_config=QUIET, raise_on_error=False
+        instance=instance, partition_key="demo@v1|pure-data-check", run_config=QUIET, raise_on_error=False
     )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)

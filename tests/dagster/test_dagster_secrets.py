@@ -72,7 +72,7 @@ def test_no_secret_in_dagster_events_or_stored_results(tmp_path, monkeypatch, ma
     assert "[REDACTED]" in stored["echoes"].run.output
     assert stored["fails"].status == "errored" and "[REDACTED]" in stored["fails"].error
     blob = "\n".join(serialize_value(e) for e in instance.all_logs(result.run_id))
-    assert "secret::fails" in blob and "errored" in blob  # the events do describe these results
+    assert "sub@v1|fails" in blob and "errored" in blob  # the events do describe these results
     assert SECRET not in blob
     files = "\n".join(p.read_text() for p in (tmp_path / ".agent_health").rglob("*.json"))
     assert files and SECRET not in files

@@ -67,7 +67,7 @@ def test_changing_a_helper_only_one_test_uses_marks_only_that_test_stale(make_pi
     cursor = sync(pipeline, instance, {})
     evaluate(pipeline, instance, "helpers", ["demo@v1", "demo@v2"])
     key = AssetKey(["helpers", "results"])
-    a, b = "helpers::a", "helpers::b"
+    a, b = "a", "b"
 
     def status(agent, test):
         return stale_status(pipeline, instance, key, agent, test)
@@ -122,7 +122,7 @@ def test_agent_and_judge_settings_feed_the_results_data_version(make_pipeline, i
     register(instance, pipeline)
     evaluate(pipeline, instance, "cases", ["bot@v1", "bot@v2"])
     key = AssetKey(["cases", "results"])
-    test = "cases::queue-backlog"
+    test = "queue-backlog"
 
     def status(agent):
         return stale_status(pipeline, instance, key, agent, test)
@@ -141,3 +141,69 @@ def test_agent_and_judge_settings_feed_the_results_data_version(make_pipeline, i
     assert status("bot@v1") == StaleStatus.FRESH
     resync(latency=5, model="m2")  # the judge model changed: every result is stale
     assert status("bot@v1") == status("bot@v2") == StaleStatus.STALE
+    # ... and what a person sees: the rollup says its results are out of date, naming why
+    seen = latest_check(instance, AssetKey(["cases", "rollup"]), "up_to_date").evaluation
+    assert not seen.passed and "bot@v1, bot@v2 (agent or judge) changed" in seen.description
+    from agent_health_dagster.defs.partitions import version_range_tags
+    from agent_health_dagster.headless import QUIET
+
+    refresh = make_pipeline().defs.resolve_job_def("refresh")
+    tags = version_range_tags(["bot@v1", "bot@v2"])
+    assert refresh.execute_in_process(instance=instance, tags=tags, run_config=QUIET).success
+    left = latest_check(instance, AssetKey(["cases", "rollup"]), "up_to_date").evaluation
+    assert not left.passed and "judge settings changed" in left.description  # not rerun yet: still says so
+
+
+def latest_check(instance, key, name, partition=None):
+    from dagster import AssetCheckKey
+
+    history = instance.event_log_storage.get_asset_check_execution_history(AssetCheckKey(key, name), limit=50)
+    return next(h for h in history if h.evaluation is not None and h.partition == partition)
+
+
+def test_everything_downstream_of_a_changed_test_says_it_is_out_of_date_until_the_rerun(
+    make_pipeline, instance, project_dir
+):
+    """What a person sees, where Dagster shows no stale badge (partitioned assets): the up_to_date
+    check of the rollup, the comparison and the leaderboard fails (WARN) from the sensor tick that
+    saw the change until the refresh after the rerun, then passes."""
+    from agent_health_dagster.defs.partitions import version_range_tags
+    from agent_health_dagster.headless import QUIET
+
+    path = project_dir / "evals" / "helpers.eval.py"
+    path.write_text(HELPERS)
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    cursor = sync(pipeline, instance, {})
+    agents = ["demo@v1", "demo@v2"]
+    s = next(x for x in pipeline.suites if x.suite == "helpers")
+    evaluate(pipeline, instance, "helpers", agents)
+    refresh = pipeline.defs.resolve_job_def("refresh")
+    assert refresh.execute_in_process(instance=instance, tags=version_range_tags(agents), run_config=QUIET).success
+    rollup, comparison, board = (
+        s.key("rollup"),
+        AssetKey(["benchmark", "comparison"]),
+        AssetKey(["benchmark", "leaderboard"]),
+    )
+    checks = [(rollup, None), (comparison, None), (board, None)]
+    assert all(latest_check(instance, k, "up_to_date", p).evaluation.passed for k, p in checks)
+
+    path.write_text(HELPERS.replace('NEEDLE = "search_logs"', 'NEEDLE = "query_metrics"'))  # test a changes
+    sync(pipeline, instance, cursor)
+    for k, p in checks:
+        seen = latest_check(instance, k, "up_to_date", p).evaluation
+        assert not seen.passed and seen.severity.value == "WARN"
+        assert "helpers::a (test definition changed)" in seen.description
+
+    # the rerun alone is not enough: the refresh after it brings them up to date
+    evaluate(pipeline, instance, "helpers", agents, ["a"])
+    assert refresh.execute_in_process(instance=instance, tags=version_range_tags(agents), run_config=QUIET).success
+    assert all(latest_check(instance, k, "up_to_date", p).evaluation.passed for k, p in checks)
+
+    # a rerun of one version only leaves the other one out of date, by name
+    path.write_text(HELPERS.replace('NEEDLE = "search_logs"', 'NEEDLE = "get_metrics"'))
+    evaluate(pipeline, instance, "helpers", ["demo@v1"], ["a"])
+    assert refresh.execute_in_process(instance=instance, tags=version_range_tags(agents), run_config=QUIET).success
+    left = latest_check(instance, rollup, "up_to_date").evaluation
+    assert not left.passed and "demo@v2: helpers::a" in left.description
+    assert "demo@v1" not in left.description and "helpers::b" not in left.description

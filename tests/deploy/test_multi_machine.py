@@ -1,7 +1,7 @@
 """Two run workers, as on two machines: their own state folders and Dagster homes, one PostgreSQL
 instance (deploy/postgres/dagster.yaml) and one S3 store (moto). A backfill split into runs of
-at most two partitions goes to them in turn; then rollups, the leaderboard and the comparison of
-the newer version against the older.
+at most two partitions goes to them in turn; then each refreshes one version (rollups, the
+comparison against the older version, the leaderboard).
 Every figure matches a single-machine run (SQLite, local files) of the same tests, apart from
 the timings (latency), which no two runs share.
 
@@ -92,7 +92,19 @@ def python(code: str, env: dict[str, str]) -> str:
 
 
 def dagster_job(env: dict[str, str], job: str, config: Path, tags: dict[str, str] | None = None) -> None:
-    cmd = [DAGSTER, "job", "execute", "-m", "agent_health_dagster.definitions", "-a", "defs", "-j", job, "-c", str(config)]
+    cmd = [
+        DAGSTER,
+        "job",
+        "execute",
+        "-m",
+        "agent_health_dagster.definitions",
+        "-a",
+        "defs",
+        "-j",
+        job,
+        "-c",
+        str(config),
+    ]
     if tags:
         cmd += ["--tags", json.dumps(tags)]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(300))
@@ -145,11 +157,8 @@ def test_two_workers_on_postgres_and_s3_give_the_figures_of_one_machine(tmp_path
     assert len(runs) >= 6
     for n, (job, tags) in enumerate(runs):
         dagster_job(workers[n % 2], job, in_process, tags)
-    for n, agent in enumerate(agents):  # each worker rolls up results the other one wrote too
-        dagster_job(workers[n % 2], "rollups", in_process, {"dagster/partition": agent})
-    dagster_job(workers[0], "leaderboard", in_process)
-    for n, agent in enumerate(agents):  # each version against the one registered before it, as headless does
-        dagster_job(workers[(n + 1) % 2], "comparison", in_process, {"dagster/partition": agent})
+    for n, agent in enumerate(agents):  # each worker refreshes from results the other one wrote too
+        dagster_job(workers[n % 2], "refresh", in_process, {"dagster/partition": agent})
     shared_figures = json.loads(python(FIGURES, workers[0]))
 
     # The same tests on one machine: SQLite instance, local result files, the headless job.
@@ -171,7 +180,7 @@ def test_two_workers_on_postgres_and_s3_give_the_figures_of_one_machine(tmp_path
         text=True,
         timeout=scaled(600),
     )
-    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.returncode in (0, 1) and "Checks:" in out.stdout, out.stderr[-3000:]  # 1: a check failed
     single_figures = json.loads(python(FIGURES, env))
 
     assert set(shared_figures) == set(single_figures) and len(shared_figures) >= 3

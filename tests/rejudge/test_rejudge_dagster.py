@@ -2,14 +2,14 @@
 evaluate step ran the (real HTTP) agent once per test; the rejudge job re-judges the stored results
 of exactly the selected partitions with another judge model, never calls the agent, keeps the
 earlier verdicts, stores the results as a new run, and gives the re-judged partitions new
-materializations and test_outcome evaluations that show the newest status and the provenance."""
+results materializations that show the newest status and the provenance."""
 
 from __future__ import annotations
 
 import warnings
 
 import pytest
-from dagster import AssetCheckKey, AssetKey, instance_for_test
+from dagster import AssetKey, instance_for_test
 
 from agent_health.stores import ResultKey
 from agent_health_dagster.defs.build import build_pipeline
@@ -20,7 +20,11 @@ from agent_health_dagster.headless import QUIET, register
 pytestmark = pytest.mark.filterwarnings("ignore")
 warnings.filterwarnings("ignore", module="dagster")
 
-PAYMENT, CHECKOUT, DATA = "rca::payment-outage", "rca::checkout-latency", "rca::pure-data-check"
+PAYMENT, CHECKOUT, DATA = "payment-outage", "checkout-latency", "pure-data-check"  # partition keys
+
+
+def tid(key):
+    return f"rca::{key}"
 
 
 @pytest.fixture
@@ -32,10 +36,9 @@ def instance(tmp_path):
 
 
 def latest_outcomes(instance, key, run_id):
-    history = instance.event_log_storage.get_asset_check_execution_history(
-        AssetCheckKey(key, "test_outcome"), limit=100
-    )
-    return {h.partition: h.evaluation for h in history if h.run_id == run_id and h.evaluation is not None}
+    """The results materializations of a run: partition -> metadata."""
+    records = instance.fetch_materializations(key, limit=100).records
+    return {r.partition_key: r.asset_materialization.metadata for r in records if r.run_id == run_id}
 
 
 def test_the_rejudge_job_rejudges_exactly_its_partitions_without_the_agent(rejudge_project, instance):
@@ -50,7 +53,7 @@ def test_the_rejudge_job_rejudges_exactly_its_partitions_without_the_agent(rejud
     assert evaluate.execute_in_process(instance=instance, tags=range_tags(agents, tests), run_config=QUIET).success
     assert project.agent.calls == 2
     store = pipeline.project.store
-    before = {t: store.get(ResultKey("sre@v1", "rca", t)) for t in tests}
+    before = {t: store.get(ResultKey("sre@v1", "rca", tid(t))) for t in tests}
     assert before[PAYMENT].status == before[CHECKOUT].status == "passed"
 
     project.judge.failing_models = {"judge-b"}
@@ -63,28 +66,24 @@ def test_the_rejudge_job_rejudges_exactly_its_partitions_without_the_agent(rejud
     assert project.judge.models()[-2:] == ["judge-b", "judge-b"]
 
     for t in two:
-        after = store.get(ResultKey("sre@v1", "rca", t))
+        after = store.get(ResultKey("sre@v1", "rca", tid(t)))
         assert after.status == "failed" and [j.status for j in after.judgements] == ["passed"]
         assert after.run.replayed and after.run.run_id == before[t].run.run_id
-    assert store.get(ResultKey("sre@v1", "rca", DATA)) == before[DATA]  # not selected: untouched
+    assert store.get(ResultKey("sre@v1", "rca", tid(DATA))) == before[DATA]  # not selected: untouched
     newest = store.list_runs()[0]
     assert newest.transport == "dagster" and newest.rejudge_of and "rca" in newest.rejudge_of
-    assert {r.test_id for r in store.run_results(newest.id)} == set(two)
+    assert {r.test_id for r in store.run_results(newest.id)} == {tid(t) for t in two}
 
-    # the re-judged partitions (and only they) have new materializations of the step's three assets
+    # the re-judged partitions (and only they) have new results materializations with the new outcome
     parts = {str(multi_key("sre@v1", t)) for t in two}
-    for name in ("results", "metrics", "insights"):
-        records = instance.fetch_materializations(AssetKey(["rca", name]), limit=100).records
-        assert {r.partition_key for r in records if r.run_id == run.run_id} == parts
     outcomes = latest_outcomes(instance, AssetKey(["rca", "results"]), run.run_id)
     assert set(outcomes) == parts
-    for evaluation in outcomes.values():
-        assert not evaluation.passed and evaluation.metadata["status"].value == "failed"
-        assert evaluation.metadata["judgements"].value == 2
-        assert "openai:judge-b" in evaluation.metadata["judges"].value
-        assert evaluation.metadata["agent_settings_hash"].value == before[PAYMENT].provenance.agent_settings_hash
-        assert evaluation.target_materialization_data is not None
-        assert evaluation.target_materialization_data.run_id == run.run_id
+    for meta in outcomes.values():
+        assert meta["status"].value == "failed" and meta["failure"].value
+        assert meta["judgements"].value == 2
+        assert "openai:judge-b" in meta["judges"].value
+        assert meta["agent_settings_hash"].value == before[PAYMENT].provenance.agent_settings_hash
+        assert meta["rejudge_run"].value == newest.id
 
 
 def test_the_rejudge_job_fails_clearly_without_stored_results(rejudge_project, instance):
@@ -123,7 +122,6 @@ def test_a_store_that_cannot_take_the_rejudge_run_fails_the_step(rejudge_project
     assert failure is not None and "rca: the re-judged results could not be stored: result store" in (
         failure.error.message
     )
-    records = instance.fetch_materializations(AssetKey(["rca", "results"]), limit=100).records
-    assert [r for r in records if r.run_id == run.run_id] == []  # nothing claims the partitions changed
+    # nothing claims the partitions changed
     assert latest_outcomes(instance, AssetKey(["rca", "results"]), run.run_id) == {}
     assert project.agent.calls == 2

@@ -24,7 +24,8 @@ warnings.filterwarnings("ignore", module="dagster")
 
 
 def test_comparison_asset_metadata_agrees_with_compare_json(tmp_path):
-    from agent_health_dagster.defs.partitions import range_tags
+    from agent_health.pipeline.benchmark import format_statistic
+    from agent_health_dagster.defs.partitions import range_tags, version_range_tags
 
     write_evals(tmp_path)
     write_config(tmp_path)
@@ -39,10 +40,14 @@ def test_comparison_asset_metadata_agrees_with_compare_json(tmp_path):
             tests = list(instance.get_dynamic_partitions(s.names.tests_partitions))
             job = pipeline.defs.resolve_job_def(s.names.job)
             assert job.execute_in_process(instance=instance, tags=range_tags(agents, tests), run_config=QUIET).success
-        comparison = pipeline.defs.resolve_job_def("comparison")
-        assert comparison.execute_in_process(instance=instance, partition_key="demo@v2", run_config=QUIET).success
-        (record,) = instance.fetch_materializations(AssetKey(["benchmark", "comparison"]), limit=1).records
-        meta = {k: v.value for k, v in record.asset_materialization.metadata.items()}
+        refresh = pipeline.defs.resolve_job_def("refresh")
+        assert refresh.execute_in_process(instance=instance, tags=version_range_tags(agents), run_config=QUIET).success
+        records = instance.fetch_materializations(AssetKey(["benchmark", "comparison"]), limit=10).records
+        meta = {
+            k: v.value
+            for k, v in next(r for r in records if r.partition_key == "demo@v2").asset_materialization.metadata.items()
+        }
+        shown = {r.data["statistic"]: r.data["value"] for r in meta["statistics"].records}
 
     p = run_cli("compare", "demo@v1", "demo@v2", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -68,11 +73,14 @@ def test_comparison_asset_metadata_agrees_with_compare_json(tmp_path):
         "stats/regressed_tests": cli["regressed_tests"],
         "stats/noise_tests": [t["test_id"] for t in cli["tests"] if t["flip"] == "noise"],
     }
-    assert {k: meta.get(k) for k in expected} == expected
+    # the same statistics, rounded the one way the pipeline rounds them
+    assert shown == {k.removeprefix("stats/"): format_statistic(k, v) for k, v in expected.items()} | {
+        k: v for k, v in shown.items() if f"stats/{k}" not in expected
+    }
+    assert set(shown) >= {k.removeprefix("stats/") for k in expected}
     # a real comparison, not an empty one: both sides graded, a bootstrap interval around the delta
-    assert meta["stats/baseline_graded"] > 0 and meta["stats/candidate_graded"] > 0
-    assert meta["stats/score_delta_low"] <= meta["stats/score_delta"] <= meta["stats/score_delta_high"]
-    assert (
-        meta["stats/baseline_pass_rate_low"] < meta["stats/baseline_pass_rate"] < meta["stats/baseline_pass_rate_high"]
-    )
+    assert int(shown["baseline_graded"]) > 0 and int(shown["candidate_graded"]) > 0
+    low, mid, high = (float(shown[f"score_delta{e}"]) for e in ("_low", "", "_high"))
+    assert low <= mid <= high
     assert meta["regressed"] == len(cli["regressed_tests"]) and meta["baseline"] == "demo@v1"
+    assert [r.data["test_id"] for r in meta["regressed_tests"].records] == cli["regressed_tests"]

@@ -1,0 +1,286 @@
+"""Benchmark: our Dagster bookkeeping per test partition against Dagster's own floor for the same
+events, in one process, on the local default (SQLite), on PostgreSQL directly and through PgBouncer.
+
+    python benchmarks/dagster_floor.py [--tests 5000] [--per-run K] [--small-runs 250]
+        [--backends sqlite,postgres,pgbouncer] [--repeat 1]
+
+Ours is the suite's evaluation step (the demo agent, zero latency, local result files) over N
+partitions in runs of at most K (the code location's bound by default): Dagster's bookkeeping per
+partition = (run wall - engine wall) / N, as benchmarks/dagster_materialize.py measures it. The
+floor is a no-work asset with the same partitions definitions (the same dynamic `agent_versions`
+and tests partitions, the same keys), run over the same ranges, writing the same events per
+partition: one materialization carrying the partition's outcome as metadata
+(`add_asset_metadata`, what the pipeline writes). Beside it, for the choice of events, the same
+no-work asset with:
+
+- `plain`: one materialization per partition and no metadata;
+- `check`: one materialization and one `test_outcome` check evaluation per partition (the
+  pipeline's events before: the outcome on a partitioned check);
+- `run_check`: one materialization per partition and one check evaluation per run listing the
+  failing partitions;
+- `small runs`: ours and the floor in runs of at most `--small-runs` partitions.
+
+Targets (issue 20), at 5,000 partitions on a quiet machine: ours at most 1.15x the floor; at most
+25 ms per partition on SQLite and 5 ms through PgBouncer. Each backend gets a fresh instance (and a
+fresh database); PostgreSQL and PgBouncer are started here (Debian's packages)."""
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+warnings.filterwarnings("ignore")
+
+from dagster_materialize import (  # noqa: E402
+    dagster_settings,
+    measure_step,
+    per_run_limit,
+    postgres_home,
+    register_tests,
+    sqlite_home,
+    time_engine_calls,
+    write_project,
+)
+
+BACKENDS = ("sqlite", "postgres", "pgbouncer")
+VARIANTS = ("metadata", "plain", "check", "run_check")
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def outcome(i: int) -> dict[str, Any]:
+    """A results partition's metadata as the pipeline writes it (same keys, same kinds of values)."""
+    failed = i % 3 == 0
+    meta: dict[str, Any] = {"status": "failed" if failed else "passed"}
+    if failed:
+        from dagster import MetadataValue
+
+        meta["failure"] = MetadataValue.text("to_have_called_tool('query_metrics'): not called; called search_logs")
+    return {
+        **meta,
+        "score": 0.5 if failed else 1.0,
+        "duration_ms": 12.3 + i % 7,
+        "total_tokens": 800 + i % 100,
+        "cost_usd": 0.0004,
+        "tool_calls": 2,
+        "llm_calls": 1,
+        "insights": 1,
+        "insight_rules": "redundant_calls",
+        "content_hash": f"{i:016x}",
+        "harness_version": "0.1.0",
+        "agent_settings_hash": "5f0c2a9e3b1d4c7a",
+        "judges": "demo:heuristic",
+    }
+
+
+def floor_definitions(tests_partitions: str, variants: tuple[str, ...]) -> Any:
+    """No-work assets over the suite's own partitions, one per variant, each in its own job."""
+    import dagster as dg
+
+    from agent_health_dagster.defs.partitions import results_partitions
+    from agent_health_dagster.defs.partitions import tests_partitions as tests_def
+
+    multi = results_partitions(tests_def(tests_partitions))  # the suite's own definitions, by name
+    assets, jobs = [], []
+    for variant in variants:
+        key = dg.AssetKey(["floor", variant, "results"])
+        checks = []
+        if variant == "check":
+            checks = [dg.AssetCheckSpec("test_outcome", asset=key, partitions_def=multi)]
+        elif variant == "run_check":
+            checks = [dg.AssetCheckSpec("failing_tests", asset=key)]
+        assets.append(no_work_step(variant, key, multi, checks))
+        jobs.append(dg.define_asset_job(f"floor_{variant}", selection=dg.AssetSelection.assets(key)))
+    return dg.Definitions(assets=assets, jobs=jobs)
+
+
+def no_work_step(variant: str, key: Any, multi: Any, checks: list[Any]) -> Any:
+    import dagster as dg
+
+    @dg.multi_asset(
+        name=f"floor_{variant}",
+        specs=[dg.AssetSpec(key, partitions_def=multi)],
+        check_specs=checks,
+        partitions_def=multi,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+    )
+    def step(context: dg.AssetExecutionContext):
+        keys = context.partition_keys
+        metadata = PRECOMPUTED[: len(keys)]  # built before timing: the floor is Dagster's work only
+        if variant == "metadata":
+            for k, meta in zip(keys, metadata):
+                context.add_asset_metadata(meta, asset_key=key, partition_key=k)
+        yield dg.MaterializeResult(asset_key=key)
+        if variant == "check":
+            for k, meta in zip(keys, metadata):
+                yield dg.AssetCheckEvaluation(
+                    asset_key=key,
+                    check_name="test_outcome",
+                    passed=meta["status"] == "passed",
+                    partition=k,
+                    metadata=meta,
+                    severity=dg.AssetCheckSeverity.WARN,
+                )
+            yield dg.Output(None, output_name=checks[0].get_python_identifier())
+        if variant == "run_check":
+            failing = [k for k, meta in zip(keys, metadata) if meta["status"] != "passed"]
+            yield dg.AssetCheckResult(
+                asset_key=key,
+                check_name="failing_tests",
+                passed=not failing,
+                metadata={"failing": dg.MetadataValue.json(failing[:1000]), "count": len(failing)},
+            )
+
+    return step
+
+
+PRECOMPUTED: list[dict[str, Any]] = []
+
+
+@dataclass
+class Row:
+    label: str
+    partitions: int
+    runs: int
+    per_partition_ms: float
+
+
+def time_floor(instance: Any, defs: Any, variant: str, agent: str, tests: list[str], per_run: int | None) -> Row:
+    from agent_health_dagster.defs.partitions import bounded_ranges, range_tags
+
+    job = defs.resolve_job_def(f"floor_{variant}")
+    job.execute_in_process(instance=instance, tags=range_tags([agent], tests[:1]), run_config=QUIET)  # warm-up
+    ranges = bounded_ranges([agent], tests, per_run)
+    start = time.perf_counter()
+    for agents, chunk in ranges:
+        assert job.execute_in_process(instance=instance, tags=range_tags(agents, chunk), run_config=QUIET).success
+    wall = time.perf_counter() - start
+    return Row(f"floor: {variant}", len(tests), len(ranges), wall / len(tests) * 1000)
+
+
+def measure_backend(
+    label: str, home: Callable[[], Path], agent: str, per_run: int | None, small: int, repeat: int, target: float
+) -> list[Row]:
+    """One backend: a fresh instance, the tests registered, ours and each floor variant timed."""
+    from dagster import DagsterInstance
+
+    from agent_health_dagster.defs.build import build_pipeline
+
+    where = home()
+    pipeline = build_pipeline()
+    suite = pipeline.suites[0]
+    defs = floor_definitions(suite.names.tests_partitions, VARIANTS)
+    rows: list[Row] = []
+    with DagsterInstance.get() as instance, time_engine_calls() as engine:
+        register_tests(instance, pipeline)
+        tests = suite.test_keys(instance)
+        PRECOMPUTED[:] = [outcome(i) for i in range(len(tests))]
+        for _ in range(repeat):  # ours and its floor alternate, so drift in load hits both
+            ours = measure_step(instance, pipeline, agent, per_run, engine)
+            rows.append(Row("ours", ours.partitions, ours.runs, ours.bookkeeping_ms))
+            rows.append(time_floor(instance, defs, "metadata", agent, tests, per_run))
+        for variant in VARIANTS[1:]:
+            rows.append(time_floor(instance, defs, variant, agent, tests, per_run))
+        if small and (per_run is None or small < per_run):
+            ours = measure_step(instance, pipeline, agent, small, engine)
+            rows.append(Row(f"ours, runs of {small}", ours.partitions, ours.runs, ours.bookkeeping_ms))
+            floor = time_floor(instance, defs, "metadata", agent, tests, small)
+            rows.append(Row(f"floor: metadata, runs of {small}", floor.partitions, floor.runs, floor.per_partition_ms))
+    print(f"\n== {label} (DAGSTER_HOME {where}; load {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
+    print(report(rows, target), flush=True)
+    return rows
+
+
+def report(rows: list[Row], target: float) -> str:
+    ours = [r.per_partition_ms for r in rows if r.label == "ours"]
+    floor = [r.per_partition_ms for r in rows if r.label == "floor: metadata"]
+    lines = [f"{'events per partition':46} {'partitions':>10} {'runs':>5} {'ms / partition':>15}"]
+    lines += [f"{r.label:46} {r.partitions:>10} {r.runs:>5} {r.per_partition_ms:>15.2f}" for r in rows]
+    mean_ours, mean_floor = sum(ours) / len(ours), sum(floor) / len(floor)
+    lines.append(
+        f"ours {mean_ours:.2f} ms against the floor {mean_floor:.2f} ms: {mean_ours / mean_floor:.2f}x "
+        "(target <= 1.15x); "
+        f"ours {'meets' if mean_ours <= target else 'misses'} the {target:g} ms target"
+        + ("" if mean_floor <= target else f", which Dagster's own floor ({mean_floor:.2f} ms) misses too")
+    )
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def postgres_servers(backends: list[str]) -> Iterator[dict[str, Any]]:
+    """A PostgreSQL and (when asked) a PgBouncer in session pooling in front of it."""
+    from tests.support.postgres import running_pgbouncer, running_postgres
+
+    with contextlib.ExitStack() as stack:
+
+        def folder(prefix: str) -> Path:
+            path = tempfile.mkdtemp(prefix=prefix)  # reachable by the postgres user when we run as root
+            stack.callback(shutil.rmtree, path, True)
+            return Path(path)
+
+        servers: dict[str, Any] = {}
+        if {"postgres", "pgbouncer"} & set(backends):
+            servers["postgres"] = stack.enter_context(running_postgres(folder("ah-floor-pgdata-")))
+        if "pgbouncer" in backends:
+            servers["pgbouncer"] = stack.enter_context(
+                running_pgbouncer(servers["postgres"], folder("ah-floor-pgbouncer-"), pool_mode="session")
+            )
+        yield servers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=5000)
+    parser.add_argument("--agent", default="demo@v2")
+    parser.add_argument("--per-run", type=int, help="Partitions per run (0: one run; default: the code location's).")
+    parser.add_argument("--small-runs", type=int, default=250, help="The smaller runs measured beside (0: skip).")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help=f"Comma-separated, of {', '.join(BACKENDS)}.")
+    parser.add_argument("--repeat", type=int, default=1, help="Times ours and its floor are measured, alternating.")
+    args = parser.parse_args()
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if unknown := set(backends) - set(BACKENDS):
+        parser.error(f"unknown backend(s) {', '.join(sorted(unknown))}; choose from {', '.join(BACKENDS)}")
+    settings = dagster_settings(False)
+    root = Path(tempfile.mkdtemp(prefix="ah-floor-"))
+    os.environ["AGENT_HEALTH_CONFIG"] = str(write_project(root / "project", 1, args.tests))
+    per_run = per_run_limit(args.per_run)
+    print(f"{args.tests} partitions of one suite, agent {args.agent}, runs of at most {per_run or 'all'}; {settings}")
+    try:
+        with postgres_servers(backends) as servers:
+            from tests.support.postgres import Postgres, fresh_database
+
+            for i, backend in enumerate(backends):
+                os.environ["AGENT_HEALTH_STATE_DIR"] = str(root / f"state-{i}")
+                if backend == "sqlite":
+
+                    def home(i: int = i) -> Path:
+                        return sqlite_home(root / f"sqlite-{i}")
+
+                    label, target = "local default (SQLite)", 25.0
+                else:
+                    db = fresh_database(servers["postgres"], f"floor_{backend}")
+                    via = servers[backend]
+                    pg = Postgres(via.host, via.port, db.db, db.user)
+
+                    def home(i: int = i, pg: Postgres = pg) -> Path:
+                        return postgres_home(root / f"pg-{i}", pg.env())
+
+                    label = "PostgreSQL directly" if backend == "postgres" else "PostgreSQL through PgBouncer (session)"
+                    target = 5.0
+                measure_backend(label, home, args.agent, per_run, args.small_runs, args.repeat, target)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
