@@ -20,7 +20,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,17 @@ _BATCH = 64  # results handed to the sink's thread at once, at most
 _HANDOFF_S = 0.005  # how long a finished result may wait for others to go with it
 _STORE_BATCH = 128  # results stored in one put_many, at most
 _PARALLEL_WRITES = 2  # put_many calls in flight at once (one writes while the next fills)
+
+
+def _settle(future: Future[Any], value: Any = None, exc: BaseException | None = None) -> None:
+    """Complete `future` unless its waiter gave up on it (cancelled it)."""
+    try:
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
+    except InvalidStateError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,7 @@ class ResultSink:
         self._held: deque[Any] = deque()  # result lists and calls in order, waiting for writers
         self._in_flight = 0  # batches handed to writers and not reported yet
         self._done = 0  # results reported whose room the loop has not got back yet
+        self._finished = False
 
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
@@ -100,16 +112,31 @@ class ResultSink:
             batch, self._batch = self._batch, []
             self._queue.put(batch)
 
-    def flush_blocking(self, timeout_s: float) -> None:
-        """From another thread while the loop is stuck (the process is about to exit): store and
-        report what the loop had not handed over yet, waiting at most `timeout_s`."""
+    # -- from another thread, when the loop will not run again (it is stuck, or the process is
+    # about to exit): each call waits at most `timeout_s` ---------------------------------------
+    def call_blocking(self, timeout_s: float, fn: Callable[..., Any] = lambda: None, *args: Any) -> None:
+        """Store and report what the loop had not handed over yet, then run `fn(*args)` on the
+        sink's thread; wait for it at most `timeout_s`."""
         self._hand_over()
         done: Future[Any] = Future()
-        self._queue.put((done, lambda: None, ()))
+        self._queue.put((done, fn, args))
         try:
             done.result(timeout_s)
         except Exception:
             pass
+
+    def put_blocking(self, results: list[TestResult]) -> None:
+        """Queue results for the store and the reporters (they follow what is queued already)."""
+        self._hand_over()
+        if results:
+            self._queue.put(list(results))
+
+    def agent_done_blocking(self, agent: str, timeout_s: float) -> None:
+        self.call_blocking(timeout_s, self._each, "agent_done", agent)
+
+    def finish_blocking(self, run: EvalRun, report: RunReport, timeout_s: float) -> None:
+        """`finish`, from another thread (a second `finish` does nothing)."""
+        self.call_blocking(timeout_s, self._finish, run, report)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(*args)` on the sink's thread after everything queued before it."""
@@ -170,10 +197,14 @@ class ResultSink:
             if self._in_flight:
                 return  # a call runs once everything before it is stored and reported
             future, fn, args = self._held.popleft()
+            # A call runs even when its caller stopped waiting (the run was cancelled meanwhile):
+            # the manifest and the reports must still be written.
             try:
-                future.set_result(fn(*args))
+                value = fn(*args)
             except BaseException as exc:
-                future.set_exception(exc)
+                _settle(future, exc=exc)
+            else:
+                _settle(future, value)
 
     def _take_batch(self) -> list[TestResult]:
         """Up to `_STORE_BATCH` results from the held lists at the front (never past a call)."""
@@ -270,6 +301,9 @@ class ResultSink:
             self._each("start", agent, total)
 
     def _finish(self, run: EvalRun, report: RunReport) -> None:
+        if self._finished:  # the run was abandoned from another thread and finished there
+            return
+        self._finished = True
         if self._store_failures > 1 and self.store is not None:
             self._error(f"result store {self.store.location}: {self._store_failures} results could not be stored")
         self._put_run(run)
