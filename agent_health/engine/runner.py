@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
 from agent_health.analysis.insights import with_insights
 from agent_health.analysis.metrics import run_metrics
 from agent_health.capabilities.agent import AgentFixture
@@ -28,6 +30,7 @@ from agent_health.judges.service import JudgeService
 from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
 from agent_health.model import Provenance, RunResult, Signal, TestResult, TrialResult, Usage, harness_version
+from agent_health.model.encodable import encodable
 from agent_health.offloop import call, is_async_callable, run_off_loop
 from agent_health.pricing import cost_of
 
@@ -174,7 +177,10 @@ class AgentEngine:
         await self.scopes.leave(test)
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
-        return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
+        try:
+            return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
+        except PydanticSerializationError:  # text that cannot be UTF-8 (a lone surrogate): escaped first
+            return scrub_model(encodable(result))
 
     def unfinished(self, test: LoadedTest, started_at: float, reason: str) -> TestResult:
         """The result of a test the run ended before it finished (interrupted, or abandoned while

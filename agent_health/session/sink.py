@@ -24,7 +24,10 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from agent_health.model import EvalRun, RunReport, TestResult
+from agent_health.model.encodable import encodable
 from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores import ResultStore
@@ -34,6 +37,17 @@ _BATCH = 64  # results handed to the sink's thread at once, at most
 _HANDOFF_S = 0.005  # how long a finished result may wait for others to go with it
 _STORE_BATCH = 128  # results stored in one put_many, at most
 _PARALLEL_WRITES = 2  # put_many calls in flight at once (one writes while the next fills)
+
+
+def _make_encodable(batch: list[TestResult]) -> bool:
+    """Escape the lone surrogates of every result of `batch` in place; True when any had one."""
+    changed = False
+    for i, result in enumerate(batch):
+        clean = encodable(result)
+        if clean is not result:
+            batch[i] = clean  # the reporters get what was stored
+            changed = True
+    return changed
 
 
 def _settle(future: Future[Any], value: Any = None, exc: BaseException | None = None) -> None:
@@ -234,7 +248,13 @@ class ResultSink:
                 stored = len(batch)
             except Exception:
                 stored = 0
-                for result in batch:
+                if _make_encodable(batch):  # text that cannot be UTF-8 (a lone surrogate): once more, escaped
+                    try:
+                        self.store.put_many(batch)
+                        stored = len(batch)
+                    except Exception:
+                        pass
+                for result in batch if not stored else ():
                     try:
                         self.store.put(result)
                         stored += 1
@@ -274,8 +294,19 @@ class ResultSink:
         for rep in list(self.reporters):
             try:
                 getattr(rep, method)(*args)
+                continue
             except Exception as exc:
-                self._drop(rep, exc)
+                failure = exc
+            # text that cannot be UTF-8 (a lone surrogate): once more, escaped, before giving up
+            clean = tuple(encodable(a) if isinstance(a, BaseModel) else a for a in args)
+            if any(c is not a for c, a in zip(clean, args)):
+                args = clean  # the later reporters get the escaped copy too
+                try:
+                    getattr(rep, method)(*args)
+                    continue
+                except Exception as exc:
+                    failure = exc
+            self._drop(rep, failure)
 
     def _drop(self, rep: Reporter, exc: Exception) -> None:
         self.reporters.remove(rep)
@@ -290,7 +321,13 @@ class ResultSink:
         if self.store is None:
             return
         try:
-            self.store.put_run(run)
+            try:
+                self.store.put_run(run)
+            except Exception:
+                clean = encodable(run)
+                if clean is run:
+                    raise
+                self.store.put_run(clean)
         except Exception as exc:
             self._error(f"result store {self.store.location}: cannot write the run manifest: {exc}")
 
