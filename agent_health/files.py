@@ -38,6 +38,25 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def append_whole(fd: int, data: bytes) -> None:
+    """Append `data` (whole lines) to `fd`, a file opened with O_APPEND. A write that fails part-way
+    (a full disk) is cut off again before the error is raised, so the file never keeps a torn last
+    line: it goes back to its size before, unless another writer appended after the part (then
+    the part stays, and readers skip it as the torn line of a killed writer)."""
+    before = os.fstat(fd).st_size
+    written = 0
+    view = memoryview(data)
+    try:
+        while written < len(data):
+            written += os.write(fd, view[written:])
+    except OSError:
+        if written:
+            with contextlib.suppress(OSError):
+                if os.fstat(fd).st_size == before + written:
+                    os.ftruncate(fd, before)
+        raise
+
+
 def fsync_folder(path: str | os.PathLike[str]) -> None:
     """Make a folder's entries (new names, renames) durable; a no-op where folders cannot be
     opened (Windows)."""

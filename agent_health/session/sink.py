@@ -265,7 +265,7 @@ class ResultSink:
                 first = self._store_failures == 0 and bool(failed)
                 self._store_failures += len(failed)
             if first:  # once: every later result would say the same
-                self._error(f"result store {self.store.location}: {failed[0]}; the run goes on without it")
+                self._error(f"{self._store_said(failed[0])}; the run goes on without it")
         finally:
             self._queue.put(_Stored(batch))
 
@@ -284,6 +284,12 @@ class ResultSink:
             self._loop.call_soon_threadsafe(release)
         except RuntimeError:  # the loop is gone (the run was torn down)
             pass
+
+    def _store_said(self, exc: Exception) -> str:
+        """The store's error, naming the store once (a StoreError names it already)."""
+        assert self.store is not None
+        text = str(exc)
+        return text if text.startswith("result store ") else f"result store {self.store.location}: {text}"
 
     def _error(self, message: str) -> None:
         self.errors.append(message)
@@ -329,7 +335,7 @@ class ResultSink:
                     raise
                 self.store.put_run(clean)
         except Exception as exc:
-            self._error(f"result store {self.store.location}: cannot write the run manifest: {exc}")
+            self._error(f"{self._store_said(exc)} (the run manifest)")
 
     def _begin(self, run: EvalRun, totals: dict[str, int]) -> None:
         self._put_run(run)

@@ -27,7 +27,7 @@ from urllib.parse import quote, unquote
 from pydantic import ValidationError
 
 from agent_health.config import Config
-from agent_health.files import fsync_folder, replace_file, write_all, write_atomic
+from agent_health.files import append_whole, fsync_folder, replace_file, write_atomic
 from agent_health.model import EvalRun, StoreSettings, TestResult
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 
@@ -157,7 +157,7 @@ class LocalResultStore(ResultStore):
             new, to_sync = True, self._ensure_folder(folder)
             fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
-            write_all(fd, b"\n".join(lines) + b"\n")
+            append_whole(fd, b"\n".join(lines) + b"\n")  # a full disk leaves no torn line
             os.fsync(fd)
         finally:
             os.close(fd)
