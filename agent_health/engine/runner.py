@@ -31,6 +31,7 @@ from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
 from agent_health.model import Provenance, RunResult, Signal, TestResult, TrialResult, Usage, harness_version
 from agent_health.model.encodable import encodable
+from agent_health.model.result import TRIALS_KEPT
 from agent_health.offloop import call, is_async_callable, run_off_loop
 from agent_health.pricing import cost_of
 
@@ -360,20 +361,16 @@ class AgentEngine:
             ),
         }
         if trials.tally.count > 1:
-            fields.update(trials.tally.combined(), trials=tuple(trials.kept))
+            fields.update(trials.tally.combined(), trials=tuple(trials.kept), trial_counts=dict(trials.tally.counts))
             status = fields["status"]
             fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
         return TestResult.for_case(test.case, self.agent_ref, **fields)
 
 
-KEPT_TRIALS = 32  # trials a result keeps in full (agent run, signals); later ones keep their outcome
-
-
 class _Trials:
-    """The trials of one test, folded as they finish: usage, cost, signal kinds and the combined
-    status are running sums; the first `KEPT_TRIALS` trials are kept whole and the later ones as
-    their outcome only (status, score, error, duration), so a test with many epochs does not
-    hold every trial's agent run and signals."""
+    """The trials of one test, folded as they finish: usage, cost, signal kinds, counts and the
+    combined status are running sums, and only the first `TRIALS_KEPT` trials (and the last) are
+    kept, so memory stays flat in the number of epochs."""
 
     def __init__(self, prices: dict[str, tuple[float, float]]):
         self.prices = prices
@@ -400,9 +397,8 @@ class _Trials:
                 call = Usage(**s.evidence["usage"])
                 self.judge_usage += call
                 self._price(call)
-        if len(self.kept) >= KEPT_TRIALS:
-            trial = trial.model_copy(update={"run": None, "signals": ()})
-        self.kept.append(trial)
+        if len(self.kept) < TRIALS_KEPT:
+            self.kept.append(trial)
 
     def _price(self, usage: Usage) -> None:
         cost = cost_of(usage, self.prices)
