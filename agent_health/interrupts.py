@@ -14,11 +14,14 @@ its traceback, never by its type.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 _PKG = str(Path(__file__).resolve().parent)
@@ -34,6 +37,25 @@ class Interrupted(HarnessStop):
     def __init__(self, signame: str):
         self.signame = signame
         super().__init__(f"interrupted ({signame})")
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def real_ctrl_c() -> Iterator[None]:
+    """Inside, a real Ctrl-C raises `Interrupted("SIGINT")` instead of KeyboardInterrupt, so code
+    that imports eval files tells it from a `raise KeyboardInterrupt` of theirs (a load error).
+    Outside the main thread it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _raise_interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _handler_code(handler: Any) -> CodeType | None:

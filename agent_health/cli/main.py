@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import importlib
-import signal
 import sys
 import threading
-from types import FrameType
 from typing import Any, NoReturn
 
 import click
@@ -67,12 +65,6 @@ def _register() -> None:
 _register()
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """A real Ctrl-C before a run starts: raised as agent-health's own `Interrupted`, so an eval
-    file being imported tells it from a `KeyboardInterrupt` it raises itself (a load error)."""
-    raise Interrupted("SIGINT")
-
-
 def _leave(code: int) -> NoReturn:
     """Exit; threads test code left running do not keep the process alive (session.process)."""
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
@@ -84,8 +76,6 @@ def _leave(code: int) -> NoReturn:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one clear line and exit code 2."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _on_sigint)
     try:
         code = cli.main(args=argv, prog_name="agent-health", standalone_mode=False)
         code = code if isinstance(code, int) else 0

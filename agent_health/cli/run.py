@@ -163,7 +163,7 @@ def run_command(
     """
     import gc
 
-    from agent_health.interrupts import Interrupted
+    from agent_health.interrupts import Interrupted, real_ctrl_c
     from agent_health.loader import load_tests
     from agent_health.session import build_settings, run_evaluation, select_tests
     from agent_health.session.process import EXIT_CODES, run_owned
@@ -196,7 +196,8 @@ def run_command(
     for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
         config.agent(ref)
     paths = paths or (config.path(config.eval_root),)
-    loaded = load_tests(paths, root=eval_root_for(config, paths))
+    with real_ctrl_c():  # a Ctrl-C while eval files are imported is not their KeyboardInterrupt
+        loaded = load_tests(paths, root=eval_root_for(config, paths))
     load_errors = [str(e) for e in loaded.errors]
     tests = select_tests(loaded.tests, settings.labels, settings.grep)
     if list_only:

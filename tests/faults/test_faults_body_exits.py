@@ -129,3 +129,13 @@ def test_only_a_real_signal_ends_the_run_as_interrupted(sig, code, evals, tmp_pa
     assert run["status"] == "interrupted"
     results = jsonl_results(tmp_path / "r.jsonl")  # the tests cut short, errored with the reason
     assert results and all(r["status"] == "errored" and sig.name in r["error"] for r in results.values())
+
+
+def test_a_real_ctrl_c_while_an_eval_file_is_imported_interrupts_instead_of_a_load_error(evals, tmp_path):
+    evals("slow_import.eval.py", "import time\nfrom pathlib import Path\nPath('importing').touch()\ntime.sleep(30)\n")
+    proc = start("run", "evals", cwd=tmp_path)
+    wait_until((tmp_path / "importing").exists, budget(20))
+    os.kill(proc.pid, signal.SIGINT)
+    rc, out, err = finish(proc, budget(5))
+    assert rc == 130, out + err
+    assert "interrupted" in err and "load error" not in out + err and "Traceback" not in err
