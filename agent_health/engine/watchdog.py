@@ -150,8 +150,10 @@ class Watchdog:
         self._last_beat = time.monotonic()
         self._expected = self._loop.time() + self.beat_s
         self._handle = self._loop.call_later(self.beat_s, self._beat)
-        if self._ticking:
+        if self._ticking:  # armed now: a test may block the loop before its first beat
             signal.setitimer(signal.ITIMER_PROF, self.tick_s)
+        if self.on_stuck is not None:
+            self._arm_backstop(self._loop.time())
         self._thread = threading.Thread(target=self._watch, name="agent-health-watchdog", daemon=True)
         self._thread.start()
         return self
@@ -226,8 +228,11 @@ class Watchdog:
         if self._ticking:
             signal.setitimer(signal.ITIMER_PROF, self.tick_s)
         if self.on_stuck is not None and self._last_beat - self._backstop_at > _REARM_BACKSTOP_S:
-            self._backstop_at = self._last_beat
-            faulthandler.dump_traceback_later(self._backstop_after(now), exit=True)
+            self._arm_backstop(now)
+
+    def _arm_backstop(self, now: float) -> None:
+        self._backstop_at = time.monotonic()
+        faulthandler.dump_traceback_later(self._backstop_after(now), exit=True)
 
     def _backstop_after(self, now: float) -> float:
         """Seconds from now to the last-resort exit: past the latest deadline of the trials in

@@ -349,5 +349,8 @@ def run_tests(
         if on_result is not None:
             on_result(result)
 
-    asyncio.run(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))
+    from agent_health.session.process import RunLoop  # loop.stop() in a test raises in that test
+
+    with asyncio.Runner(loop_factory=RunLoop) as runner:
+        runner.run(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))
     return results

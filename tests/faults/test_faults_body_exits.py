@@ -139,3 +139,15 @@ def test_a_real_ctrl_c_while_an_eval_file_is_imported_interrupts_instead_of_a_lo
     rc, out, err = finish(proc, budget(5))
     assert rc == 130, out + err
     assert "interrupted" in err and "load error" not in out + err and "Traceback" not in err
+
+
+def test_loop_stop_through_run_tests_errors_only_that_test(evals, tmp_path):
+    from agent_health import RunSettings, load_config, load_tests, run_tests
+
+    head, body, named = CASES["loop.stop()"]
+    evals("exits.eval.py", f"{head}from agent_health import test\n\n@test('exits')\n{body}")
+    evals("others.eval.py", OTHERS)
+    results = run_tests(load_tests([tmp_path / "evals"]).tests, load_config(), "demo@v2", RunSettings(store=None))
+    by_name = {r.name: r for r in results}
+    assert by_name["exits"].status == "errored" and named in (by_name["exits"].error or "")
+    assert by_name["other 0"].status == by_name["other 1"].status == "passed"

@@ -58,6 +58,27 @@ def test_sigterm_during_a_catastrophic_regex_ends_the_run_at_once(evals, tmp_pat
     assert run["status"] == "interrupted"
 
 
+C_LOOP = """
+from agent_health import test
+
+@test("computes in C", timeout=1)
+async def computes():
+    sum(range(10**12))  # holds the interpreter lock and never checks for signals
+"""
+
+
+def test_code_that_never_lets_go_of_the_interpreter_still_ends_the_process(evals, tmp_path):
+    """Nothing in Python can run meanwhile, not even a signal handler: the last-resort exit
+    (faulthandler, armed by the loop) prints the stacks and exits a few seconds past the timeout."""
+    evals("c_loop.eval.py", C_LOOP)
+    proc = start("run", "evals", cwd=tmp_path)
+    rc, _, err = finish(proc, budget(1 + 2 + 5 + 1))  # timeout, grace, backstop, re-arming period
+    assert rc == 1
+    assert "c_loop.eval.py" in err and "computes" in err  # the blocking test's frame in the dump
+    (run,) = manifests(tmp_path)
+    assert run["status"] == "running"  # nothing could be written; the results before it would be
+
+
 THREAD = """
 import threading, time
 from agent_health import test
