@@ -119,6 +119,7 @@ def run_owned(main: Callable[[RunControl], Coroutine[Any, Any, RunOutcome]]) -> 
         return outcome
     finally:
         over.set()
+        asked.set()  # the deadline thread ends
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -11,6 +11,7 @@ import asyncio
 import gc
 import os
 import signal
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -77,6 +78,50 @@ def test_code_that_never_lets_go_of_the_interpreter_still_ends_the_process(evals
     assert "c_loop.eval.py" in err and "computes" in err  # the blocking test's frame in the dump
     (run,) = manifests(tmp_path)
     assert run["status"] == "running"  # nothing could be written; the results before it would be
+
+
+SLOW_TEARDOWN = """
+import asyncio, time
+from pathlib import Path
+from agent_health import fixture, test
+
+@fixture
+def slow_to_clean():
+    yield
+    time.sleep(60)  # a teardown that outlives any patience
+
+@test("cleans up slowly")
+async def cleans(slow_to_clean):
+    Path("started").touch()
+    await asyncio.sleep(60)
+"""
+
+
+def test_a_run_that_does_not_stop_after_sigterm_is_abandoned_within_seconds(evals, tmp_path):
+    evals("teardown.eval.py", SLOW_TEARDOWN)
+    proc = start("run", "evals", "--reporter", "jsonl=r.jsonl", cwd=tmp_path)
+    wait_until((tmp_path / "started").exists, budget(20))
+    os.kill(proc.pid, signal.SIGTERM)
+    rc, _, err = finish(proc, budget(5 + 2))  # the stop deadline, then the abandoning
+    assert rc == 143, err
+    assert "did not stop within 5s" in err and "Traceback" not in err
+    result = jsonl_results(tmp_path / "r.jsonl")["cleans up slowly"]
+    assert result["status"] == "errored" and "SIGTERM" in result["error"]
+    (run,) = manifests(tmp_path)
+    assert run["status"] == "interrupted"
+
+
+def test_a_second_sigterm_exits_at_once(evals, tmp_path):
+    evals("teardown.eval.py", SLOW_TEARDOWN)
+    proc = start("run", "evals", "--reporter", "jsonl=r.jsonl", cwd=tmp_path)
+    wait_until((tmp_path / "started").exists, budget(20))
+    os.kill(proc.pid, signal.SIGTERM)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGTERM)
+    rc, _, err = finish(proc, budget(2))
+    assert rc == 143, err
+    (run,) = manifests(tmp_path)
+    assert run["status"] == "interrupted"
 
 
 THREAD = """
