@@ -112,17 +112,14 @@ async def to_the_end(coro: Coroutine[Any, Any, T]) -> T:
     that cancellation: what must not be left half done (the run's manifest and reports) is not."""
     task = asyncio.ensure_future(coro)
     cancelled = False
-    while True:
+    while not task.done():
         try:
-            value = await asyncio.shield(task)
-            break
+            await asyncio.shield(task)
         except asyncio.CancelledError:
-            if task.done() and task.cancelled():
+            if task.cancelled():  # the work itself was cancelled, not just this wait
                 raise
-            if task.done():
-                value = task.result()
-                break
             cancelled = True
+    value = task.result()
     if cancelled:
         raise asyncio.CancelledError
     return value

@@ -238,28 +238,9 @@ class ResultSink:
         self._done += len(results)
 
     def _store_batch(self, batch: list[TestResult]) -> None:
-        """On a writer thread: store a batch, then hand it back for reporting. When the batch
-        fails, each result is tried alone, so the count of stored results stays true."""
-        assert self.store is not None
-        failed: list[Exception] = []
+        """On a writer thread: store a batch, then hand it back for reporting."""
         try:
-            try:
-                self.store.put_many(batch)
-                stored = len(batch)
-            except Exception:
-                stored = 0
-                if _make_encodable(batch):  # text that cannot be UTF-8 (a lone surrogate): once more, escaped
-                    try:
-                        self.store.put_many(batch)
-                        stored = len(batch)
-                    except Exception:
-                        pass
-                for result in batch if not stored else ():
-                    try:
-                        self.store.put(result)
-                        stored += 1
-                    except Exception as exc:
-                        failed.append(exc)
+            stored, failed = self._put(batch)
             with self._lock:
                 self.stored += stored
                 first = self._store_failures == 0 and bool(failed)
@@ -268,6 +249,31 @@ class ResultSink:
                 self._error(f"{self._store_said(failed[0])}; the run goes on without it")
         finally:
             self._queue.put(_Stored(batch))
+
+    def _put(self, batch: list[TestResult]) -> tuple[int, list[Exception]]:
+        """Store `batch` in one `put_many`; when that fails, once more with its lone surrogates
+        escaped (if it had any: text no UTF-8 writer takes), then each result alone, so one result
+        never loses the others and the count of stored results stays true."""
+        assert self.store is not None
+        try:
+            self.store.put_many(batch)
+            return len(batch), []
+        except Exception:
+            pass
+        if _make_encodable(batch):
+            try:
+                self.store.put_many(batch)
+                return len(batch), []
+            except Exception:
+                pass
+        stored, failed = 0, []
+        for result in batch:
+            try:
+                self.store.put(result)
+                stored += 1
+            except Exception as exc:
+                failed.append(exc)
+        return stored, failed
 
     def _release(self) -> None:
         n, self._done = self._done, 0
