@@ -2,16 +2,27 @@
 
 A crash never leaves a half-written file in place of a good one: data goes to a temporary file
 beside the target, renamed over it (`os.replace` is atomic on POSIX and Windows) only once
-complete, so a reader sees the old file or the new one, never a part."""
+complete, so a reader sees the old file or the new one, never a part.
+
+A report's temporary file is locked by its writer (`flock`, released by the kernel whatever ends
+the process), so `remove_stale_temps` can tell the temporary file of a writer killed with SIGKILL
+from one still being written, and the next run writing the same report removes the first kind."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
 import os
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: temporary files are not locked, nor removed by the next writer
+    fcntl = None  # type: ignore[assignment]
 
 # Temporary names unique over threads (the counter), processes (the pid) and machines sharing a
 # folder (the token): O_EXCL then never meets another writer's file.
@@ -26,6 +37,62 @@ def _create_temp(folder: str, name: str, mode: int) -> tuple[int, str]:
     return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode), tmp
 
 
+_STALE_AFTER_S = 2.0  # a temporary file younger than this may not be locked by its writer yet
+
+
+def lock_as_writer(fd: int) -> None:
+    """Mark `fd` (a temporary file) as being written by this process until it is closed."""
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Remove the temporary files of `path` (`.NAME.*.tmp` beside it) whose writer is gone: no
+    process holds their lock, they are older than a moment and, when their name gives only a
+    process id, that process is gone. Returns what was removed (nothing where files cannot be
+    locked, on Windows)."""
+    if fcntl is None:
+        return []
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:(?P<pid>\d+)|[0-9a-f]{{8}}\d+-\d+)\.tmp")
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            if time.time() - entry.stat(follow_symlinks=False).st_mtime < _STALE_AFTER_S:
+                continue
+            if match["pid"] and _pid_alive(int(match["pid"])):
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live writer: not stale
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
 def _discard(tmp: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
@@ -36,6 +103,25 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def append_whole(fd: int, data: bytes) -> None:
+    """Append `data` (whole lines) to `fd`, a file opened with O_APPEND. A write that fails part-way
+    (a full disk) is cut off again before the error is raised, so the file never keeps a torn last
+    line: it goes back to its size before, unless another writer appended after the part (then
+    the part stays, and readers skip it as the torn line of a killed writer)."""
+    before = os.fstat(fd).st_size
+    written = 0
+    view = memoryview(data)
+    try:
+        while written < len(data):
+            written += os.write(fd, view[written:])
+    except OSError:
+        if written:
+            with contextlib.suppress(OSError):
+                if os.fstat(fd).st_size == before + written:
+                    os.ftruncate(fd, before)
+        raise
 
 
 def fsync_folder(path: str | os.PathLike[str]) -> None:
@@ -88,6 +174,7 @@ def open_atomic(path: Path, mode: int = 0o666, *, binary: bool = False, fsync: b
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_temp(str(path.parent), path.name, mode)
+    lock_as_writer(fd)
     try:
         fh: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
         with fh:

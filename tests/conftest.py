@@ -1,6 +1,7 @@
 """Shared fixtures. Tests that need a real service start it in their own fixtures; the helpers they
 share (ports, HTTP servers, skip-or-fail) live in tests/support; the session-wide services several
-test folders use (OpenSearch, PostgreSQL, S3) are the plugins below."""
+test folders use (OpenSearch, PostgreSQL, S3) are the plugins below, with the session-end check
+that no test left a process behind (tests/support/leftovers.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Session-wide real services any test folder may use (each starts once, on first use).
-pytest_plugins = ["tests.support.opensearch", "tests.support.postgres", "tests.support.s3"]
+# Session-wide real services any test folder may use (each starts once, on first use), and the
+# check at the end of the session that no test left a process behind.
+pytest_plugins = ["tests.support.opensearch", "tests.support.postgres", "tests.support.s3", "tests.support.leftovers"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

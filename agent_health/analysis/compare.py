@@ -63,9 +63,12 @@ class TrialCounts(BaseModel):
 
 def trial_counts(result: AnyResult, confidence: float = 0.95) -> TrialCounts:
     """Passed and graded trials of one result: its trials with epochs, else the result itself."""
-    statuses = [t.status for t in result.trials] or [result.status]
-    passed = statuses.count("passed")
-    graded = passed + statuses.count("failed")
+    counts = result.trial_counts
+    if counts is None:  # results stored before trials were counted kept every trial
+        statuses = [t.status for t in result.trials] or [result.status]
+        counts = {s: statuses.count(s) for s in ("passed", "failed")}
+    passed = counts.get("passed", 0)
+    graded = passed + counts.get("failed", 0)
     return TrialCounts(passed=passed, graded=graded, pass_rate=wilson_interval(passed, graded, confidence))
 
 

@@ -113,6 +113,11 @@ def bridge(ctx: TestContext, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, ctx.loop).result()
 
 
+def running_test() -> TestContext | None:
+    """The context of the test whose code is running here, or None outside test code."""
+    return _current.get()
+
+
 def current_context(what: str) -> TestContext:
     ctx = _current.get()
     if ctx is None:

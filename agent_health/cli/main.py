@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+import threading
+from typing import Any, NoReturn
 
 import click
 
 from agent_health.errors import AgentHealthError
+from agent_health.interrupts import Interrupted
 
 
 class LazyGroup(click.Group):
@@ -63,22 +65,32 @@ def _register() -> None:
 _register()
 
 
+def _leave(code: int) -> NoReturn:
+    """Exit; threads test code left running do not keep the process alive (session.process)."""
+    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+        from agent_health.session.process import exit_leaving_threads
+
+        exit_leaving_threads(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one clear line and exit code 2."""
     try:
         code = cli.main(args=argv, prog_name="agent-health", standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
+        code = code if isinstance(code, int) else 0
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2)
+        code = 2
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(130)
+        code = 130
     except AgentHealthError as exc:
         click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except KeyboardInterrupt:
+        code = 2
+    except (KeyboardInterrupt, Interrupted):
         click.echo("interrupted", err=True)
-        sys.exit(130)
+        code = 130
+    _leave(code)

@@ -56,6 +56,7 @@ def rejudge_command(
     errors, nothing to re-judge, or the store could not be written.
     """
     from agent_health.cli.sources import newest_run, open_source
+    from agent_health.interrupts import real_ctrl_c
     from agent_health.session import build_settings
     from agent_health.session.rejudge import load_tests_for, rejudge_results
 
@@ -74,7 +75,8 @@ def rejudge_command(
     src = open_source(source, config, role="SOURCE") if source else newest_run(config)
     what = src.run.id if src.run is not None else (source or src.label)
     results = list(src.results())
-    tests, problems = load_tests_for(results, config)
+    with real_ctrl_c():  # a Ctrl-C while eval files are imported is not their KeyboardInterrupt
+        tests, problems = load_tests_for(results, config)
     reps = build_reporters(reporters, verbose)
     errors: list[str] = []
 

@@ -26,10 +26,17 @@ def report_command(ctx: click.Context, source: str | None, output: Path, title: 
     (its latest stored results); SOURCE#KEY@VERSION keeps one agent version."""
     from agent_health.cli.sources import newest_run, open_source
     from agent_health.reporters.html import ReportBuilder, report_page
+    from agent_health.stores import StoreError
 
     config = ctx.obj["config"]
     src = open_source(source, config) if source else newest_run(config)
-    builder = ReportBuilder().extend(src.results())
+    builder = ReportBuilder()
+    try:
+        builder.extend(src.results())
+    except StoreError as exc:  # a damaged run log: the page shows what could be read, and exit 2 says so
+        damaged: StoreError | None = exc
+    else:
+        damaged = None
     page: dict = {"title": title or f"agent-health report: {src.label}", "source": src.label}
     if src.report is not None:
         page.update(report_page(src.report))
@@ -39,3 +46,6 @@ def report_command(ctx: click.Context, source: str | None, output: Path, title: 
     n = len(builder)
     builder.write(output, **page)
     click.echo(f"wrote {output} ({n} test result(s) from {src.label})")
+    if damaged is not None:
+        click.echo(f"error: {damaged}", err=True)
+        ctx.exit(2)

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +17,7 @@ from agent_health.reporters.base import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.session import RunOutcome
+    from agent_health.session.control import RunControl
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_TERMINATED = 128 + 15  # the shell's code for a process ended by SIGTERM
@@ -83,9 +83,12 @@ def _say(message: str) -> None:
 
 
 def _exit_stuck(message: str) -> None:
-    """The watchdog found a test blocking the loop that cannot be interrupted: leave now, with
-    every result finished so far already stored, rather than hang."""
-    sys.stdout.flush()
+    """The watchdog found a test blocking the loop that cannot be interrupted: leave now (every
+    result finished so far is stored, the tests still running are reported errored, the manifest
+    says interrupted and the reports are finished) rather than hang."""
+    from agent_health.session.process import flush_output
+
+    flush_output()
     sys.stderr.write(f"error: {message}; exiting\n")
     sys.stderr.flush()
     os._exit(EXIT_FAILED)
@@ -161,11 +164,12 @@ def run_command(
     Exit codes: 0 all passed; 1 a test failed or errored; 2 usage, configuration or file errors,
     or a report or the store could not be written.
     """
-    import asyncio
     import gc
 
+    from agent_health.interrupts import Interrupted, real_ctrl_c
     from agent_health.loader import load_tests
     from agent_health.session import build_settings, run_evaluation, select_tests
+    from agent_health.session.process import EXIT_CODES, run_owned
 
     # Everything imported so far lives for the whole process: keep the collector from walking it
     # again on every collection while thousands of results are built (about 10% of a 1,000-test run).
@@ -195,7 +199,8 @@ def run_command(
     for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
         config.agent(ref)
     paths = paths or (config.path(config.eval_root),)
-    loaded = load_tests(paths, root=eval_root_for(config, paths))
+    with real_ctrl_c():  # a Ctrl-C while eval files are imported is not their KeyboardInterrupt
+        loaded = load_tests(paths, root=eval_root_for(config, paths))
     load_errors = [str(e) for e in loaded.errors]
     tests = select_tests(loaded.tests, settings.labels, settings.grep)
     if list_only:
@@ -213,13 +218,10 @@ def run_command(
     reps = build_reporters(reporters, verbose)
     gc.freeze()  # the loaded tests live for the whole run too
 
-    async def run() -> RunOutcome:
-        # SIGTERM (a CI job cancelled) ends the run like Ctrl-C: the manifest says interrupted,
-        # every reporter finishes, and nothing already stored is lost
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await run_evaluation(
+    def run(control: RunControl) -> Coroutine[Any, Any, RunOutcome]:
+        # Ctrl-C and SIGTERM (a CI job cancelled) end the run as interrupted: the tests in flight
+        # end errored, every reporter finishes, nothing already stored is lost (session.process)
+        return run_evaluation(
             tests,
             config,
             settings,
@@ -228,13 +230,14 @@ def run_command(
             load_errors=load_errors,
             on_error=_say,
             on_stuck=_exit_stuck,
+            control=control,
         )
 
     try:
-        outcome = asyncio.run(run())
-    except asyncio.CancelledError:
-        click.echo("interrupted (SIGTERM)", err=True)
-        ctx.exit(EXIT_TERMINATED)
+        outcome = run_owned(run)
+    except Interrupted as exc:
+        click.echo(f"interrupted ({exc.signame})", err=True)
+        ctx.exit(EXIT_CODES.get(exc.signame, EXIT_TERMINATED))
     if outcome.store and outcome.stored:
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
     if load_errors or outcome.output_errors:

@@ -2,7 +2,7 @@
 concurrency limit (`run_plan`), and the loop watchdog. `agent_health.session` wires it up."""
 
 from agent_health.engine.runner import AgentEngine, EngineOptions, Scopes
-from agent_health.engine.scheduler import PlanOutcome, run_plan
+from agent_health.engine.scheduler import PlanOutcome, Running, run_plan
 from agent_health.engine.scoring import combine_trials, evaluation_type, score_of, status_of
 from agent_health.engine.watchdog import LoopBlocked, Watchdog
 
@@ -11,6 +11,7 @@ __all__ = [
     "EngineOptions",
     "LoopBlocked",
     "PlanOutcome",
+    "Running",
     "Scopes",
     "Watchdog",
     "combine_trials",

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_health.errors import FixtureError
+from agent_health.interrupts import describe, must_propagate
 from agent_health.loader.registry import FixtureDef, parameters
 from agent_health.offloop import call, run_off_loop
 
@@ -69,8 +70,10 @@ class FixtureScope:
                 raise RuntimeError("the generator fixture never yielded a value")
         except FixtureError:
             raise
-        except Exception as exc:
-            raise FixtureError(f"fixture {name!r} failed during setup: {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:  # sys.exit() in a fixture errors the test, not the run
+            if must_propagate(exc):
+                raise
+            raise FixtureError(f"fixture {name!r} failed during setup: {describe(exc, located=False)}") from exc
         self.values[name] = value
         return value
 
@@ -90,6 +93,8 @@ class FixtureScope:
                     errors.append(f"fixture {name!r} yielded more than once")
             except TimeoutError:
                 errors.append(f"fixture {name!r} did not finish its teardown in time")
-            except Exception as exc:
-                errors.append(f"fixture {name!r} failed during teardown: {type(exc).__name__}: {exc}")
+            except BaseException as exc:
+                if must_propagate(exc):
+                    raise
+                errors.append(f"fixture {name!r} failed during teardown: {describe(exc, located=False)}")
         return errors

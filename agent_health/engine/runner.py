@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from pydantic_core import PydanticSerializationError
 
 from agent_health.analysis.insights import with_insights
 from agent_health.analysis.metrics import run_metrics
@@ -25,12 +25,15 @@ from agent_health.engine import scoring
 from agent_health.engine.fixtures import FixtureScope
 from agent_health.engine.watchdog import LoopBlocked, Watchdog
 from agent_health.errors import BodyStop, InfrastructureError
+from agent_health.interrupts import Interrupted, describe, must_propagate, where
 from agent_health.judges.service import JudgeService
 from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
-from agent_health.model import Provenance, Signal, TestResult, TrialResult, Usage, harness_version
+from agent_health.model import Provenance, RunResult, Signal, TestResult, TrialResult, Usage, harness_version
+from agent_health.model.encodable import encodable
+from agent_health.model.result import TRIALS_KEPT
 from agent_health.offloop import call, is_async_callable, run_off_loop
-from agent_health.pricing import total_cost
+from agent_health.pricing import cost_of
 
 # An analyzer gets a finished result and its run's traces view (None without traces).
 Analyzer = Callable[[TestResult, Any], Any]
@@ -45,15 +48,6 @@ class EngineOptions:
     skip_judge: bool = False
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     eval_run_id: str | None = None  # the evaluation run every result belongs to
-
-
-def _where(exc: BaseException) -> str:
-    """'file.eval.py:12: ' of the innermost frame in user code (not agent_health)."""
-    pkg = str(Path(__file__).resolve().parents[1])
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if not frame.filename.startswith(pkg) and "asyncio" not in frame.filename:
-            return f"{Path(frame.filename).name}:{frame.lineno}: "
-    return ""
 
 
 class _ScopeState:
@@ -119,8 +113,10 @@ class Scopes:
                     await call(hook)
             except TimeoutError:
                 errors.append(f"{kind} hook {hook.__name__!r}{label} did not finish within {self.timeout_s:g}s")
-            except Exception as exc:
-                errors.append(f"{kind} hook {hook.__name__!r}{label} failed: {_where(exc)}{type(exc).__name__}: {exc}")
+            except BaseException as exc:  # sys.exit() in a hook fails its scope, not the run
+                if must_propagate(exc):
+                    raise
+                errors.append(f"{kind} hook {hook.__name__!r}{label} failed: {describe(exc)}")
             if errors and kind == "before_all":
                 break
         return errors
@@ -169,17 +165,31 @@ class AgentEngine:
         setup_error = await self.scopes.enter(test)
         epochs = max(1, test.case.epochs or self.options.epochs)
         timeout = test.case.timeout_s or self.options.timeout_s
-        trials = []
-        views: dict[str, Any] = {}  # run id -> traces view, for the analyzers
+        trials = _Trials(self.options.prices)
+        views: dict[str, Any] = {}  # run id -> traces view of the last trial, for the analyzers
         for epoch in range(epochs):
+            if epoch:  # a trial that never awaits (a quick agent) still lets the loop run between trials
+                await asyncio.sleep(0)
             if setup_error:
-                trials.append(TrialResult(epoch=epoch, status="errored", error=setup_error))
+                trials.add(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
-            trials.append(await self._run_trial(test, epoch, timeout, views))
+            views.clear()
+            trials.add(await self._run_trial(test, epoch, timeout, views))
         await self.scopes.leave(test)
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
-        return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
+        try:
+            return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
+        except PydanticSerializationError:  # text that cannot be UTF-8 (a lone surrogate): escaped first
+            return scrub_model(encodable(result))
+
+    def unfinished(self, test: LoadedTest, started_at: float, reason: str) -> TestResult:
+        """The result of a test the run ended before it finished (interrupted, or abandoned while
+        the event loop was stuck): errored, with `reason` as its error."""
+        elapsed_ms = max(0.0, time.time() - started_at) * 1000
+        trials = _Trials(self.options.prices)
+        trials.add(TrialResult(epoch=0, status="errored", error=f"did not finish: {reason}"))
+        return self._result(test, trials, started_at, elapsed_ms)
 
     async def _analyse(self, result: TestResult, traces: Any, timeout: float) -> TestResult:
         # Sync analyzers (derived metrics read traces and may wait for them) run together in one
@@ -240,13 +250,17 @@ class AgentEngine:
                     name="assert",
                     passed=False,
                     score=0.0,
-                    reasoning=f"{_where(exc)}{exc or 'assertion failed'}",
+                    reasoning=f"{where(exc)}{exc or 'assertion failed'}",
                 )
             )
         except InfrastructureError as exc:
             infra.append(str(exc))
-        except Exception as exc:
-            infra.append(f"{_where(exc)}{type(exc).__name__}: {exc}")
+        except Interrupted as exc:  # a real SIGINT/SIGTERM while this test blocked the loop
+            infra.append(f"{exc} while this test was running; the run stops")
+        except BaseException as exc:  # sys.exit(), KeyboardInterrupt, ... raised by the test's own code
+            if must_propagate(exc):
+                raise
+            infra.append(describe(exc))
         else:
             took = time.perf_counter() - t0
             if watch is not None and watch.blocked_s and took > timeout:  # blocked past it, then returned
@@ -267,11 +281,13 @@ class AgentEngine:
                             await self._hook(hook, fixtures, "after_each")
                     except TimeoutError:
                         infra.append(f"after_each hook {hook.__name__!r} did not finish within {timeout:g}s")
-                    except Exception as exc:
+                    except BaseException as exc:
+                        if must_propagate(exc):
+                            raise
                         infra.append(
                             str(exc)
                             if isinstance(exc, InfrastructureError)
-                            else f"after_each hook failed: {type(exc).__name__}: {exc}"
+                            else f"after_each hook failed: {describe(exc)}"
                         )
             infra.extend(await fixtures.teardown(deadline))
             ctx.close()
@@ -304,27 +320,17 @@ class AgentEngine:
     async def _hook(self, hook: Callable[..., Any], fixtures: FixtureScope, kind: str) -> None:
         try:
             await call(hook, **await fixtures.kwargs_for(hook))
-        except (BodyStop, InfrastructureError, LoopBlocked):
+        except (BodyStop, InfrastructureError):
             raise
-        except Exception as exc:
-            raise InfrastructureError(
-                f"{kind} hook {hook.__name__!r} failed: {_where(exc)}{type(exc).__name__}: {exc}"
-            ) from exc
+        except BaseException as exc:
+            if must_propagate(exc):
+                raise
+            raise InfrastructureError(f"{kind} hook {hook.__name__!r} failed: {describe(exc)}") from exc
 
-    def _result(self, test: LoadedTest, trials: list[TrialResult], started: float, duration_ms: float) -> TestResult:
-        last = trials[-1]
-        runs = [t.run for t in trials if t.run is not None]
-        usage = sum((r.usage for r in runs), Usage())
-        judge_calls = [
-            Usage(**s.evidence["usage"])
-            for t in trials
-            for s in t.signals
-            if s.kind == "judge" and s.evidence and "usage" in s.evidence
-        ]
-        judge_usage = sum(judge_calls, Usage())
-        # each judge call priced at its own model; unknown when any priced part is unknown
+    def _result(self, test: LoadedTest, trials: _Trials, started: float, duration_ms: float) -> TestResult:
+        last = trials.last
+        assert last is not None
         prices = self.options.prices
-        cost = total_cost([*(r.usage for r in runs), *judge_calls], prices)
         fields: dict[str, Any] = {
             "status": last.status,
             "score": last.score,
@@ -332,13 +338,13 @@ class AgentEngine:
             "run": last.run,
             "run_id": last.run.run_id if last.run else None,
             "error": last.error,
-            "evaluation_type": scoring.evaluation_type(s for t in trials for s in t.signals),
+            "evaluation_type": scoring.evaluation_type_of(trials.kinds),
             "started_at": started,
             "duration_ms": duration_ms,
-            "usage": usage,
-            "judge_usage": judge_usage,
-            "cost_usd": cost,
-            "epochs": len(trials),
+            "usage": trials.usage,
+            "judge_usage": trials.judge_usage,
+            "cost_usd": round(trials.cost, 8) if trials.cost is not None else None,
+            "epochs": trials.tally.count,
             "metrics": run_metrics(last.run, prices),
             "eval_run_id": self.options.eval_run_id,
             "provenance": Provenance(
@@ -348,15 +354,56 @@ class AgentEngine:
                 agent_settings_hash=self.runtime.settings_hash if self.runtime else "",
                 judge_settings_hash=self.judges.settings_hash,
                 # a replayed run was made by whichever run recorded it
-                agent_eval_run_id=self.options.eval_run_id if runs and not runs[-1].replayed else None,
+                agent_eval_run_id=(
+                    self.options.eval_run_id if trials.last_run and not trials.last_run.replayed else None
+                ),
                 judged_at=time.time(),
             ),
         }
-        if len(trials) > 1:
-            fields.update(scoring.combine_trials(trials), trials=tuple(trials))
-            failing = next((t for t in trials if t.status == fields["status"]), last)
-            fields["error"] = failing.error if fields["status"] != "passed" else None
+        if trials.tally.count > 1:
+            fields.update(trials.tally.combined(), trials=tuple(trials.kept), trial_counts=dict(trials.tally.counts))
+            status = fields["status"]
+            fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
         return TestResult.for_case(test.case, self.agent_ref, **fields)
+
+
+class _Trials:
+    """The trials of one test, folded as they finish: usage, cost, signal kinds, counts and the
+    combined status are running sums, and only the first `TRIALS_KEPT` trials (and the last) are
+    kept, so memory stays flat in the number of epochs."""
+
+    def __init__(self, prices: dict[str, tuple[float, float]]):
+        self.prices = prices
+        self.tally = scoring.TrialTally()
+        self.kept: list[TrialResult] = []
+        self.last: TrialResult | None = None
+        self.last_run: RunResult | None = None
+        self.usage = Usage()
+        self.judge_usage = Usage()
+        self.cost: float | None = 0.0  # each agent run and judge call priced at its own model
+        self.kinds: set[str] = set()
+
+    def add(self, trial: TrialResult) -> None:
+        self.tally.add(trial)
+        self.last = trial
+        if trial.run is not None:
+            self.last_run = trial.run
+            self.usage += trial.run.usage
+            self._price(trial.run.usage)
+        for s in trial.signals:
+            if not s.skipped:
+                self.kinds.add(s.kind)
+            if s.kind == "judge" and s.evidence and "usage" in s.evidence:
+                call = Usage(**s.evidence["usage"])
+                self.judge_usage += call
+                self._price(call)
+        if len(self.kept) < TRIALS_KEPT:
+            self.kept.append(trial)
+
+    def _price(self, usage: Usage) -> None:
+        cost = cost_of(usage, self.prices)
+        # unknown once any priced part is unknown: a partial sum would understate the cost
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
 
 
 def _group(analyzers: list[Analyzer]) -> list[tuple[bool, list[Analyzer]]]:

@@ -4,11 +4,16 @@
 of them, hands each result to `on_result` the moment it finishes (the run's store and reporters;
 a worker waits for it, so a slow store slows the run instead of filling memory), and stops
 starting tests after the first failure with `fail_fast`, counting what never started per agent.
+A run cancelled meanwhile (Ctrl-C, SIGTERM) hands on each test it cut short as `errored`, with
+the reason `stop_reason` gives; `running` lists the tests in flight for whoever must end the run
+while its loop cannot (see `agent_health.session.control`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -17,6 +22,19 @@ from agent_health.loader.types import LoadedTest
 from agent_health.model import TestResult
 
 OnResult = Callable[[TestResult], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Running:
+    """A test in flight: its engine, the test, and when it started (Unix time)."""
+
+    engine: AgentEngine
+    test: LoadedTest
+    started_at: float
+
+    def unfinished(self, reason: str) -> TestResult:
+        """This test's result when the run ends before it finishes: errored with `reason`."""
+        return self.engine.unfinished(self.test, self.started_at, reason)
 
 
 @dataclass
@@ -35,8 +53,11 @@ async def run_plan(
     *,
     concurrency: int,
     fail_fast: bool = False,
+    running: dict[int, Running] | None = None,
+    stop_reason: Callable[[], str | None] = lambda: None,
 ) -> PlanOutcome:
-    """Run every (engine, test) of `plan`, agent by agent in order, `concurrency` at a time."""
+    """Run every (engine, test) of `plan`, agent by agent in order, `concurrency` at a time.
+    `running` (the caller's, may be read from another thread) holds the tests in flight."""
     planned: dict[str, int] = {}
     for engine, tests in plan:
         planned[engine.agent_ref] = planned.get(engine.agent_ref, 0) + len(tests)
@@ -44,10 +65,22 @@ async def run_plan(
     work: Iterator[tuple[AgentEngine, LoadedTest]] = ((e, t) for e, tests in plan for t in tests)
     stop = asyncio.Event()
 
+    in_flight = running if running is not None else {}
+    ids = itertools.count()
+
     async def worker() -> None:
         for engine, test in work:  # one shared iterator: each item goes to exactly one worker
             started[engine.agent_ref] += 1
-            result = await engine.run_test(test)
+            key = next(ids)
+            in_flight[key] = Running(engine, test, time.time())
+            try:
+                result = await engine.run_test(test)
+            except asyncio.CancelledError:  # the run was cancelled: this test ends errored, with why
+                cut = in_flight.pop(key, None)
+                if cut is not None:  # (None: the run was abandoned and reported it already)
+                    await on_result(cut.unfinished(stop_reason() or "the run was cancelled"))
+                raise
+            in_flight.pop(key, None)
             await on_result(result)
             if fail_fast and result.status != "passed":
                 stop.set()

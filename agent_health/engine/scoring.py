@@ -38,7 +38,11 @@ def score_of(signals: Iterable[Signal]) -> float | None:
 
 
 def evaluation_type(signals: Iterable[Signal]) -> str:
-    kinds = {s.kind for s in signals if not s.skipped}
+    return evaluation_type_of({s.kind for s in signals if not s.skipped})
+
+
+def evaluation_type_of(kinds: set[str]) -> str:
+    """The evaluation type of a test whose non-skipped signals were of these kinds."""
     if "judge" in kinds:
         return "hybrid" if "deterministic" in kinds else "agentic"
     return "deterministic"
@@ -55,19 +59,45 @@ def first_failure(signals: Iterable[Signal]) -> str | None:
 
 def combine_trials(trials: Sequence[TrialResult]) -> dict[str, object]:
     """Aggregate status and pass@k / pass^k / flaky over epochs."""
-    ran = [t for t in trials if t.status != "errored"]
-    passed = [t for t in ran if t.status == "passed"]
-    if not ran:
-        status = "errored"
-    elif len(passed) == len(ran):
-        status = "passed"
-    else:
-        status = "failed"
-    scores = [t.score for t in trials if t.score is not None]
-    return {
-        "status": status,
-        "score": round(fmean(scores), 4) if scores else None,
-        "pass_at_k": (1.0 if passed else 0.0) if ran else None,
-        "pass_hat_k": (1.0 if ran and len(passed) == len(trials) else 0.0) if ran else None,
-        "flaky": len({t.status for t in trials}) > 1,
-    }
+    tally = TrialTally()
+    for t in trials:
+        tally.add(t)
+    return tally.combined()
+
+
+class TrialTally:
+    """`combine_trials` folded one trial at a time: counts and sums, not the trials, so memory
+    stays flat in the number of epochs. Also keeps the first error of each status (the result's
+    error is the first trial with the combined status)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.counts = {"passed": 0, "failed": 0, "errored": 0}
+        self.score_sum = 0.0
+        self.scored = 0
+        self.first_error: dict[str, str | None] = {}
+
+    def add(self, trial: TrialResult) -> None:
+        self.count += 1
+        self.counts[trial.status] += 1
+        if trial.score is not None:
+            self.score_sum += trial.score
+            self.scored += 1
+        self.first_error.setdefault(trial.status, trial.error)
+
+    def combined(self) -> dict[str, object]:
+        ran = self.counts["passed"] + self.counts["failed"]
+        passed = self.counts["passed"]
+        if not ran:
+            status = "errored"
+        elif passed == ran:
+            status = "passed"
+        else:
+            status = "failed"
+        return {
+            "status": status,
+            "score": round(self.score_sum / self.scored, 4) if self.scored else None,
+            "pass_at_k": (1.0 if passed else 0.0) if ran else None,
+            "pass_hat_k": (1.0 if passed == self.count else 0.0) if ran else None,
+            "flaky": sum(1 for n in self.counts.values() if n) > 1,
+        }

@@ -14,6 +14,14 @@ user code). Once that test is past its timeout:
   can exit instead of hanging;
 - when the block ends by itself, the test is failed the same way.
 
+Code that holds the interpreter lock the whole time (a catastrophic regular expression, a long
+C computation) starves that thread, so the loop also arms a CPU-time timer (`ITIMER_PROF`) on each
+beat: when the process burns `tick_s` of CPU without the loop beating, SIGPROF's handler runs in
+the blocking code itself (the regular-expression engine checks for signals) and does the same
+checks there. With `on_stuck`, the loop also keeps a last-resort exit armed with Python's
+faulthandler (a C thread that needs no lock): if the loop has not beaten by `backstop_s` past the
+latest deadline of the tests in flight, the process prints every thread's stack and exits 1.
+
 When the loop beats again after a stall, every other test's deadline moves by the stalled time,
 so they are not charged the blocked time as their own timeout.
 """
@@ -21,6 +29,7 @@ so they are not charged the blocked time as their own timeout.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import inspect
 import linecache
 import os
@@ -35,14 +44,18 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
+from agent_health.interrupts import HarnessStop, Interrupted
+
 T = TypeVar("T")
 
 _PKG = str(Path(__file__).resolve().parents[1])
 _STDLIB = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
 _SIGNAL = getattr(signal, "SIGUSR2", None)
+_TICK = getattr(signal, "SIGPROF", None)
+_REARM_BACKSTOP_S = 1.0  # how often the loop pushes the last-resort exit further away
 
 
-class LoopBlocked(BaseException):  # BaseException: a body's `except Exception` must not swallow it
+class LoopBlocked(HarnessStop):
     """Raised inside a test's code that blocked the event loop past the test's timeout."""
 
 
@@ -98,8 +111,11 @@ class Watchdog:
         grace_s: float = 2.0,
         interrupt: bool = True,
         on_stuck: Callable[[str], None] | None = None,
+        tick_s: float = 0.25,
+        backstop_s: float = 5.0,
     ):
         self.beat_s, self.stall_s, self.grace_s = beat_s, stall_s, grace_s
+        self.tick_s, self.backstop_s = tick_s, backstop_s
         self.on_stuck = on_stuck
         self._want_interrupt = interrupt
         self._frames: dict[FrameType, Watch] = {}
@@ -115,6 +131,10 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         self._previous_handler: Any = None
         self._can_interrupt = False
+        self._previous_tick: Any = None
+        self._ticking = False
+        self._backstop_at = 0.0  # when the loop last re-armed the last-resort exit (0: not armed)
+        self._stopping: str | None = None  # the signal that asked the run to stop
         self._stuck_told = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -124,9 +144,16 @@ class Watchdog:
         if self._want_interrupt and _SIGNAL is not None and threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(_SIGNAL, self._on_signal)
             self._can_interrupt = True
+            if _TICK is not None and signal.getsignal(_TICK) in (signal.SIG_DFL, None):  # a profiler's is kept
+                self._previous_tick = signal.signal(_TICK, self._on_tick)
+                self._ticking = True
         self._last_beat = time.monotonic()
         self._expected = self._loop.time() + self.beat_s
         self._handle = self._loop.call_later(self.beat_s, self._beat)
+        if self._ticking:  # armed now: a test may block the loop before its first beat
+            signal.setitimer(signal.ITIMER_PROF, self.tick_s)
+        if self.on_stuck is not None:
+            self._arm_backstop(self._loop.time())
         self._thread = threading.Thread(target=self._watch, name="agent-health-watchdog", daemon=True)
         self._thread.start()
         return self
@@ -138,6 +165,19 @@ class Watchdog:
         if self._can_interrupt:
             signal.signal(_SIGNAL, self._previous_handler)  # type: ignore[arg-type]
             self._can_interrupt = False
+        if self._ticking:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(_TICK, self._previous_tick)  # type: ignore[arg-type]
+            self._ticking = False
+        if self._backstop_at:
+            faulthandler.cancel_dump_traceback_later()
+            self._backstop_at = 0.0
+
+    def blocking_trial(self, frame: FrameType | None) -> Watch | None:
+        """The trial whose code runs in `frame` (a signal handler's) while the loop is stalled."""
+        if time.monotonic() - self._last_beat < self.stall_s:
+            return None
+        return self._culprit(frame)[0]
 
     # -- trials -------------------------------------------------------------------------------
     def watch(self, test: str, timeout_s: float) -> Watch:
@@ -182,8 +222,26 @@ class Watchdog:
                         pass
         self._blamed = None
         self._expected = now + self.beat_s
-        if not self._stop.is_set():
-            self._handle = self._loop.call_later(self.beat_s, self._beat)
+        if self._stop.is_set():
+            return
+        self._handle = self._loop.call_later(self.beat_s, self._beat)
+        if self._ticking:
+            signal.setitimer(signal.ITIMER_PROF, self.tick_s)
+        if self.on_stuck is not None and self._last_beat - self._backstop_at > _REARM_BACKSTOP_S:
+            self._arm_backstop(now)
+
+    def _arm_backstop(self, now: float) -> None:
+        self._backstop_at = time.monotonic()
+        faulthandler.dump_traceback_later(self._backstop_after(now), exit=True)
+
+    def _backstop_after(self, now: float) -> float:
+        """Seconds from now to the last-resort exit: past the latest deadline of the trials in
+        flight by the grace, the backstop and the re-arming period."""
+        latest = now
+        for w in list(self._active):
+            when = w.scope.when() if w.scope is not None else None
+            latest = max(latest, when if when is not None else now + w.timeout_s)
+        return latest - now + self.grace_s + self.backstop_s + _REARM_BACKSTOP_S
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         w = self._to_interrupt
@@ -192,15 +250,48 @@ class Watchdog:
             if self._frames.get(f) is w:  # only ever raise inside the blocking trial's own code
                 self._to_interrupt = None
                 w.interrupted = True
-                raise LoopBlocked(w.message())
+                raise self._stop_exception(w)
             f = f.f_back
         previous = self._previous_handler
         if w is None and callable(previous):
             previous(signum, frame)
 
+    def _on_tick(self, signum: int, frame: FrameType | None) -> None:
+        """SIGPROF: the process burnt `tick_s` of CPU since the loop's last beat. When the loop is
+        stalled by a trial running here, do the watchdog thread's checks (it may be starved)."""
+        now = time.monotonic()
+        if now - self._last_beat < self.stall_s or not self._ticking:
+            return  # the loop is beating (other threads burnt the CPU); the next beat re-arms
+        w, site = self._culprit(frame)
+        if w is not None:
+            self._note_stall(w, site, now)
+            if (w.over_deadline(now) or self._stopping) and not w.interrupted:
+                w.interrupted = True
+                raise self._stop_exception(w)
+        signal.setitimer(signal.ITIMER_PROF, self.tick_s)
+
+    def _stop_exception(self, w: Watch) -> HarnessStop:
+        """What to raise in a trial blocking the loop: the run's stop signal, else LoopBlocked."""
+        return Interrupted(self._stopping) if self._stopping else LoopBlocked(w.message())
+
+    def request_stop(self, signame: str) -> None:
+        """The run was told to stop (a real SIGINT/SIGTERM): a trial that blocks the loop now or
+        later gets `Interrupted` raised in its code, so the loop can run the cancellation."""
+        self._stopping = signame
+
+    def _note_stall(self, w: Watch, site: str | None, now: float) -> None:
+        self._blamed = w
+        if w._stall_started is None:
+            w._stall_started = self._last_beat
+        w.blocked_s = max(w.blocked_s, now - w._stall_started)
+        w.site = w.site or site
+
     # -- on the watchdog thread -----------------------------------------------------------------
-    def _culprit(self) -> tuple[Watch | None, str | None]:
-        frame = sys._current_frames().get(self._loop_thread)
+    def _culprit(self, frame: FrameType | None = None) -> tuple[Watch | None, str | None]:
+        """The trial running in `frame` (default: the loop thread's current frame) and its
+        blocking call site."""
+        if frame is None:
+            frame = sys._current_frames().get(self._loop_thread)
         innermost = frame
         site = None
         while frame is not None:
@@ -223,12 +314,8 @@ class Watchdog:
             w, site = self._culprit()
             if w is None:
                 continue
-            self._blamed = w
-            if w._stall_started is None:
-                w._stall_started = self._last_beat
-            w.blocked_s = max(w.blocked_s, now - w._stall_started)
-            w.site = w.site or site
-            if not w.over_deadline(now):
+            self._note_stall(w, site, now)
+            if not (w.over_deadline(now) or self._stopping):
                 continue
             if w._interrupt_sent is None:
                 w._interrupt_sent = now

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_health.errors import EvalFileError
+from agent_health.interrupts import describe, must_propagate
 from agent_health.loader.fingerprint import Fingerprinter
 from agent_health.loader.ids import content_hash, suite_name, test_id
 from agent_health.loader.registry import (
@@ -55,8 +56,10 @@ def import_eval_file(path: Path, rel: str) -> FileRegistry:
     token = activate(registry)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
-        raise EvalFileError(rel, f"failed to import: {type(exc).__name__}: {exc}", _error_line(exc, path)) from exc
+    except BaseException as exc:  # sys.exit() at import is this file's load error, not the run's end
+        if must_propagate(exc):
+            raise
+        raise EvalFileError(rel, f"failed to import: {describe(exc, located=False)}", _error_line(exc, path)) from exc
     finally:
         # The module is needed while it executes (dataclasses, pydantic and pickling look it up);
         # afterwards its functions keep their globals, and a long-lived process (the Dagster

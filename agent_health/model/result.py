@@ -29,6 +29,9 @@ class Insight(BaseModel):
     recommendation: str = Field("", description="What to change in the agent.")
 
 
+TRIALS_KEPT = 32  # trials a result keeps in full (agent run, signals); every trial is counted
+
+
 class TrialResult(BaseModel):
     """One epoch of a test."""
 
@@ -80,7 +83,9 @@ class TestResult(BaseModel):
     """The outcome of one test against one agent version.
 
     `errored` means infrastructure failed; it is excluded from pass rate and `error` carries the
-    real message. With epochs, `trials` holds every trial and the top-level fields summarize them.
+    real message. With epochs, the top-level fields summarize every trial, `trial_counts` counts
+    them by status and `trials` holds the first `TRIALS_KEPT` in full (memory stays flat in the
+    number of epochs).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -112,7 +117,12 @@ class TestResult(BaseModel):
     judge_usage: Usage = Field(default_factory=Usage, description="Judge tokens over all trials.")
     cost_usd: float | None = Field(None, description="Estimated agent + judge cost from the price table.")
     epochs: int = 1
-    trials: tuple[TrialResult, ...] = Field((), description="Every trial when epochs > 1.")
+    trials: tuple[TrialResult, ...] = Field(
+        (), description=f"The first {TRIALS_KEPT} trials in full when epochs > 1 (trial_counts counts them all)."
+    )
+    trial_counts: dict[str, int] | None = Field(
+        None, description="Trials per status (passed, failed, errored) over every epoch, when epochs > 1."
+    )
     pass_at_k: float | None = Field(None, description="1 if any trial passed (epochs > 1).")
     pass_hat_k: float | None = Field(None, description="1 if every trial passed (epochs > 1).")
     flaky: bool = Field(False, description="Trials disagreed.")

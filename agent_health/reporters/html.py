@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from agent_health.analysis.rollup import SuiteRollup, rollup
 from agent_health.errors import UsageError
-from agent_health.files import open_atomic
+from agent_health.files import open_atomic, remove_stale_temps
 from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores.summary import ResultSummary
@@ -132,6 +132,7 @@ def _atomic_text(path: Path) -> Iterator[IO[str]]:
     """Stream the page into `path` atomically (see `open_atomic`); a path that cannot be written
     is one clear error naming it."""
     try:
+        remove_stale_temps(Path(os.path.realpath(path)))  # left by a run killed while writing this page
         with open_atomic(path, fsync=False) as fh:
             yield fh
     except OSError as exc:

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from agent_health.files import lock_as_writer, remove_stale_temps
 from agent_health.reporters.base import ReportError
 
 
@@ -33,11 +34,14 @@ class ReportOutput:
                 raise IsADirectoryError(21, "it is a directory")
             target = self.path
             if self.atomic and (not self.path.exists() or self.path.is_file()):
+                remove_stale_temps(self.path)  # left by a run killed while writing this report
                 self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
                 target = self._tmp
             self.path.parent.mkdir(parents=True, exist_ok=True)
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
             self._fd = os.open(target, flags, 0o666)  # the user's umask decides the mode
+            if self._tmp is not None:
+                lock_as_writer(self._fd)  # until closed: the next run can tell it is being written
         except OSError as exc:
             raise self._fail(exc) from None
 

@@ -13,25 +13,35 @@ import asyncio
 import re
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from agent_health.config import Config
-from agent_health.engine import AgentEngine, EngineOptions, Scopes, Watchdog, run_plan
+from agent_health.engine import AgentEngine, EngineOptions, Running, Scopes, Watchdog, run_plan
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
 from agent_health.loader.types import LoadedTest
-from agent_health.model import EvalRun, RunReport, RunSettings, TestResult, check_replay_mode, harness_version
+from agent_health.model import (
+    EvalRun,
+    RunReport,
+    RunSettings,
+    RunStatus,
+    TestResult,
+    check_replay_mode,
+    harness_version,
+)
 from agent_health.model.report import SummaryTally
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
+from agent_health.session.control import RunControl
 from agent_health.session.settings import build_settings
 from agent_health.session.sink import ResultSink
 from agent_health.session.wiring import build_analyzers, build_judges, build_runtime
 from agent_health.stores import ResultStore, open_store
 
 Tests = Sequence[LoadedTest] | Mapping[str, Sequence[LoadedTest]]
+T = TypeVar("T")
 
 _CLOSE_S = 5.0  # closing connectors and judge clients never holds the process longer than this
 _configured_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
@@ -97,6 +107,24 @@ async def _close(closers: Sequence[Callable[[], Any]]) -> None:
         pass
 
 
+async def to_the_end(coro: Coroutine[Any, Any, T]) -> T:
+    """Await `coro` to its end even when the awaiting task is cancelled meanwhile, then re-raise
+    that cancellation: what must not be left half done (the run's manifest and reports) is not."""
+    task = asyncio.ensure_future(coro)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():  # the work itself was cancelled, not just this wait
+                raise
+            cancelled = True
+    value = task.result()
+    if cancelled:
+        raise asyncio.CancelledError
+    return value
+
+
 async def run_evaluation(
     tests: Tests,
     config: Config,
@@ -111,6 +139,7 @@ async def run_evaluation(
     judges: JudgeService | None = None,
     amend: Callable[[TestResult], TestResult] | None = None,
     rejudge_of: str | None = None,
+    control: RunControl | None = None,
 ) -> RunOutcome:
     """Run `tests` (the same for every agent version of `settings.agents`, or a mapping agent
     version -> its tests); the outcome holds the run's final manifest.
@@ -123,7 +152,11 @@ async def run_evaluation(
     exits then). `judges` replaces the configured judge service (tests use it; it is closed at the
     end like the one built here). Re-judging passes `amend` (applied to each finished result before
     it is stored and reported; the run's counts are of the results as the engine made them) and
-    `rejudge_of` (what it re-judges, for the manifest)."""
+    `rejudge_of` (what it re-judges, for the manifest). `control` lets the process that owns the
+    run stop it from a signal handler or another thread (`agent_health.session.control`).
+
+    Once the tests are done or the run is cancelled, writing the manifest and finishing the reports
+    is never cut short by a further cancellation: a report is complete or absent, never torn."""
     settings = settings or build_settings(config)
     plan = _plan(tests, config, settings)
     run_config = _run_config(config, settings)
@@ -156,13 +189,6 @@ async def run_evaluation(
         rejudge_of=rejudge_of,
     )
     sink = ResultSink(store, reporters, on_error)
-
-    def stuck(message: str) -> None:  # the watchdog's thread; the loop is blocked for good
-        sink.flush_blocking(_CLOSE_S)  # whatever finished before the block is stored and reported
-        if on_stuck is not None:
-            on_stuck(message)
-
-    watchdog = Watchdog(on_stuck=stuck if on_stuck is not None else None).start()
     options = EngineOptions(
         timeout_s=settings.timeout_s,
         epochs=settings.epochs,
@@ -171,43 +197,14 @@ async def run_evaluation(
         eval_run_id=run.id,
     )
     scopes = Scopes([t for ts in plan.values() for t in ts], settings.timeout_s)
-    pairs = [
-        (AgentEngine(rt, judges, options, scopes, analyzers, watchdog), plan[agent])
-        for agent, rt in zip(plan, runtimes)
-    ]
     planned = {agent: len(ts) for agent, ts in plan.items()}
     tallies = {agent: SummaryTally(agent) for agent in plan}
     collected: list[TestResult] | None = [] if any(r.keeps_results for r in reporters) else None
     done: set[str] = set()
-    sink.start()
+    running: dict[int, Running] = {}  # tests in flight, for `abandon`
 
-    async def on_result(result: TestResult) -> None:
-        tally = tallies[result.agent]
-        tally.add(result)
-        if amend is not None:
-            result = amend(result)
-        if collected is not None:
-            collected.append(result)
-        await sink.put(result)
-        if tally.total == planned[result.agent]:
-            done.add(result.agent)
-            await sink.agent_done(result.agent)
-
-    status = "interrupted"
-    outcome = None
-    try:
-        await sink.begin(run, planned)
-        outcome = await run_plan(
-            pairs, scopes, on_result, concurrency=settings.concurrency, fail_fast=settings.fail_fast
-        )
-        status = "finished"
-    finally:
-        watchdog.stop()
-        not_run = outcome.not_run if outcome else {a: planned[a] - tallies[a].total for a in plan}
-        hook_errors = outcome.hook_errors if outcome else list(scopes.errors)
-        for agent in plan:
-            if agent not in done:
-                await sink.agent_done(agent)
+    def documents(status: RunStatus, not_run: dict[str, int], hook_errors: list[str]) -> tuple[EvalRun, RunReport]:
+        """The final manifest and the report's summary part."""
         summaries = tuple(tallies[a].summary(not_run=not_run.get(a, 0)) for a in plan)
         final = run.model_copy(
             update={
@@ -228,10 +225,91 @@ async def run_evaluation(
             hook_errors=list(hook_errors),
             not_run=sum(not_run.values()),
         )
-        await sink.finish(final, report)
-        await sink.close()
-        await _close(closers)
-    return RunOutcome(final, tuple(sink.errors), sink.stored, store.location if store is not None else None)
+        return final, report
+
+    def take(result: TestResult) -> TestResult:
+        """Count a finished result; what goes to the store and the reporters."""
+        tallies[result.agent].add(result)
+        if amend is not None:
+            result = amend(result)
+        if collected is not None:
+            collected.append(result)
+        return result
+
+    def abandon(reason: str, timeout_s: float) -> None:
+        """From another thread, the loop stuck for good (see `RunControl.abandon`)."""
+        deadline = time.monotonic() + timeout_s
+        cut = list(running.values())
+        running.clear()  # a cancellation the loop might still see reports nothing twice
+        sink.put_blocking([take(r.unfinished(reason)) for r in cut])
+        final, report = documents("interrupted", {a: planned[a] - tallies[a].total for a in plan}, list(scopes.errors))
+        for agent in plan:
+            if agent not in done:
+                done.add(agent)
+                sink.agent_done_blocking(agent, max(0.0, deadline - time.monotonic()))
+        sink.finish_blocking(final, report, max(0.0, deadline - time.monotonic()))
+
+    def stuck(message: str) -> None:  # the watchdog's thread; the loop is blocked for good
+        abandon(f"the run was ended: {message}", _CLOSE_S)
+        if on_stuck is not None:
+            on_stuck(message)
+
+    watchdog = Watchdog(on_stuck=stuck if on_stuck is not None else None).start()
+    pairs = [
+        (AgentEngine(rt, judges, options, scopes, analyzers, watchdog), plan[agent])
+        for agent, rt in zip(plan, runtimes)
+    ]
+    sink.start()
+    if control is not None:
+        control.attach(abandon, watchdog)
+
+    async def on_result(result: TestResult) -> None:
+        result = take(result)
+        await sink.put(result)
+        if tallies[result.agent].total == planned[result.agent]:
+            done.add(result.agent)
+            await sink.agent_done(result.agent)
+
+    def stop_reason() -> str | None:
+        return control.reason if control is not None else None
+
+    outcome = None
+    try:
+        await sink.begin(run, planned)
+        outcome = await run_plan(
+            pairs,
+            scopes,
+            on_result,
+            concurrency=settings.concurrency,
+            fail_fast=settings.fail_fast,
+            running=running,
+            stop_reason=stop_reason,
+        )
+    finally:
+        watchdog.stop()
+
+        async def finish() -> RunOutcome:
+            # Interrupted once a stop was asked for, even after the last test (the exit code says
+            # so too); a stop asked for after this manifest is written changes nothing.
+            status: RunStatus = "finished" if outcome is not None and stop_reason() is None else "interrupted"
+            not_run = outcome.not_run if outcome else {a: planned[a] - tallies[a].total for a in plan}
+            hook_errors = outcome.hook_errors if outcome else list(scopes.errors)
+            for agent in plan:
+                if agent not in done:
+                    done.add(agent)
+                    await sink.agent_done(agent)
+            final, report = documents(status, not_run, hook_errors)
+            await sink.finish(final, report)
+            await sink.close()
+            await _close(closers)
+            ended = RunOutcome(final, tuple(sink.errors), sink.stored, store.location if store is not None else None)
+            if control is not None:
+                control.outcome = ended
+                control.detach()
+            return ended
+
+        ended = await to_the_end(finish())
+    return ended
 
 
 def run_tests(
@@ -268,5 +346,8 @@ def run_tests(
         if on_result is not None:
             on_result(result)
 
-    asyncio.run(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))
+    from agent_health.session.process import RunLoop  # loop.stop() in a test raises in that test
+
+    with asyncio.Runner(loop_factory=RunLoop) as runner:
+        runner.run(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))
     return results

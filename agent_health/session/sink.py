@@ -20,11 +20,14 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from agent_health.model import EvalRun, RunReport, TestResult
+from agent_health.model.encodable import encodable
 from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores import ResultStore
@@ -34,6 +37,28 @@ _BATCH = 64  # results handed to the sink's thread at once, at most
 _HANDOFF_S = 0.005  # how long a finished result may wait for others to go with it
 _STORE_BATCH = 128  # results stored in one put_many, at most
 _PARALLEL_WRITES = 2  # put_many calls in flight at once (one writes while the next fills)
+
+
+def _make_encodable(batch: list[TestResult]) -> bool:
+    """Escape the lone surrogates of every result of `batch` in place; True when any had one."""
+    changed = False
+    for i, result in enumerate(batch):
+        clean = encodable(result)
+        if clean is not result:
+            batch[i] = clean  # the reporters get what was stored
+            changed = True
+    return changed
+
+
+def _settle(future: Future[Any], value: Any = None, exc: BaseException | None = None) -> None:
+    """Complete `future` unless its waiter gave up on it (cancelled it)."""
+    try:
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
+    except InvalidStateError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,7 @@ class ResultSink:
         self._held: deque[Any] = deque()  # result lists and calls in order, waiting for writers
         self._in_flight = 0  # batches handed to writers and not reported yet
         self._done = 0  # results reported whose room the loop has not got back yet
+        self._finished = False
 
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
@@ -100,16 +126,31 @@ class ResultSink:
             batch, self._batch = self._batch, []
             self._queue.put(batch)
 
-    def flush_blocking(self, timeout_s: float) -> None:
-        """From another thread while the loop is stuck (the process is about to exit): store and
-        report what the loop had not handed over yet, waiting at most `timeout_s`."""
+    # -- from another thread, when the loop will not run again (it is stuck, or the process is
+    # about to exit): each call waits at most `timeout_s` ---------------------------------------
+    def call_blocking(self, timeout_s: float, fn: Callable[..., Any] = lambda: None, *args: Any) -> None:
+        """Store and report what the loop had not handed over yet, then run `fn(*args)` on the
+        sink's thread; wait for it at most `timeout_s`."""
         self._hand_over()
         done: Future[Any] = Future()
-        self._queue.put((done, lambda: None, ()))
+        self._queue.put((done, fn, args))
         try:
             done.result(timeout_s)
         except Exception:
             pass
+
+    def put_blocking(self, results: list[TestResult]) -> None:
+        """Queue results for the store and the reporters (they follow what is queued already)."""
+        self._hand_over()
+        if results:
+            self._queue.put(list(results))
+
+    def agent_done_blocking(self, agent: str, timeout_s: float) -> None:
+        self.call_blocking(timeout_s, self._each, "agent_done", agent)
+
+    def finish_blocking(self, run: EvalRun, report: RunReport, timeout_s: float) -> None:
+        """`finish`, from another thread (a second `finish` does nothing)."""
+        self.call_blocking(timeout_s, self._finish, run, report)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(*args)` on the sink's thread after everything queued before it."""
@@ -170,10 +211,14 @@ class ResultSink:
             if self._in_flight:
                 return  # a call runs once everything before it is stored and reported
             future, fn, args = self._held.popleft()
+            # A call runs even when its caller stopped waiting (the run was cancelled meanwhile):
+            # the manifest and the reports must still be written.
             try:
-                future.set_result(fn(*args))
+                value = fn(*args)
             except BaseException as exc:
-                future.set_exception(exc)
+                _settle(future, exc=exc)
+            else:
+                _settle(future, value)
 
     def _take_batch(self) -> list[TestResult]:
         """Up to `_STORE_BATCH` results from the held lists at the front (never past a call)."""
@@ -193,30 +238,42 @@ class ResultSink:
         self._done += len(results)
 
     def _store_batch(self, batch: list[TestResult]) -> None:
-        """On a writer thread: store a batch, then hand it back for reporting. When the batch
-        fails, each result is tried alone, so the count of stored results stays true."""
-        assert self.store is not None
-        failed: list[Exception] = []
+        """On a writer thread: store a batch, then hand it back for reporting."""
         try:
-            try:
-                self.store.put_many(batch)
-                stored = len(batch)
-            except Exception:
-                stored = 0
-                for result in batch:
-                    try:
-                        self.store.put(result)
-                        stored += 1
-                    except Exception as exc:
-                        failed.append(exc)
+            stored, failed = self._put(batch)
             with self._lock:
                 self.stored += stored
                 first = self._store_failures == 0 and bool(failed)
                 self._store_failures += len(failed)
             if first:  # once: every later result would say the same
-                self._error(f"result store {self.store.location}: {failed[0]}; the run goes on without it")
+                self._error(f"{self._store_said(failed[0])}; the run goes on without it")
         finally:
             self._queue.put(_Stored(batch))
+
+    def _put(self, batch: list[TestResult]) -> tuple[int, list[Exception]]:
+        """Store `batch` in one `put_many`; when that fails, once more with its lone surrogates
+        escaped (if it had any: text no UTF-8 writer takes), then each result alone, so one result
+        never loses the others and the count of stored results stays true."""
+        assert self.store is not None
+        try:
+            self.store.put_many(batch)
+            return len(batch), []
+        except Exception:
+            pass
+        if _make_encodable(batch):
+            try:
+                self.store.put_many(batch)
+                return len(batch), []
+            except Exception:
+                pass
+        stored, failed = 0, []
+        for result in batch:
+            try:
+                self.store.put(result)
+                stored += 1
+            except Exception as exc:
+                failed.append(exc)
+        return stored, failed
 
     def _release(self) -> None:
         n, self._done = self._done, 0
@@ -234,6 +291,12 @@ class ResultSink:
         except RuntimeError:  # the loop is gone (the run was torn down)
             pass
 
+    def _store_said(self, exc: Exception) -> str:
+        """The store's error, naming the store once (a StoreError names it already)."""
+        assert self.store is not None
+        text = str(exc)
+        return text if text.startswith("result store ") else f"result store {self.store.location}: {text}"
+
     def _error(self, message: str) -> None:
         self.errors.append(message)
         if self.on_error is not None:
@@ -243,8 +306,19 @@ class ResultSink:
         for rep in list(self.reporters):
             try:
                 getattr(rep, method)(*args)
+                continue
             except Exception as exc:
-                self._drop(rep, exc)
+                failure = exc
+            # text that cannot be UTF-8 (a lone surrogate): once more, escaped, before giving up
+            clean = tuple(encodable(a) if isinstance(a, BaseModel) else a for a in args)
+            if any(c is not a for c, a in zip(clean, args)):
+                args = clean  # the later reporters get the escaped copy too
+                try:
+                    getattr(rep, method)(*args)
+                    continue
+                except Exception as exc:
+                    failure = exc
+            self._drop(rep, failure)
 
     def _drop(self, rep: Reporter, exc: Exception) -> None:
         self.reporters.remove(rep)
@@ -259,9 +333,15 @@ class ResultSink:
         if self.store is None:
             return
         try:
-            self.store.put_run(run)
+            try:
+                self.store.put_run(run)
+            except Exception:
+                clean = encodable(run)
+                if clean is run:
+                    raise
+                self.store.put_run(clean)
         except Exception as exc:
-            self._error(f"result store {self.store.location}: cannot write the run manifest: {exc}")
+            self._error(f"{self._store_said(exc)} (the run manifest)")
 
     def _begin(self, run: EvalRun, totals: dict[str, int]) -> None:
         self._put_run(run)
@@ -270,6 +350,9 @@ class ResultSink:
             self._each("start", agent, total)
 
     def _finish(self, run: EvalRun, report: RunReport) -> None:
+        if self._finished:  # the run was abandoned from another thread and finished there
+            return
+        self._finished = True
         if self._store_failures > 1 and self.store is not None:
             self._error(f"result store {self.store.location}: {self._store_failures} results could not be stored")
         self._put_run(run)

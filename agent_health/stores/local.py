@@ -27,8 +27,9 @@ from urllib.parse import quote, unquote
 from pydantic import ValidationError
 
 from agent_health.config import Config
-from agent_health.files import fsync_folder, replace_file, write_all, write_atomic
+from agent_health.files import append_whole, fsync_folder, replace_file, write_atomic
 from agent_health.model import EvalRun, StoreSettings, TestResult
+from agent_health.model.validation import describe_errors
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class LocalResultStore(ResultStore):
             new, to_sync = True, self._ensure_folder(folder)
             fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
-            write_all(fd, b"\n".join(lines) + b"\n")
+            append_whole(fd, b"\n".join(lines) + b"\n")  # a full disk leaves no torn line
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -189,24 +190,45 @@ class LocalResultStore(ResultStore):
         return sorted(runs, key=lambda r: (r.started_at, r.id), reverse=True)
 
     def run_results(self, run_id: str) -> Iterator[TestResult]:
+        """See `ResultStore.run_results`. A line that is not a result (a damaged log) is skipped;
+        once every readable result was yielded, a StoreError names the skipped lines. Only the
+        torn last line of a killed writer (no newline after it) is skipped silently: its batch
+        was never stored."""
         path = self._run_dir(run_id) / "results.jsonl"
         if not path.is_file():
             return
         # First pass: which line holds the last copy of each key (a retried step stores twice).
         last: dict[ResultKey, int] = {}
+        bad: dict[int, str] = {}  # line index -> why it was skipped
         summary = _summary_type()
         with path.open("rb") as fh:
             for n, line in enumerate(fh):
                 try:
                     s = summary.model_validate_json(line)
-                except ValidationError:
-                    continue  # the torn last line of a killed run
+                except ValidationError as exc:
+                    if line.endswith(b"\n"):  # not the torn last line of a killed writer
+                        bad[n] = describe_errors(exc)
+                    continue
                 last[ResultKey(s.agent, s.suite, s.test_id)] = n
         keep = set(last.values())
+        read = 0
         with path.open("rb") as fh:
             for n, line in enumerate(fh):
                 if n in keep:
-                    yield TestResult.model_validate_json(line)
+                    try:
+                        result = TestResult.model_validate_json(line)
+                    except ValidationError as exc:
+                        bad[n] = describe_errors(exc)
+                        continue
+                    read += 1
+                    yield result
+        if bad:
+            lines = sorted(bad)
+            named = ", ".join(str(n + 1) for n in lines[:20]) + (", ..." if len(lines) > 20 else "")
+            raise StoreError(
+                f"result store {self.root}: results.jsonl of run {run_id}: skipped line(s) {named}, not valid "
+                f"results (line {lines[0] + 1}: {bad[lines[0]]}); {read} result(s) read"
+            )
 
     def _read(self, key: ResultKey, model: type[M]) -> M | None:
         path = self.path_for(key)

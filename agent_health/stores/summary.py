@@ -93,7 +93,8 @@ class ResultSummary:
     pass_at_k: float | None = None
     pass_hat_k: float | None = None
     flaky: bool = False
-    trials: tuple[TrialOutcome, ...] = ()  # each trial's outcome when epochs > 1 (comparisons)
+    trials: tuple[TrialOutcome, ...] = ()  # the kept trials' outcomes when epochs > 1
+    trial_counts: dict[str, int] | None = None  # every trial, per status (comparisons)
     error: str | None = None
     insights: tuple[InsightBrief, ...] = ()
     metrics: Annotated[dict[str, float], BeforeValidator(_numeric_metrics)] = Field(default_factory=dict)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import json
+import logging
 import os
 import threading
 import time
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from agent_health.files import append_whole
 from agent_health.traces import dsl
 from agent_health.traces.source import Fetched, RunRef, TraceSource, best_trace_in_window
 from agent_health.traces.spans import HARNESS_SERVICES, RUN_ID_ATTRIBUTES, is_harness
@@ -198,7 +200,7 @@ class _Writer:
         self.root.mkdir(parents=True, exist_ok=True)
         suffix = ".logs.jsonl" if kind == "logs" else ".jsonl"
         # kept open across writes (closed by reset()): one append stream per process
-        fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "ab")  # noqa: SIM115
+        fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "ab", buffering=0)  # noqa: SIM115
         self.sizes[fh.name] = self.flushed[fh.name] = os.fstat(fh.fileno()).st_size
         self.index.offsets.setdefault(fh.name, 0)
         self.index.own.add(fh.name)
@@ -258,14 +260,35 @@ class _Writer:
                 with _LOCK:
                     batch = self._reopen(batch)
                     files = {fh.name: fh for fh in self.files.values()}
-            for name in dict.fromkeys(name for _, name, _, _ in batch):
-                chunk = b"".join(data for _, n, data, _ in batch if n == name)
-                files[name].write(chunk)
-                files[name].flush()  # whole lines, so other processes see them
-                self.flushed[name] = self.flushed.get(name, 0) + len(chunk)
+            done: set[str] = set()
+            try:
+                for name in dict.fromkeys(name for _, name, _, _ in batch):
+                    chunk = b"".join(data for _, n, data, _ in batch if n == name)
+                    append_whole(files[name].fileno(), chunk)  # whole lines, so other processes see them
+                    self.flushed[name] = self.flushed.get(name, 0) + len(chunk)
+                    done.add(name)
+            except OSError as exc:  # a full disk: no torn line stays; the lines wait for the next flush
+                with _LOCK:
+                    self.pending = [item for item in batch if item[1] not in done] + self.pending
+                _report_write_error(self.root, exc)
 
     def on_disk(self, lines: Iterable[Where]) -> bool:
         return all(offset + length < self.flushed.get(name, 1 << 62) for name, offset, length in lines)
+
+
+_REPORTED: set[Path] = set()  # span folders whose write error was reported already
+
+
+def _report_write_error(root: Path, exc: OSError) -> None:
+    """Say once per folder that spans cannot be written (a log record, never a traceback)."""
+    if root in _REPORTED:
+        return
+    _REPORTED.add(root)
+    logging.getLogger("agent_health.traces").error(
+        "error: cannot write spans under %s: %s; the traces of the runs since are incomplete",
+        root,
+        exc.strerror or exc,
+    )
 
 
 class _Flusher:

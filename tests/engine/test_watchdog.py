@@ -176,10 +176,22 @@ def test_cli_exits_when_a_blocked_loop_cannot_be_interrupted(tmp_path):
     proc, wall, lines = _cli(tmp_path, UNINTERRUPTIBLE, "--concurrency", "1")
     assert proc.returncode == 1
     assert wall < scaled(1 + 5), f"the CLI took {wall:.1f}s to exit (limit {scaled(1 + 5):.1f}s on this machine)"
-    assert [line["name"] for line in lines] == ["fine"]  # finished before the block: reported and stored
+    *results, tail = lines
+    # finished before the block: reported and stored; the stuck one reported errored with the
+    # reason; the report finished (its summary line) before the process left
+    by_name = {line["name"]: line for line in results}
+    assert {name: line["status"] for name, line in by_name.items()} == {
+        "fine": "passed",
+        "cannot be interrupted": "errored",
+    }
+    stuck = by_name["cannot be interrupted"]["error"]
+    assert "blocked the event loop" in stuck and "could not be interrupted" in stuck
+    assert tail["summaries"][0]["errored"] == 1
     assert (tmp_path / ".agent_health" / "results" / "demo@v2" / "hang" / "hang%3A%3Afine.json").is_file()
     assert "test 'hang::cannot-be-interrupted' blocked the event loop" in proc.stderr
     assert "could not be interrupted" in proc.stderr and "exiting" in proc.stderr
+    (manifest,) = (tmp_path / ".agent_health" / "results" / "_runs").glob("*/run.json")
+    assert json.loads(manifest.read_text())["status"] == "interrupted"
 
 
 def test_call_site_of_a_frame_without_a_line_number_names_its_function() -> None:

@@ -1,0 +1,71 @@
+"""No test leaves a process behind: the session-end check (tests/support/leftovers.py, loaded by
+tests/conftest.py) fails a session whose tests left a process running, naming it, and stops it;
+a service the session starts and stops at its end (as OpenSearch and PostgreSQL are) is not
+flagged. Each case runs a small pytest session of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+from tests.faults.conftest import process_env
+from tests.faults.lifecycle import budget
+from tests.support.leftovers import MARKER
+
+LEAVES_ONE = """
+import subprocess, sys
+
+def test_starts_and_forgets():
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # left-behind"])
+"""
+
+SERVICE = """
+import subprocess, sys
+import pytest
+
+@pytest.fixture(scope="session")
+def service():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)  # the service"])
+    yield proc
+    proc.terminate()
+    proc.wait()
+
+def test_uses_the_service(service):
+    assert service.poll() is None
+"""
+
+
+def _session(tmp_path, source: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_nested.py").write_text(textwrap.dedent(source))
+    env = process_env({"AGENT_HEALTH_LEFTOVER_GRACE_S": "1"})
+    env.pop(MARKER, None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.leftovers", "-p", "no:cacheprovider", "."],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=budget(60),
+    )
+
+
+def _running(fragment: str) -> bool:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return any(fragment in line and "ps -eo" not in line for line in out.splitlines())
+
+
+def test_a_process_left_behind_fails_the_session_and_is_stopped(tmp_path):
+    p = _session(tmp_path, LEAVES_ONE)
+    assert p.returncode == 1, p.stdout + p.stderr  # the test itself passed: the check failed it
+    assert "1 passed" in p.stdout
+    assert "processes left behind" in p.stdout and "left-behind" in p.stdout
+    time.sleep(0.2)
+    assert not _running("time.sleep(300)  # left-behind")
+
+
+def test_a_session_service_stopped_at_the_end_is_not_flagged(tmp_path):
+    p = _session(tmp_path, SERVICE)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "left behind" not in p.stdout
