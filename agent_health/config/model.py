@@ -6,16 +6,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.errors import ConfigError
 from agent_health.model.agent import ResolvedAgent
 from agent_health.model.settings import StoreSettings, check_replay_mode
-from agent_health.model.validation import describe_errors
+from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
 
 
-class JudgeSettings(BaseModel):
+class JudgeSettings(KnownKeys):
     """Which judge provider runs `judge()` and how (see agent_health/judges/service.py).
 
     A judge model is named `provider:model` (e.g. `openai:gpt-4o-mini`, `bedrock:anthropic.claude-3-5-haiku-...`,
@@ -82,10 +82,32 @@ class JudgeSettings(BaseModel):
                 raise ValueError(
                     f"judge.providers[{name!r}]: type {conf.get('type', name)!r} unknown; use one of {list(builtin)}"
                 )
+        if self.model:
+            self.check_model(self.model, "judge.model")
+        for pattern, spec in self.per_test.items():
+            self.check_model(spec, f"judge.per_test[{pattern!r}]")
         return self
 
+    def check_model(self, spec: str, setting: str) -> None:
+        """Raise ValueError naming `setting` when `spec` cannot name a judge: a `provider:model` whose
+        provider is a misspelt one, or any model for the offline demo provider (which takes none)."""
+        names = ["demo", "openai", "bedrock", *self.providers]
+        head, sep, _ = spec.partition(":")
+        if spec in names or (sep and head in names):
+            return
+        hint = did_you_mean(head, names)
+        default_type = str(self.providers.get(self.provider, {}).get("type", self.provider))
+        if default_type == "demo":
+            raise ValueError(
+                f"{setting}: {spec!r} names no judge provider, and the default provider {self.provider!r} "
+                f"(the offline heuristic) takes no model; give PROVIDER:MODEL with a provider of "
+                f"{', '.join(names)}{hint}"
+            )
+        if sep and hint:  # "opnai:gpt-4o"; a bare id with a colon ("ft:gpt-4o:org", "...-v1:0") stays the model's
+            raise ValueError(f"{setting}: unknown judge provider {head!r} in {spec!r}{hint}")
 
-class TraceSettings(BaseModel):
+
+class TraceSettings(KnownKeys):
     """Where traces come from (see docs/traces.md). Agents opt in with `traces=True`; the demo
     agent has traces whenever the source is `local`."""
 
@@ -126,10 +148,11 @@ def _masked(value: Any) -> Any:
     return value
 
 
-class Config(BaseModel):
+class Config(KnownKeys):
     """Everything configurable. Defaults are the embedded ones: demo agent, demo judge, local files."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    settings_name = "define_config"
 
     agents: dict[str, AgentSpec] = Field(default_factory=lambda: {"demo": DEMO_AGENT})
     default_agent: str = Field("demo@v2", description="Agent version used when none is given.")
@@ -160,8 +183,31 @@ class Config(BaseModel):
     @classmethod
     def _agents(cls, value: Any) -> Any:
         if isinstance(value, (list, tuple)):
-            value = {(a.key if isinstance(a, AgentSpec) else a["key"]): a for a in value}
+            keyed: dict[Any, Any] = {}
+            for i, agent in enumerate(value):
+                key = agent.key if isinstance(agent, AgentSpec) else dict(agent).get("key")
+                if not isinstance(key, str):
+                    raise ValueError(f"agents[{i}]: every agent needs a 'key' (the part before '@' in KEY@VERSION)")
+                if key in keyed:
+                    raise ValueError(
+                        f"agents[{i}]: duplicate agent key {key!r}; give each agent its own key "
+                        "(versions of one agent go under its 'versions')"
+                    )
+                keyed[key] = agent
+            value = keyed
         return value
+
+    @model_validator(mode="after")
+    def _default_agent_known(self) -> Config:
+        key, _, version = self.default_agent.partition("@")
+        spec = self.agents.get(key)
+        if spec is None or (version and version not in spec.versions):
+            refs = self.agent_refs()
+            raise ValueError(
+                f"default_agent {self.default_agent!r} is not a configured agent version"
+                f"{did_you_mean(self.default_agent, refs)} (known: {', '.join(refs)})"
+            )
+        return self
 
     @field_validator("replay")
     @classmethod
@@ -173,7 +219,8 @@ class Config(BaseModel):
         key, _, version = ref.partition("@")
         spec = self.agents.get(key)
         if spec is None:
-            raise ConfigError(f"unknown agent {ref!r}; known: {', '.join(self.agent_refs())}")
+            refs = self.agent_refs()
+            raise ConfigError(f"unknown agent {ref!r}; known: {', '.join(refs)}{did_you_mean(key, self.agents)}")
         return spec.resolve(version or None)
 
     def agent_refs(self) -> list[str]:
@@ -191,9 +238,9 @@ def define_config(**kwargs: Any) -> Config:
     """Build the configuration. Agents given here are added to the built-in demo agent."""
     agents = kwargs.pop("agents", None)
     merged: dict[str, Any] = {"demo": DEMO_AGENT}
-    if agents:
-        merged.update(Config._agents(agents))
     try:
+        if agents:
+            merged.update(Config._agents(agents))
         return Config(agents=merged, **kwargs)
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from None

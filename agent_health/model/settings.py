@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_health.errors import ConfigError
+from agent_health.model.validation import KnownKeys, check_known_keys
 
 ReplayMode = Literal["off", "record", "auto", "strict"]
 REPLAY_MODES: tuple[str, ...] = ("off", "record", "auto", "strict")
@@ -26,7 +27,20 @@ def check_replay_mode(mode: str, setting: str = "replay") -> str:
     return mode
 
 
-class StoreSettings(BaseModel):
+_OPENSEARCH_CLIENT = {"url", "auth", "timeout_s", "http_compress", "verify_certs", "ca_certs", "client_cert"}
+_OPENSEARCH_CLIENT |= {"client_key", "ssl_assert_hostname", "ssl_show_warn", "max_retries", "retry_on_timeout"}
+_OPENSEARCH_CLIENT |= {"retry_on_status"}
+_S3 = {"bucket", "prefix", "endpoint_url", "region", "profile", "max_attempts", "retry_mode", "timeout_s"}
+_S3 |= {"max_pool_connections", "read_concurrency", "log_skew_s", "log_lease_s", "log_compact_at"}
+# The settings each store type reads (docs/deploy.md); any other key is a typo, named at load time.
+STORE_SETTING_KEYS: dict[str, frozenset[str]] = {
+    "local": frozenset({"path"}),
+    "s3": frozenset({*_S3, "shared"}),
+    "opensearch": frozenset({*_OPENSEARCH_CLIENT, "index", "page_size", "mget_size", "shared"}),
+}
+
+
+class StoreSettings(KnownKeys):
     """Where results are stored. Credentials never go here: they come from the environment."""
 
     model_config = ConfigDict(frozen=True)
@@ -39,6 +53,11 @@ class StoreSettings(BaseModel):
             "opensearch: url, index, auth, TLS options."
         ),
     )
+
+    @model_validator(mode="after")
+    def _known_settings(self) -> StoreSettings:
+        check_known_keys(self.settings, STORE_SETTING_KEYS[self.type], f"{self.type} store settings")
+        return self
 
 
 class JudgeRunSettings(BaseModel):

@@ -75,7 +75,7 @@ def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list
     if isinstance(tests, Mapping):
         return {agent: select_tests(ts, settings.labels, settings.grep) for agent, ts in tests.items()}
     selected = select_tests(tests, settings.labels, settings.grep)
-    return {agent: selected for agent in settings.agents or (config.default_agent,)}
+    return {agent: selected for agent in settings.agents or (config.agent(config.default_agent).ref,)}
 
 
 def _run_config(config: Config, settings: RunSettings) -> Config:

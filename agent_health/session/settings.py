@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.model import JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
+from agent_health.model.validation import describe_errors
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -76,13 +77,7 @@ def parse_store(value: Any, name: str) -> StoreSettings | None:
     try:
         return StoreSettings.model_validate(dict(value))
     except ValidationError as exc:
-        raise ConfigError(f"{name}: {_first_problem(exc)}") from None
-
-
-def _first_problem(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{where + ': ' if where else ''}{err.get('msg', exc)} (got {err.get('input')!r})"
+        raise ConfigError(f"{name}: {describe_errors(exc)}") from None
 
 
 # Variable -> (setting, parser). The setting names are RunSettings fields; `judge.*` are nested.
@@ -179,11 +174,19 @@ def build_settings(
     for key in ("agents", "labels"):
         if isinstance(values.get(key), str):
             values[key] = (values[key],)
+    if values.get("agents"):  # KEY alone is the agent's default version; each version runs once
+        values["agents"] = tuple(dict.fromkeys(config.agent(str(ref)).ref for ref in values["agents"]))
     try:
-        return RunSettings(**values, judge=judge)
+        settings = RunSettings(**values, judge=judge)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err.get("loc", ())]
         field = ".".join(loc[:2]) if loc[:1] == ["judge"] else (loc[0] if loc else "")
         source = chosen.get(field, (None, field))[1]
         raise ConfigError(f"{source}: {err.get('msg', exc)} (got {err.get('input')!r})") from None
+    if settings.judge.model:
+        try:
+            config.judge.check_model(settings.judge.model, chosen["judge.model"][1])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return settings
