@@ -135,7 +135,4 @@ class RealConnector(Connector):
 
     def scrub(self, result: RunResult) -> RunResult:
         """The result with every known secret removed (raw events, output, steps)."""
-        if not self.secrets:
-            return result
-        data = self.secrets.scrub(result.model_dump())
-        return RunResult.model_validate(data)
+        return self.secrets.scrub_model(result)
