@@ -11,6 +11,20 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.errors import ConfigError
 from agent_health.model.agent import ResolvedAgent
+from agent_health.model.limits import (
+    PRICE_MAX,
+    STEPS_MAX,
+    TOOL_STEPS_MAX,
+    Backoff,
+    Chars,
+    Concurrency,
+    Epochs,
+    Retries,
+    Timeout,
+    Wait,
+    check_number,
+    check_setting_numbers,
+)
 from agent_health.model.settings import StoreSettings, check_replay_mode
 from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
 
@@ -45,17 +59,19 @@ class JudgeSettings(KnownKeys):
         description="Evaluator name -> agent-health evaluator JSON "
         "file (relative to the project root), usable as judge(..., evaluator=name).",
     )
-    concurrency: int = Field(8, ge=1, description="Judge calls in flight at once, apart from the agent's limit.")
+    concurrency: Concurrency = Field(8, description="Judge calls in flight at once, apart from the agent's limit.")
     cache: bool = Field(True, description="Use the persistent judge cache.")
     cache_file: str = Field("judge_cache.sqlite", description="Cache file, relative to the state folder.")
-    max_retries: int = Field(4, ge=0, description="Retries after a rate-limit answer (429, throttling).")
-    backoff_s: float = Field(1.0, ge=0, description="First rate-limit backoff delay (doubles, with jitter).")
-    backoff_max_s: float = Field(30.0, ge=0, description="Longest single backoff delay (caps Retry-After too).")
-    max_output_chars: int = Field(12000, ge=100, description="Output characters the judge sees.")
-    max_step_chars: int = Field(2000, ge=50, description="Characters per trajectory step (long tool outputs cut).")
-    max_steps: int = Field(200, ge=1, description="Trajectory steps the judge sees.")
-    max_trace_chars: int = Field(12000, ge=100, description="Characters of spans/logs, and per judge tool result.")
-    max_tool_steps: int = Field(6, ge=1, description="Model turns an agentic judge may spend calling tools.")
+    max_retries: Retries = Field(4, description="Retries after a rate-limit answer (429, throttling).")
+    backoff_s: Backoff = Field(1.0, description="First rate-limit backoff delay (doubles, with jitter).")
+    backoff_max_s: Backoff = Field(30.0, description="Longest single backoff delay (caps Retry-After too).")
+    max_output_chars: Chars = Field(12000, ge=100, description="Output characters the judge sees.")
+    max_step_chars: Chars = Field(2000, ge=50, description="Characters per trajectory step (long tool outputs cut).")
+    max_steps: int = Field(200, ge=1, le=STEPS_MAX, description="Trajectory steps the judge sees.")
+    max_trace_chars: Chars = Field(12000, ge=100, description="Characters of spans/logs, and per judge tool result.")
+    max_tool_steps: int = Field(
+        6, ge=1, le=TOOL_STEPS_MAX, description="Model turns an agentic judge may spend calling tools."
+    )
 
     @field_validator("settings", "providers")
     @classmethod
@@ -72,6 +88,9 @@ class JudgeSettings(KnownKeys):
 
     @model_validator(mode="after")
     def _known_providers(self) -> JudgeSettings:
+        check_setting_numbers(self.settings, "judge.settings")
+        for name, conf in self.providers.items():
+            check_setting_numbers(conf, f"judge.providers[{name!r}]")
         builtin = ("demo", "openai", "bedrock")
         if self.provider not in builtin and self.provider not in self.providers:
             raise ValueError(
@@ -124,10 +143,16 @@ class TraceSettings(KnownKeys):
             "(for the time-window fallback). Put secrets in the environment (password_env)."
         ),
     )
-    wait_s: float = Field(10.0, ge=0, description="How long `result.traces` waits for spans to land.")
-    metrics_wait_s: float = Field(
-        0.0, ge=0, description=("How long deriving trace metrics after a test waits for spans (0: one look).")
+    wait_s: Wait = Field(10.0, description="How long `result.traces` waits for spans to land.")
+    metrics_wait_s: Wait = Field(
+        0.0, description=("How long deriving trace metrics after a test waits for spans (0: one look).")
     )
+
+    @field_validator("settings")
+    @classmethod
+    def _bounded_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_setting_numbers(value, "traces.settings")
+        return value
 
     def __repr_args__(self) -> Any:
         # Never show secrets a user put inline (auth.password, tokens) in logs or the Dagster UI.
@@ -162,9 +187,9 @@ class Config(KnownKeys):
     traces: TraceSettings = Field(default_factory=TraceSettings)
     eval_root: str = Field("evals", description="Where eval files live, relative to the project root.")
     state_dir: str = Field(".agent_health", description="Results, caches and spans, relative to the root.")
-    concurrency: int = Field(8, ge=1, description="Tests in flight at once (>= 1).")
-    timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False, description="Default per-test timeout in seconds (> 0).")
-    epochs: int = Field(1, ge=1, description="Default independent trials per test (a test's own epochs= wins).")
+    concurrency: Concurrency = Field(8, description="Tests in flight at once (>= 1).")
+    timeout_s: Timeout = Field(120.0, description="Default per-test timeout in seconds (> 0).")
+    epochs: Epochs = Field(1, description="Default independent trials per test (a test's own epochs= wins).")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
     )
@@ -213,6 +238,14 @@ class Config(KnownKeys):
     @classmethod
     def _replay(cls, value: str) -> str:
         return check_replay_mode(value)
+
+    @field_validator("prices")
+    @classmethod
+    def _bounded_prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        for model, pair in value.items():
+            for side, price in zip(("input", "output"), pair):
+                check_number(price, f"prices[{model!r}] ({side}, USD per 1M tokens)", 0, PRICE_MAX)
+        return value
 
     def agent(self, ref: str) -> ResolvedAgent:
         """Resolve KEY@VERSION (or KEY for its default version)."""

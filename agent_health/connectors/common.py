@@ -16,6 +16,7 @@ from agent_health.connectors.base import Connector
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest, ResolvedAgent
+from agent_health.model.limits import Timeout
 
 S = TypeVar("S", bound="ConnectorSettings")
 
@@ -26,7 +27,7 @@ class ConnectorSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     root: str = Field(".", description="Folder relative paths (cwd, modules) resolve from; the project root.")
-    timeout_s: float = Field(300.0, gt=0, description="Per-run timeout, including retries.")
+    timeout_s: Timeout = Field(300.0, description="Per-run timeout, including retries.")
     before_request: Any = Field(
         None,
         description="Hook (callable or 'module:function') that may change "
@@ -95,7 +96,10 @@ class RealConnector(Connector):
         except ValidationError as exc:
             raise ConfigError(
                 f"agent {agent.ref}: invalid settings: "
-                + "; ".join(f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+                + "; ".join(
+                    f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: " + e["msg"].removeprefix("Value error, ")
+                    for e in exc.errors()
+                )
             ) from None
         register_log_secrets(self.secrets)
         self.before_request = load_callable(

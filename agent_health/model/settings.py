@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_health.errors import ConfigError
+from agent_health.model.limits import Concurrency, Epochs, Timeout, check_setting_numbers
 from agent_health.model.validation import KnownKeys, check_known_keys
 
 ReplayMode = Literal["off", "record", "auto", "strict"]
@@ -57,6 +58,7 @@ class StoreSettings(KnownKeys):
     @model_validator(mode="after")
     def _known_settings(self) -> StoreSettings:
         check_known_keys(self.settings, STORE_SETTING_KEYS[self.type], f"{self.type} store settings")
+        check_setting_numbers(self.settings, "settings")
         return self
 
 
@@ -80,9 +82,9 @@ class RunSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     agents: tuple[str, ...] = Field((), description="Agent versions to run, as KEY@VERSION; empty: the default agent.")
-    concurrency: int = Field(8, ge=1, description="Tests in flight at once, over all agent versions of the run.")
-    timeout_s: float = Field(120.0, gt=0, description="Per-test timeout in seconds, for tests without their own.")
-    epochs: int = Field(1, ge=1, description="Independent trials per test, for tests without their own.")
+    concurrency: Concurrency = Field(8, description="Tests in flight at once, over all agent versions of the run.")
+    timeout_s: Timeout = Field(120.0, description="Per-test timeout in seconds, for tests without their own.")
+    epochs: Epochs = Field(1, description="Independent trials per test, for tests without their own.")
     fail_fast: bool = Field(False, description="Stop starting tests after the first failure or error.")
     judge: JudgeRunSettings = Field(default_factory=JudgeRunSettings, description="Judge skip, model and cache.")
     replay: ReplayMode = Field("off", description="Record/replay of agent runs: off, record, auto or strict.")
@@ -90,4 +92,7 @@ class RunSettings(BaseModel):
     grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
     store: StoreSettings | None = Field(
         default_factory=StoreSettings, description="Where each result is stored as it finishes; None: not stored."
+    )
+    allow_large_run: bool = Field(
+        False, description="Run even when tests x epochs x agent versions exceeds PLANNED_WORK_MAX (docs/limits.md)."
     )

@@ -26,7 +26,7 @@ from agent_health.model import EvalRun, RunReport, RunSettings, TestResult, chec
 from agent_health.model.report import SummaryTally
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
-from agent_health.session.settings import build_settings
+from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
 from agent_health.session.wiring import build_analyzers, build_judges, build_runtime
 from agent_health.stores import ResultStore, open_store
@@ -126,6 +126,7 @@ async def run_evaluation(
     `rejudge_of` (what it re-judges, for the manifest)."""
     settings = settings or build_settings(config)
     plan = _plan(tests, config, settings)
+    check_planned_work(plan, settings)
     run_config = _run_config(config, settings)
     if judges is None:
         judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)
