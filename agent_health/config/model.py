@@ -25,7 +25,7 @@ from agent_health.model.limits import (
     check_number,
     check_setting_numbers,
 )
-from agent_health.model.settings import StoreSettings, check_replay_mode
+from agent_health.model.settings import StoreSettings, check_replay_mode, check_store_settings
 from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
 
 
@@ -224,6 +224,8 @@ class Config(KnownKeys):
 
     @model_validator(mode="after")
     def _default_agent_known(self) -> Config:
+        if "default_agent" not in self.model_fields_set:  # the built-in default, or agents without one
+            return self
         key, _, version = self.default_agent.partition("@")
         spec = self.agents.get(key)
         if spec is None or (version and version not in spec.versions):
@@ -238,6 +240,12 @@ class Config(KnownKeys):
     @classmethod
     def _replay(cls, value: str) -> str:
         return check_replay_mode(value)
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: StoreSettings) -> StoreSettings:
+        check_store_settings(value)
+        return value
 
     @field_validator("prices")
     @classmethod

@@ -225,8 +225,11 @@ class SecretSet:
         hold text (literals, numbers, booleans) are never rewritten, so the result keeps its keys
         and stays valid; a field that cannot be scrubbed is emptied, never left with a secret and
         never crashing the run. The same object when nothing is to be removed."""
-        if not self.found_in(model.model_dump_json()):
-            return model
+        try:
+            if not self.found_in(model.model_dump_json()):
+                return model
+        except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field
+            pass
         return self._scrub_fields(model, _TOP_IDENTIFIERS)
 
     def _scrub_fields(self, model: M, identifiers: frozenset[str]) -> M:

@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 EPOCHS_MAX = 1_000  # trials of one test
 TIMEOUT_MAX_S = 86_400.0  # seconds: a test's, an agent run's, a request's, a judge call's timeout
 CONCURRENCY_MAX = 1_024  # tests (or judge calls, or reads) in flight at once
-RETRIES_MAX = 20  # retries of one request (agent, judge, store)
+RETRIES_MAX = 100  # retries of one request (agent, judge, store)
 BACKOFF_MAX_S = 3_600.0  # seconds of one backoff delay
 WAIT_MAX_S = 3_600.0  # seconds a wait for spans or a store lease may last
 CHARS_MAX = 10_000_000  # characters of a judge prompt limit

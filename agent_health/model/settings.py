@@ -7,13 +7,14 @@ the precedence rule (see docs/running.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.errors import ConfigError
-from agent_health.model.limits import Concurrency, Epochs, Timeout, check_setting_numbers
-from agent_health.model.validation import KnownKeys, check_known_keys
+from agent_health.model.limits import check_setting_numbers
+from agent_health.model.validation import check_known_keys
 
 ReplayMode = Literal["off", "record", "auto", "strict"]
 REPLAY_MODES: tuple[str, ...] = ("off", "record", "auto", "strict")
@@ -41,7 +42,7 @@ STORE_SETTING_KEYS: dict[str, frozenset[str]] = {
 }
 
 
-class StoreSettings(KnownKeys):
+class StoreSettings(BaseModel):
     """Where results are stored. Credentials never go here: they come from the environment."""
 
     model_config = ConfigDict(frozen=True)
@@ -55,11 +56,46 @@ class StoreSettings(KnownKeys):
         ),
     )
 
-    @model_validator(mode="after")
-    def _known_settings(self) -> StoreSettings:
-        check_known_keys(self.settings, STORE_SETTING_KEYS[self.type], f"{self.type} store settings")
-        check_setting_numbers(self.settings, "settings")
-        return self
+
+# Names of settings that would hold a credential (`*_env` names a variable instead: fine).
+SECRET_SETTING_WORDS = (
+    "password",
+    "secret",
+    "token",
+    "api_key",
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+)
+
+
+def names_a_secret(key: object) -> bool:
+    name = str(key).lower()
+    return not name.endswith("_env") and any(word in name for word in SECRET_SETTING_WORDS)
+
+
+def _holds_secret(key: object, value: object) -> bool:
+    if names_a_secret(key):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_secret(k, v) for k, v in value.items())
+    return isinstance(value, str) and "://" in value and "@" in value  # a URL with userinfo
+
+
+def check_store_settings(store: StoreSettings | None, where: str = "store.settings") -> StoreSettings | None:
+    """`store` when its settings are ones its type reads, with numbers inside their bounds; else
+    a ConfigError naming the key and the closest known one. Checked where a store is configured
+    (the configuration, `--store`, `$AGENT_HEALTH_STORE`), not when a stored run manifest is read.
+    An inline credential is left to the backend's check, which names it as a secret."""
+    if store is None:
+        return None
+    try:
+        given = [k for k, v in store.settings.items() if not _holds_secret(k, v)]
+        check_known_keys(given, STORE_SETTING_KEYS[store.type], f"{where} ({store.type} store)")
+        check_setting_numbers(store.settings, where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return store
 
 
 class JudgeRunSettings(BaseModel):
@@ -82,9 +118,11 @@ class RunSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     agents: tuple[str, ...] = Field((), description="Agent versions to run, as KEY@VERSION; empty: the default agent.")
-    concurrency: Concurrency = Field(8, description="Tests in flight at once, over all agent versions of the run.")
-    timeout_s: Timeout = Field(120.0, description="Per-test timeout in seconds, for tests without their own.")
-    epochs: Epochs = Field(1, description="Independent trials per test, for tests without their own.")
+    # Bounded where a run's settings are built (`build_settings`, docs/limits.md), not here: a
+    # stored run manifest written before a bound existed must still load.
+    concurrency: int = Field(8, ge=1, description="Tests in flight at once, over all agent versions of the run.")
+    timeout_s: float = Field(120.0, gt=0, description="Per-test timeout in seconds, for tests without their own.")
+    epochs: int = Field(1, ge=1, description="Independent trials per test, for tests without their own.")
     fail_fast: bool = Field(False, description="Stop starting tests after the first failure or error.")
     judge: JudgeRunSettings = Field(default_factory=JudgeRunSettings, description="Judge skip, model and cache.")
     replay: ReplayMode = Field("off", description="Record/replay of agent runs: off, record, auto or strict.")

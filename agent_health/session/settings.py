@@ -19,12 +19,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.model import JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
-from agent_health.model.limits import PLANNED_WORK_MAX
+from agent_health.model.limits import PLANNED_WORK_MAX, Concurrency, Epochs, Timeout
+from agent_health.model.settings import check_store_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.loader.types import LoadedTest
@@ -79,9 +80,10 @@ def parse_store(value: Any, name: str) -> StoreSettings | None:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{name}: expected a store type name or an object with type and settings")
     try:
-        return StoreSettings.model_validate(dict(value))
+        store = StoreSettings.model_validate(dict(value))
     except ValidationError as exc:
         raise ConfigError(f"{name}: {describe_errors(exc)}") from None
+    return check_store_settings(store, f"{name}.settings")
 
 
 # Variable -> (setting, parser). The setting names are RunSettings fields; `judge.*` are nested.
@@ -182,6 +184,7 @@ def build_settings(
     if values.get("agents"):  # KEY alone is the agent's default version; each version runs once
         values["agents"] = tuple(dict.fromkeys(config.agent(str(ref)).ref for ref in values["agents"]))
     try:
+        _Bounded.model_validate({k: values[k] for k in _Bounded.model_fields if k in values})
         settings = RunSettings(**values, judge=judge)
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -196,6 +199,15 @@ def build_settings(
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     return settings
+
+
+class _Bounded(BaseModel):
+    """The bounds (docs/limits.md) of the run settings a user gives; RunSettings itself stays
+    unbounded so that run manifests stored before a bound existed still load."""
+
+    concurrency: Concurrency = 8
+    timeout_s: Timeout = 120.0
+    epochs: Epochs = 1
 
 
 def check_planned_work(plan: Mapping[str, Sequence[LoadedTest]], settings: RunSettings) -> int:

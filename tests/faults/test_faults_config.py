@@ -46,7 +46,7 @@ def project(tmp_path, evals, config_body: str | None) -> None:
         ),
         (
             'store={"type": "local", "settings": {"pth": "results"}},',
-            ["store: local store settings: unknown setting 'pth'", "did you mean 'path'?"],
+            ["store.settings (local store): unknown setting 'pth'", "did you mean 'path'?"],
         ),
         (
             'store={"type": "s3", "settings": {"bucket": "b", "endpont_url": "http://127.0.0.1:1"}},',

@@ -184,6 +184,21 @@ def test_a_strong_secret_is_scrubbed_from_every_value_and_mapping_keys_stay_name
     assert out == {key: f"a {REDACTED} b", "list": [REDACTED]}  # values, in every case; names stay names
 
 
+def test_a_value_that_cannot_be_scrubbed_is_emptied_never_crashing_the_run(caplog):
+    """Raw events nested past the serializer's and the interpreter's depth: the search over the
+    JSON and the walk both fail; the field is emptied (with a warning) and the rest is scrubbed."""
+    key = "rk-" + random_secrets.token_urlsafe(30)
+    deep: dict[str, Any] = {"token": key}
+    for _ in range(5000):
+        deep = {"k": deep}
+    run = RunResult(output=f"the key is {key}", run_id="r1", raw_events=({"fine": 1}, deep))
+    out = SecretSet([key]).scrub_model(run)
+    assert out.output == f"the key is {REDACTED}" and out.run_id == "r1"
+    assert out.raw_events == ()
+    assert "RunResult.raw_events could not be scrubbed of secrets (RecursionError); it was emptied" in caplog.text
+    assert key not in out.model_dump_json()
+
+
 HTTP_CONFIG = """
 from agent_health import define_config
 
