@@ -157,11 +157,14 @@ def test_an_environment_number_past_its_bound_is_exit_2_naming_the_variable(tmp_
         (("--epochs", "1000000"), "1000000 is not in the range 1<=x<=1000"),
         (("--timeout", "inf"), "inf is not in the range 0<x<=86400"),
         (("--concurrency", "100000"), "100000 is not in the range 1<=x<=1024"),
+        (("rejudge", "--timeout", "inf"), "inf is not in the range 0<x<=86400"),
+        (("compare", "a", "b", "--resamples", "10000000000"), "10000000000 is not in the range 1<=x<=1000000"),
     ],
 )
 def test_a_flag_past_its_bound_is_a_usage_error(tmp_path, evals, flag, expected):
     evals("smoke.json", f"[\n{GOOD}\n]\n")
-    proc = cli("run", "evals", *flag, cwd=tmp_path)
+    command = ("run", "evals", *flag) if flag[0].startswith("--") else flag
+    proc = cli(*command, cwd=tmp_path)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
 
 
