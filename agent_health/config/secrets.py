@@ -195,7 +195,9 @@ class SecretSet:
             return False
         if self._values and self.pattern.search(text) is not None:
             return True
-        return any(json.dumps(w) in text for w in self._whole) or ("://" in text and _USERINFO.search(text) is not None)
+        return any(json.dumps(w, ensure_ascii=False) in text for w in self._whole) or (
+            "://" in text and _USERINFO.search(text) is not None
+        )
 
     def scrub_text(self, text: str) -> str:
         """`text` without secrets: strong ones anywhere in it, a weak one when it is the whole text,
