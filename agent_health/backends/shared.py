@@ -7,18 +7,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_health.errors import ConfigError
-from agent_health.model.settings import StoreSettings
+from agent_health.model.settings import StoreSettings, names_a_secret
 
 SHARED_SETTING = "shared"
-_SECRET_KEYS = (
-    "password",
-    "secret",
-    "token",
-    "api_key",
-    "aws_access_key_id",
-    "aws_secret_access_key",
-    "aws_session_token",
-)
 
 
 def check_no_inline_secrets(value: Any, setting: str) -> None:
@@ -26,9 +17,8 @@ def check_no_inline_secrets(value: Any, setting: str) -> None:
     (names ending in `_env` name an environment variable and are fine)."""
     if isinstance(value, Mapping):
         for key, inner in value.items():
-            name = str(key).lower()
             where = f"{setting}.{key}"
-            if not name.endswith("_env") and any(word in name for word in _SECRET_KEYS):
+            if names_a_secret(key):
                 raise ConfigError(
                     f"{where}: secrets never go in the configuration; name an environment variable "
                     f"instead ({key}_env) or use the AWS credential chain"

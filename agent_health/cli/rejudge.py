@@ -10,6 +10,7 @@ import asyncio
 import click
 
 from agent_health.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, REPORTER_FORMS, build_reporters
+from agent_health.model import limits
 
 
 @click.command("rejudge")
@@ -17,8 +18,12 @@ from agent_health.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, REPORTER_FORM
 @click.option("--judge-model", metavar="[PROVIDER:]MODEL", help="Judge model for the new verdicts, over judge.model.")
 @click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
 @click.option("--grep", help="Only tests whose name or id matches this regular expression.")
-@click.option("--concurrency", type=click.IntRange(min=1), help="Tests in flight at once.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Per-test timeout in seconds.")
+@click.option("--concurrency", type=click.IntRange(min=1, max=limits.CONCURRENCY_MAX), help="Tests in flight at once.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True, max=limits.TIMEOUT_MAX_S),
+    help="Per-test timeout in seconds.",
+)
 @click.option(
     "--cache/--no-cache",
     default=False,

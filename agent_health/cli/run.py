@@ -13,6 +13,7 @@ import click
 
 from agent_health.config import Config
 from agent_health.loader import LoadedTest, LoadResult
+from agent_health.model import limits
 from agent_health.reporters.base import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,9 +104,25 @@ def _exit_stuck(message: str) -> None:
     metavar="KEY@VERSION",
     help="Agent version to run (repeatable; all share one concurrency limit). Default: the config's.",
 )
-@click.option("--concurrency", type=click.IntRange(min=1), help="Tests in flight at once, over all agent versions.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Per-test timeout in seconds.")
-@click.option("--epochs", type=click.IntRange(min=1), help="Independent trials per test (pass@k, pass^k).")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1, max=limits.CONCURRENCY_MAX),
+    help="Tests in flight at once, over all agent versions.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True, max=limits.TIMEOUT_MAX_S),
+    help="Per-test timeout in seconds.",
+)
+@click.option(
+    "--epochs", type=click.IntRange(min=1, max=limits.EPOCHS_MAX), help="Independent trials per test (pass@k, pass^k)."
+)
+@click.option(
+    "--allow-large-run",
+    is_flag=True,
+    default=None,
+    help=f"Run even when tests x epochs x agent versions exceeds {limits.PLANNED_WORK_MAX:,} (docs/limits.md).",
+)
 @click.option("--fail-fast", is_flag=True, default=None, help="Stop starting tests after the first failure or error.")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip every judge() (neutral verdicts).")
 @click.option("--judge-model", metavar="[PROVIDER:]MODEL", help="Judge model for this run, over judge.model.")
@@ -142,6 +159,7 @@ def run_command(
     concurrency: int | None,
     timeout: float | None,
     epochs: int | None,
+    allow_large_run: bool | None,
     fail_fast: bool | None,
     no_judge: bool | None,
     judge_model: str | None,
@@ -185,6 +203,7 @@ def run_command(
             "concurrency": concurrency,
             "timeout_s": timeout,
             "epochs": epochs,
+            "allow_large_run": allow_large_run,
             "fail_fast": fail_fast,
             "skip_judge": no_judge,
             "judge_model": judge_model,

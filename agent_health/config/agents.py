@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from agent_health.errors import ConfigError
 from agent_health.model.agent import BUILTIN_CONNECTORS, ResolvedAgent
+from agent_health.model.validation import KnownKeys, did_you_mean
 
 
-class AgentSpec(BaseModel):
+class AgentSpec(KnownKeys):
     """One agent. `KEY@VERSION` selects `versions[VERSION]`, merged over `settings`."""
 
     model_config = ConfigDict(frozen=True)
+    settings_hint = "; connector settings (endpoint, timeout_s, ...) go under 'settings'"
 
     key: str = Field(description="Agent key used in KEY@VERSION.")
     connector: str = Field("demo", description="Connector name: demo, http, agui, subprocess, python.")
@@ -25,11 +27,26 @@ class AgentSpec(BaseModel):
     traces: bool = Field(False, description="Whether runs of this agent have traces to read.")
     description: str = ""
 
+    @field_validator("key")
+    @classmethod
+    def _plain_key(cls, value: str) -> str:
+        if not value.strip() or any(c in value for c in "@/") or value != value.strip():
+            key, _, version = value.strip().partition("@")
+            hint = f"; did you mean key {key!r} with versions={{{version!r}: {{}}}}?" if key and version else ""
+            raise ValueError(
+                f"agent key {value!r} must be non-empty, without '@', '/' or surrounding spaces "
+                f"(KEY@VERSION splits at the '@'; versions go under 'versions'){hint}"
+            )
+        return value
+
     @field_validator("connector")
     @classmethod
     def _known_connector(cls, value: str) -> str:
         if value not in BUILTIN_CONNECTORS:
-            raise ValueError(f"unknown connector {value!r}; known: {', '.join(sorted(BUILTIN_CONNECTORS))}")
+            raise ValueError(
+                f"unknown connector {value!r}{did_you_mean(value, BUILTIN_CONNECTORS)} "
+                f"(known: {', '.join(sorted(BUILTIN_CONNECTORS))})"
+            )
         return value
 
     @field_validator("versions")

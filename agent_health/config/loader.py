@@ -43,8 +43,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None, cwd: Path | None
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     try:
         spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except ConfigError:
-        raise
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except Exception as exc:
         raise ConfigError(f"{path}: failed to load: {type(exc).__name__}: {exc}") from exc
     config = getattr(module, "config", None)

@@ -6,16 +6,30 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.errors import ConfigError
 from agent_health.model.agent import ResolvedAgent
-from agent_health.model.settings import StoreSettings, check_replay_mode
-from agent_health.model.validation import describe_errors
+from agent_health.model.limits import (
+    PRICE_MAX,
+    STEPS_MAX,
+    TOOL_STEPS_MAX,
+    Backoff,
+    Chars,
+    Concurrency,
+    Epochs,
+    Retries,
+    Timeout,
+    Wait,
+    check_number,
+    check_setting_numbers,
+)
+from agent_health.model.settings import StoreSettings, check_replay_mode, check_store_settings
+from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
 
 
-class JudgeSettings(BaseModel):
+class JudgeSettings(KnownKeys):
     """Which judge provider runs `judge()` and how (see agent_health/judges/service.py).
 
     A judge model is named `provider:model` (e.g. `openai:gpt-4o-mini`, `bedrock:anthropic.claude-3-5-haiku-...`,
@@ -45,17 +59,19 @@ class JudgeSettings(BaseModel):
         description="Evaluator name -> agent-health evaluator JSON "
         "file (relative to the project root), usable as judge(..., evaluator=name).",
     )
-    concurrency: int = Field(8, ge=1, description="Judge calls in flight at once, apart from the agent's limit.")
+    concurrency: Concurrency = Field(8, description="Judge calls in flight at once, apart from the agent's limit.")
     cache: bool = Field(True, description="Use the persistent judge cache.")
     cache_file: str = Field("judge_cache.sqlite", description="Cache file, relative to the state folder.")
-    max_retries: int = Field(4, ge=0, description="Retries after a rate-limit answer (429, throttling).")
-    backoff_s: float = Field(1.0, ge=0, description="First rate-limit backoff delay (doubles, with jitter).")
-    backoff_max_s: float = Field(30.0, ge=0, description="Longest single backoff delay (caps Retry-After too).")
-    max_output_chars: int = Field(12000, ge=100, description="Output characters the judge sees.")
-    max_step_chars: int = Field(2000, ge=50, description="Characters per trajectory step (long tool outputs cut).")
-    max_steps: int = Field(200, ge=1, description="Trajectory steps the judge sees.")
-    max_trace_chars: int = Field(12000, ge=100, description="Characters of spans/logs, and per judge tool result.")
-    max_tool_steps: int = Field(6, ge=1, description="Model turns an agentic judge may spend calling tools.")
+    max_retries: Retries = Field(4, description="Retries after a rate-limit answer (429, throttling).")
+    backoff_s: Backoff = Field(1.0, description="First rate-limit backoff delay (doubles, with jitter).")
+    backoff_max_s: Backoff = Field(30.0, description="Longest single backoff delay (caps Retry-After too).")
+    max_output_chars: Chars = Field(12000, ge=100, description="Output characters the judge sees.")
+    max_step_chars: Chars = Field(2000, ge=50, description="Characters per trajectory step (long tool outputs cut).")
+    max_steps: int = Field(200, ge=1, le=STEPS_MAX, description="Trajectory steps the judge sees.")
+    max_trace_chars: Chars = Field(12000, ge=100, description="Characters of spans/logs, and per judge tool result.")
+    max_tool_steps: int = Field(
+        6, ge=1, le=TOOL_STEPS_MAX, description="Model turns an agentic judge may spend calling tools."
+    )
 
     @field_validator("settings", "providers")
     @classmethod
@@ -72,6 +88,9 @@ class JudgeSettings(BaseModel):
 
     @model_validator(mode="after")
     def _known_providers(self) -> JudgeSettings:
+        check_setting_numbers(self.settings, "judge.settings")
+        for name, conf in self.providers.items():
+            check_setting_numbers(conf, f"judge.providers[{name!r}]")
         builtin = ("demo", "openai", "bedrock")
         if self.provider not in builtin and self.provider not in self.providers:
             raise ValueError(
@@ -82,10 +101,32 @@ class JudgeSettings(BaseModel):
                 raise ValueError(
                     f"judge.providers[{name!r}]: type {conf.get('type', name)!r} unknown; use one of {list(builtin)}"
                 )
+        if self.model:
+            self.check_model(self.model, "judge.model")
+        for pattern, spec in self.per_test.items():
+            self.check_model(spec, f"judge.per_test[{pattern!r}]")
         return self
 
+    def check_model(self, spec: str, setting: str) -> None:
+        """Raise ValueError naming `setting` when `spec` cannot name a judge: a `provider:model` whose
+        provider is a misspelt one, or any model for the offline demo provider (which takes none)."""
+        names = ["demo", "openai", "bedrock", *self.providers]
+        head, sep, _ = spec.partition(":")
+        if spec in names or (sep and head in names):
+            return
+        hint = did_you_mean(head, names)
+        default_type = str(self.providers.get(self.provider, {}).get("type", self.provider))
+        if default_type == "demo":
+            raise ValueError(
+                f"{setting}: {spec!r} names no judge provider, and the default provider {self.provider!r} "
+                f"(the offline heuristic) takes no model; give PROVIDER:MODEL with a provider of "
+                f"{', '.join(names)}{hint}"
+            )
+        if sep and hint:  # "opnai:gpt-4o"; a bare id with a colon ("ft:gpt-4o:org", "...-v1:0") stays the model's
+            raise ValueError(f"{setting}: unknown judge provider {head!r} in {spec!r}{hint}")
 
-class TraceSettings(BaseModel):
+
+class TraceSettings(KnownKeys):
     """Where traces come from (see docs/traces.md). Agents opt in with `traces=True`; the demo
     agent has traces whenever the source is `local`."""
 
@@ -102,10 +143,16 @@ class TraceSettings(BaseModel):
             "(for the time-window fallback). Put secrets in the environment (password_env)."
         ),
     )
-    wait_s: float = Field(10.0, ge=0, description="How long `result.traces` waits for spans to land.")
-    metrics_wait_s: float = Field(
-        0.0, ge=0, description=("How long deriving trace metrics after a test waits for spans (0: one look).")
+    wait_s: Wait = Field(10.0, description="How long `result.traces` waits for spans to land.")
+    metrics_wait_s: Wait = Field(
+        0.0, description=("How long deriving trace metrics after a test waits for spans (0: one look).")
     )
+
+    @field_validator("settings")
+    @classmethod
+    def _bounded_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_setting_numbers(value, "traces.settings")
+        return value
 
     def __repr_args__(self) -> Any:
         # Never show secrets a user put inline (auth.password, tokens) in logs or the Dagster UI.
@@ -126,10 +173,11 @@ def _masked(value: Any) -> Any:
     return value
 
 
-class Config(BaseModel):
+class Config(KnownKeys):
     """Everything configurable. Defaults are the embedded ones: demo agent, demo judge, local files."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    settings_name = "define_config"
 
     agents: dict[str, AgentSpec] = Field(default_factory=lambda: {"demo": DEMO_AGENT})
     default_agent: str = Field("demo@v2", description="Agent version used when none is given.")
@@ -139,9 +187,9 @@ class Config(BaseModel):
     traces: TraceSettings = Field(default_factory=TraceSettings)
     eval_root: str = Field("evals", description="Where eval files live, relative to the project root.")
     state_dir: str = Field(".agent_health", description="Results, caches and spans, relative to the root.")
-    concurrency: int = Field(8, ge=1, description="Tests in flight at once (>= 1).")
-    timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False, description="Default per-test timeout in seconds (> 0).")
-    epochs: int = Field(1, ge=1, description="Default independent trials per test (a test's own epochs= wins).")
+    concurrency: Concurrency = Field(8, description="Tests in flight at once (>= 1).")
+    timeout_s: Timeout = Field(120.0, description="Default per-test timeout in seconds (> 0).")
+    epochs: Epochs = Field(1, description="Default independent trials per test (a test's own epochs= wins).")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
     )
@@ -160,20 +208,60 @@ class Config(BaseModel):
     @classmethod
     def _agents(cls, value: Any) -> Any:
         if isinstance(value, (list, tuple)):
-            value = {(a.key if isinstance(a, AgentSpec) else a["key"]): a for a in value}
+            keyed: dict[Any, Any] = {}
+            for i, agent in enumerate(value):
+                key = agent.key if isinstance(agent, AgentSpec) else dict(agent).get("key")
+                if not isinstance(key, str):
+                    raise ValueError(f"agents[{i}]: every agent needs a 'key' (the part before '@' in KEY@VERSION)")
+                if key in keyed:
+                    raise ValueError(
+                        f"agents[{i}]: duplicate agent key {key!r}; give each agent its own key "
+                        "(versions of one agent go under its 'versions')"
+                    )
+                keyed[key] = agent
+            value = keyed
         return value
+
+    @model_validator(mode="after")
+    def _default_agent_known(self) -> Config:
+        if "default_agent" not in self.model_fields_set:  # the built-in default, or agents without one
+            return self
+        key, _, version = self.default_agent.partition("@")
+        spec = self.agents.get(key)
+        if spec is None or (version and version not in spec.versions):
+            refs = self.agent_refs()
+            raise ValueError(
+                f"default_agent {self.default_agent!r} is not a configured agent version"
+                f"{did_you_mean(self.default_agent, refs)} (known: {', '.join(refs)})"
+            )
+        return self
 
     @field_validator("replay")
     @classmethod
     def _replay(cls, value: str) -> str:
         return check_replay_mode(value)
 
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: StoreSettings) -> StoreSettings:
+        check_store_settings(value)
+        return value
+
+    @field_validator("prices")
+    @classmethod
+    def _bounded_prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        for model, pair in value.items():
+            for side, price in zip(("input", "output"), pair):
+                check_number(price, f"prices[{model!r}] ({side}, USD per 1M tokens)", 0, PRICE_MAX)
+        return value
+
     def agent(self, ref: str) -> ResolvedAgent:
         """Resolve KEY@VERSION (or KEY for its default version)."""
         key, _, version = ref.partition("@")
         spec = self.agents.get(key)
         if spec is None:
-            raise ConfigError(f"unknown agent {ref!r}; known: {', '.join(self.agent_refs())}")
+            refs = self.agent_refs()
+            raise ConfigError(f"unknown agent {ref!r}; known: {', '.join(refs)}{did_you_mean(key, self.agents)}")
         return spec.resolve(version or None)
 
     def agent_refs(self) -> list[str]:
@@ -191,9 +279,9 @@ def define_config(**kwargs: Any) -> Config:
     """Build the configuration. Agents given here are added to the built-in demo agent."""
     agents = kwargs.pop("agents", None)
     merged: dict[str, Any] = {"demo": DEMO_AGENT}
-    if agents:
-        merged.update(Config._agents(agents))
     try:
+        if agents:
+            merged.update(Config._agents(agents))
         return Config(agents=merged, **kwargs)
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from None

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import re
+import types
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
-from urllib.parse import quote, quote_plus
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from agent_health.errors import ConfigError
 
@@ -40,9 +43,72 @@ SENSITIVE_HEADERS = frozenset(
     }
 )
 _SENSITIVE_KEY = re.compile(r"(secret|password|passwd|token|api[_-]?key|authorization|credential)", re.I)
-_MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
+_MIN_SECRET_LEN = 4  # no encoded form shorter than this is searched for
 _MIN_EMBEDDED_LEN = 8  # base64 inside longer text is looked for when the secret has this many bytes
 M = TypeVar("M", bound=BaseModel)
+
+# A secret shorter than this, or a common word, is never searched for inside text: LocalStack's
+# `test` or MinIO's `minioadmin` would rewrite every test id, suite name and sentence holding the
+# word. Such a secret is still kept out whole: a value that is exactly the secret, headers (by
+# name), URL userinfo and settings dumps. docs/deploy.md (Secrets) says the same to users.
+SAFE_SECRET_LENGTH = 8
+_WORDLIKE_BELOW = 16  # letters alone, or digits alone, shorter than this read as a word or a number
+# Credentials that local stand-ins (LocalStack, MinIO, database and search images) ship with.
+COMMON_CREDENTIALS = frozenset(
+    {"test", "testing", "minioadmin", "localstack", "admin", "administrator", "password", "passwd", "secret",
+     "changeme", "root", "guest", "user", "demo", "dummy", "example", "default", "opensearch", "elastic",
+     "postgres", "foobar", "letmein", "qwerty"}
+)  # fmt: skip
+# The userinfo of a URL (`scheme://user:password@host`), removed from any text whatever is configured.
+_USERINFO = re.compile(r"://[^\s/?#@\"'<>]+@")
+# Fields that name things (store keys, partition keys, filters, joins): a result's are never
+# rewritten, so a secret that is a word of a suite's or a test's name cannot move or corrupt it.
+IDENTIFIER_FIELDS = frozenset(
+    {"test_id", "suite", "source_file", "agent", "labels", "content_hash", "eval_run_id", "run_id", "trace_id",
+     "span_id", "schema_version"}
+)  # fmt: skip
+_TOP_IDENTIFIERS = IDENTIFIER_FIELDS | {"name", "id"}  # a result's or a case's own name and id
+_log = logging.getLogger("agent_health.secrets")
+_warned: set[str] = set()  # weak secrets already warned about (once per process)
+
+
+def is_weak_secret(value: str) -> bool:
+    """True for a secret that ordinary text may contain: short, a common word or a plain number."""
+    v = value.strip()
+    return (
+        len(v) < SAFE_SECRET_LENGTH
+        or v.lower() in COMMON_CREDENTIALS
+        or (len(v) < _WORDLIKE_BELOW and (v.isalpha() or v.isdigit()))
+    )
+
+
+def redact_userinfo(text: str) -> str:
+    """`text` with the userinfo of every URL in it replaced (`http://[REDACTED]@host`)."""
+    return _USERINFO.sub(f"://{REDACTED}@", text) if "://" in text else text
+
+
+def url_password(value: Any) -> str | None:
+    """The password of a URL's userinfo (`scheme://user:password@host`), if it has one."""
+    if not isinstance(value, str) or "://" not in value or "@" not in value:
+        return None
+    try:
+        return urlsplit(value.strip()).password or None
+    except ValueError:
+        return None
+
+
+def _warn_weak(value: str, setting: str | None) -> None:
+    if value in _warned:
+        return
+    _warned.add(value)
+    _log.warning(
+        "warning: the secret of %s is short or a common word (%d characters), so it is not searched for "
+        "inside text (that would rewrite ordinary words, ids and names); it is still kept out "
+        "of headers, URLs and settings dumps, and a value that is exactly it is redacted. Use a long "
+        "random value for real credentials.",
+        setting or "a configured credential",
+        len(value),
+    )
 
 
 def is_env_ref(value: Any) -> bool:
@@ -79,25 +145,34 @@ class SecretSet:
     form `encoded_forms` lists, anywhere in a JSON-like value."""
 
     def __init__(self, values: Iterable[str] = ()):
-        self._values: set[str] = set()
+        self._values: set[str] = set()  # searched for anywhere, in every encoded form
+        self._whole: dict[str, str | None] = {}  # weak secrets, matched as whole values -> their setting
         self._pattern: re.Pattern[str] | None = None
         for v in values:
             self.add(v)
 
-    def add(self, value: Any) -> None:
-        if isinstance(value, str) and len(value) >= _MIN_SECRET_LEN and value not in self._values:
-            self._values.add(value)
-            self._pattern = None
+    def add(self, value: Any, setting: str | None = None) -> None:
+        """Treat `value` as a secret; `setting` names where it came from (for the weak-secret warning)."""
+        if not isinstance(value, str) or not value.strip() or value in self._values or value in self._whole:
+            return
+        if is_weak_secret(value):
+            self._whole[value] = setting
+            _warn_weak(value, setting)
+            return
+        self._values.add(value)
+        self._pattern = None
 
     def update(self, other: SecretSet) -> None:
         for value in other._values:
             self.add(value)
+        for value, setting in other._whole.items():
+            self.add(value, setting)
 
     def __bool__(self) -> bool:
-        return bool(self._values)
+        return bool(self._values or self._whole)
 
     def __contains__(self, value: object) -> bool:
-        return value in self._values
+        return value in self._values or value in self._whole
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -114,31 +189,80 @@ class SecretSet:
         return self._pattern
 
     def found_in(self, text: str) -> bool:
-        return bool(self._values) and bool(text) and self.pattern.search(text) is not None
+        """Whether scrubbing could change `text` (JSON text included: a weak secret as a whole
+        JSON string, or a URL with userinfo)."""
+        if not text:
+            return False
+        if self._values and self.pattern.search(text) is not None:
+            return True
+        return any(json.dumps(w, ensure_ascii=False) in text for w in self._whole) or (
+            "://" in text and _USERINFO.search(text) is not None
+        )
 
     def scrub_text(self, text: str) -> str:
-        if not self._values or not text:
+        """`text` without secrets: strong ones anywhere in it, a weak one when it is the whole text,
+        and the userinfo of any URL."""
+        if not text:
             return text
-        return self.pattern.sub(REDACTED, text)
+        if text in self._whole:
+            return REDACTED
+        if self._values:
+            text = self.pattern.sub(REDACTED, text)
+        return redact_userinfo(text)
 
     def scrub(self, value: Any) -> Any:
-        """A copy of `value` (str, dict, list, tuple, scalars) with every secret replaced."""
-        if not self._values:
-            return value
+        """A copy of `value` (str, dict, list, tuple, scalars) with every secret replaced in its
+        values; the keys of a mapping are names and stay as they are."""
         if isinstance(value, str):
             return self.scrub_text(value)
         if isinstance(value, Mapping):
-            return {self.scrub_text(k) if isinstance(k, str) else k: self.scrub(v) for k, v in value.items()}
+            return {k: self.scrub(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return type(value)(self.scrub(v) for v in value)
         return value
+
+    def scrub_model(self, model: M) -> M:
+        """A pydantic model (a TestResult, a RunResult, a verdict) without secrets in its values.
+        Identifiers (`IDENTIFIER_FIELDS`, and the model's own name and id) and fields that cannot
+        hold text (literals, numbers, booleans) are never rewritten, so the result keeps its keys
+        and stays valid; a field that cannot be scrubbed is emptied, never left with a secret and
+        never crashing the run. The same object when nothing is to be removed."""
+        try:
+            if not self.found_in(model.model_dump_json()):
+                return model
+        except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field
+            pass
+        return self._scrub_fields(model, _TOP_IDENTIFIERS)
+
+    def _scrub_fields(self, model: M, identifiers: frozenset[str]) -> M:
+        updates: dict[str, Any] = {}
+        for name, field in type(model).model_fields.items():
+            if name in identifiers or _holds_no_text(field.annotation):
+                continue
+            value = getattr(model, name)
+            try:
+                new = self._scrub_nested(value)
+            except Exception as exc:  # e.g. RecursionError on absurdly nested raw events
+                new = _emptied(field)
+                _log.warning("warning: %s.%s could not be scrubbed of secrets (%s); it was emptied",
+                             type(model).__name__, name, type(exc).__name__)  # fmt: skip
+            if new is not value:
+                updates[name] = new
+        return model.model_copy(update=updates) if updates else model
+
+    def _scrub_nested(self, value: Any) -> Any:
+        if isinstance(value, BaseModel):
+            return self._scrub_fields(value, IDENTIFIER_FIELDS)
+        if isinstance(value, (list, tuple)) and any(isinstance(v, BaseModel) for v in value):
+            return type(value)(self._scrub_nested(v) for v in value)
+        return self.scrub(value)
 
     def scrub_pieces(self, pieces: Sequence[str]) -> list[str]:
         """Pieces of one stream (streamed deltas) with every secret of the joined text removed,
         also one that spans pieces: the piece where it starts gets REDACTED, the others lose
         their part of it."""
         joined = "".join(pieces)
-        spans = [m.span() for m in self.pattern.finditer(joined)] if self.found_in(joined) else []
+        spans = [m.span() for m in self.pattern.finditer(joined)] if self._values else []
         if not spans:
             return list(pieces)
         out, start = [], 0
@@ -158,6 +282,18 @@ class SecretSet:
         return out
 
 
+def _holds_no_text(annotation: Any) -> bool:
+    """Literal, boolean and number fields (and unions of them with None) hold no free text."""
+    args = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    return all(a is type(None) or a in (bool, int, float) or get_origin(a) is Literal for a in args)
+
+
+def _emptied(field: FieldInfo) -> Any:
+    if not field.is_required():
+        return field.get_default(call_default_factory=True)
+    return REDACTED
+
+
 def resolve_env_refs(
     value: Any, setting: str, secrets: SecretSet | None = None, environ: Mapping[str, str] | None = None
 ) -> Any:
@@ -173,14 +309,20 @@ def resolve_env_refs(
             raise ConfigError(f"setting {where}: environment variable {name} is not set")
         found = env[name]
         if secrets is not None and secret:
-            secrets.add(found)
+            secrets.add(found, f"{where} (${name})")
         return found
 
     def walk(v: Any, where: str) -> Any:
         if is_env_ref(v):
             return lookup(v["env"], where, v.get("secret", True) is not False)
         if isinstance(v, str) and "${" in v:
-            return _REF.sub(lambda m: lookup(m.group(1), where), v)
+            v = _REF.sub(lambda m: lookup(m.group(1), where), v)
+        password = url_password(v)
+        if password and secrets is not None:  # a literal http://user:pw@host: the password is a secret too
+            secrets.add(password, f"{where} (the URL's password)")
+            secrets.add(unquote(password), f"{where} (the URL's password)")
+        if isinstance(v, str):
+            return v
         if isinstance(v, Mapping):
             return {k: walk(x, f"{where}.{k}") for k, x in v.items()}
         if isinstance(v, (list, tuple)):
@@ -194,9 +336,9 @@ def collect_sensitive(headers: Mapping[str, Any], secrets: SecretSet) -> None:
     """Treat the values of credential-bearing headers as secrets even when written literally."""
     for name, value in headers.items():
         if name.lower() in SENSITIVE_HEADERS or _SENSITIVE_KEY.search(name):
-            secrets.add(str(value))
+            secrets.add(str(value), f"header {name}")
             if isinstance(value, str) and " " in value:  # "Bearer abc": the token alone too
-                secrets.add(value.split(" ", 1)[1])
+                secrets.add(value.split(" ", 1)[1], f"header {name}")
 
 
 def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
@@ -221,6 +363,8 @@ def display_value(value: Any) -> Any:
         }
     if isinstance(value, (list, tuple)):
         return [display_value(x) for x in value]
+    if isinstance(value, str):
+        return redact_userinfo(value)
     return value
 
 
@@ -266,13 +410,14 @@ def known_secrets() -> SecretSet:
     return _LOG_SECRETS
 
 
-def register_secret(*values: Any) -> None:
+def register_secret(*values: Any, setting: str | None = None) -> None:
     """Treat these values as secrets everywhere from now on (results, reports, caches, logs).
-    Call it wherever a credential is resolved; values shorter than 4 characters are ignored."""
+    Call it wherever a credential is resolved; `setting` names where it came from (a weak secret,
+    see `is_weak_secret`, is warned about once, naming it)."""
     added = False
     for value in values:
-        if isinstance(value, str) and len(value) >= _MIN_SECRET_LEN and value not in _LOG_SECRETS:
-            _LOG_SECRETS.add(value)
+        if isinstance(value, str) and value.strip() and value not in _LOG_SECRETS:
+            _LOG_SECRETS.add(value, setting)
             added = True
     if added:
         _install_log_filter()
@@ -280,7 +425,9 @@ def register_secret(*values: Any) -> None:
 
 def register_log_secrets(secrets: SecretSet) -> None:
     """Register every secret of `secrets` (a connector's) with the process."""
-    register_secret(*secrets._values)
+    _LOG_SECRETS.update(secrets)
+    if secrets:
+        _install_log_filter()
 
 
 def _install_log_filter() -> None:
@@ -298,14 +445,13 @@ def scrub_secrets(value: Any) -> Any:
 
 
 def scrub_model(model: M) -> M:
-    """A pydantic model (a TestResult, a verdict) without any secret the process knows; the same
-    object when none appears in it (one regular-expression search over its JSON)."""
-    if not _LOG_SECRETS or not _LOG_SECRETS.found_in(model.model_dump_json()):
-        return model
-    return type(model).model_validate(_LOG_SECRETS.scrub(model.model_dump()))
+    """A pydantic model (a TestResult, a verdict) without any secret the process knows or URL
+    userinfo, its identifiers untouched (`SecretSet.scrub_model`); the same object when nothing
+    is to be removed (one search over its JSON)."""
+    return _LOG_SECRETS.scrub_model(model)
 
 
-def register_credentials(credentials: Any) -> None:
+def register_credentials(credentials: Any, setting: str = "the AWS credentials (AWS_SECRET_ACCESS_KEY)") -> None:
     """Register the secret parts of resolved AWS credentials (botocore's), if any."""
     if credentials is None:
         return
@@ -313,4 +459,4 @@ def register_credentials(credentials: Any) -> None:
         frozen = credentials.get_frozen_credentials()
     except Exception:  # resolution failed: the client call will say why
         return
-    register_secret(frozen.secret_key, frozen.token)
+    register_secret(frozen.secret_key, frozen.token, setting=setting)

@@ -16,6 +16,7 @@ from agent_health.connectors.base import Connector
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest, ResolvedAgent
+from agent_health.model.limits import Timeout
 
 S = TypeVar("S", bound="ConnectorSettings")
 
@@ -26,7 +27,7 @@ class ConnectorSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     root: str = Field(".", description="Folder relative paths (cwd, modules) resolve from; the project root.")
-    timeout_s: float = Field(300.0, gt=0, description="Per-run timeout, including retries.")
+    timeout_s: Timeout = Field(300.0, description="Per-run timeout, including retries.")
     before_request: Any = Field(
         None,
         description="Hook (callable or 'module:function') that may change "
@@ -111,7 +112,10 @@ class RealConnector(Connector):
         except ValidationError as exc:
             raise ConfigError(
                 f"agent {agent.ref}: invalid settings: "
-                + "; ".join(f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+                + "; ".join(
+                    f"{where}.settings.{'.'.join(str(p) for p in e['loc'])}: " + e["msg"].removeprefix("Value error, ")
+                    for e in exc.errors()
+                )
             ) from None
         register_log_secrets(self.secrets)
         self.before_request = load_callable(
@@ -156,7 +160,4 @@ class RealConnector(Connector):
 
     def scrub(self, result: RunResult) -> RunResult:
         """The result with every known secret removed (raw events, output, steps)."""
-        if not self.secrets:
-            return result
-        data = self.secrets.scrub(result.model_dump())
-        return RunResult.model_validate(data)
+        return self.secrets.scrub_model(result)

@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_health.connectors.base import Connector, random_hex
+from agent_health.errors import ConfigError
 from agent_health.model import RunResult, Step, Usage
-from agent_health.model.agent import AgentRequest
+from agent_health.model.agent import AgentRequest, ResolvedAgent
+from agent_health.model.limits import LATENCY_MAX_MS, check_number
 from agent_health.model.run import StepKind
 
 VERSIONS = {"v1": "demo-sre-small", "v2": "demo-sre-large"}
@@ -166,10 +168,24 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+LATENCY_ENV = "AGENT_HEALTH_DEMO_LATENCY_MS"
+
+
 class DemoConnector(Connector):
     """Deterministic offline agent; see the module docstring for how versions differ."""
 
     name = "demo"
+
+    def __init__(self, agent: ResolvedAgent):
+        super().__init__(agent)
+        if "latency_ms" in agent.settings:
+            raw, where = agent.settings["latency_ms"], f"agents.{agent.key}.settings.latency_ms"
+        else:
+            raw, where = os.environ.get(LATENCY_ENV) or 0, f"${LATENCY_ENV}"
+        try:  # a bad value is one configuration error before any test runs, not a ValueError per test
+            self.latency_s = check_number(raw, where, 0, LATENCY_MAX_MS) / 1000
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     @property
     def endpoint(self) -> str:
@@ -178,9 +194,8 @@ class DemoConnector(Connector):
     async def run(self, request: AgentRequest) -> RunResult:
         started = time.perf_counter()
         wall_start = time.time() * 1000
-        latency = self.agent.settings.get("latency_ms", os.environ.get("AGENT_HEALTH_DEMO_LATENCY_MS", 0))
-        if float(latency or 0) > 0:
-            await asyncio.sleep(float(latency) / 1000)
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
         version = self.agent.version if self.agent.version in VERSIONS else "v2"
         sc = pick_scenario(request.prompt + " " + " ".join(str(c.get("value", "")) for c in request.context))
         steps, output = self._investigate(request, version, sc)

@@ -42,6 +42,7 @@ from agent_health.connectors.transport import Pool, build_client
 from agent_health.errors import AgentError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
+from agent_health.model.limits import Bytes, Connections, Timeout
 
 RUN_ID_HEADER = "x-agent-health-run-id"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w.]*)\s*\}\}")
@@ -64,11 +65,11 @@ class HttpSettings(ConnectorSettings):
         default_factory=dict,
         description="Dotted paths of output, tool_calls, thinking, trajectory, usage in the response.",
     )
-    request_timeout_s: float = Field(60.0, gt=0, description="Per-request timeout (idle timeout when streaming).")
-    connect_timeout_s: float = Field(10.0, gt=0, description="Connection timeout.")
+    request_timeout_s: Timeout = Field(60.0, description="Per-request timeout (idle timeout when streaming).")
+    connect_timeout_s: Timeout = Field(10.0, description="Connection timeout.")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="Retries of connection errors, 429, 5xx.")
-    max_response_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Larger responses are an error.")
-    max_connections: int = Field(100, gt=0, description="Pooled connections to the agent.")
+    max_response_bytes: Bytes = Field(10 * 1024 * 1024, description="Larger responses are an error.")
+    max_connections: Connections = Field(100, description="Pooled connections to the agent.")
     pool: Pool | None = Field(
         None,
         description="Connection pool (see connectors.transport): aiohttp (HTTP/1.1) or httpx (its own pool, "

@@ -8,6 +8,8 @@ import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_health.model.limits import Backoff, Retries
+
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -16,9 +18,9 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_retries: int = Field(2, ge=0, description="Retries after the first attempt (0 disables retries).")
-    backoff_s: float = Field(0.5, ge=0, description="Base delay; attempt n waits up to backoff_s * 2**n.")
-    max_backoff_s: float = Field(30.0, ge=0, description="Upper bound of one wait, Retry-After included.")
+    max_retries: Retries = Field(2, description="Retries after the first attempt (0 disables retries).")
+    backoff_s: Backoff = Field(0.5, description="Base delay; attempt n waits up to backoff_s * 2**n.")
+    max_backoff_s: Backoff = Field(30.0, description="Upper bound of one wait, Retry-After included.")
     statuses: frozenset[int] = Field(RETRY_STATUSES, description="HTTP statuses that are retried.")
 
     def delay(self, attempt: int, retry_after: str | None = None) -> float:

@@ -29,6 +29,7 @@ from agent_health.connectors.common import ConnectorSettings, RealConnector, sho
 from agent_health.connectors.parsing import ParseError, as_text, parse_args, parse_body, usage_of
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
+from agent_health.model.limits import Bytes
 
 # After the agent exits, how long its output is still read: a process that left its group (a
 # daemon) may hold the pipes open forever, while what the agent wrote is already in them.
@@ -47,7 +48,7 @@ class SubprocessSettings(ConnectorSettings):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     inherit_env: bool = Field(True, description="Start from the harness's environment.")
     response_paths: dict[str, str] = Field(default_factory=dict, description="Paths into JSON output.")
-    max_output_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Larger stdout is an error.")
+    max_output_bytes: Bytes = Field(10 * 1024 * 1024, description="Larger stdout is an error.")
 
 
 class SubprocessConnector(RealConnector):

@@ -78,12 +78,13 @@ class OpenAIChat(ChatClient):
             )
         self.base_url = str(s.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
         if password := urlsplit(self.base_url).password:  # a proxy's user:password, as the key
-            register_secret(password, unquote(password))
+            register_secret(password, unquote(password), setting="judge settings base_url (its password)")
         key_env = s.get("api_key_env")
         key = os.environ.get(key_env or DEFAULT_KEY_ENV)
         if key_env and not key:
             raise ConfigError(f"judge settings: environment variable {key_env} (api_key_env) is not set")
-        register_secret(key)  # a provider that echoes the key (reasoning, a 401 body) must not store it
+        # a provider that echoes the key (reasoning, a 401 body) must not store it
+        register_secret(key, setting=f"the judge's API key (${key_env or DEFAULT_KEY_ENV})")
         self.temperature = s.get("temperature", 0)
         self.max_tokens = s.get("max_tokens")
         self.json_mode = bool(s.get("json_mode", False))

@@ -24,7 +24,6 @@ required tool deterministically, and judges each expected outcome.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,10 @@ from pydantic import ValidationError
 from agent_health.errors import EvalFileError
 from agent_health.loader import safe_yaml
 from agent_health.loader.formats import Defaults, case_model, steps_of
-from agent_health.loader.ids import content_hash, suite_name, test_id
+from agent_health.loader.ids import content_hash, name_problem, shown_name, suite_name, test_id
 from agent_health.loader.options import one_or_many
 from agent_health.loader.registry import FileRegistry, TestSpec
+from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ExpectedStep, TestCase
 from agent_health.model.validation import describe_errors
@@ -52,8 +52,8 @@ class _Row:
 
 
 def _decode(data: bytes, rel: str, line_offset: int = 0) -> str:
-    try:
-        return data.decode("utf-8")
+    try:  # a byte-order mark is accepted in every format, as Python and YAML files accept it
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -71,14 +71,9 @@ def _jsonl_rows(data: bytes, rel: str) -> list[_Row]:
         if not chunk.strip():
             continue
         try:
-            line = _decode(chunk, rel, n - 1)
-            rows.append(_Row(json.loads(line), n))
+            rows.append(_Row(read_json(_decode(chunk, rel, n - 1), rel, n - 1), n))
         except EvalFileError as exc:
             rows.append(_Row(None, n, exc))
-        except RecursionError:
-            rows.append(_Row(None, n, EvalFileError(rel, "invalid JSON: nested too deeply", n)))
-        except json.JSONDecodeError as exc:
-            rows.append(_Row(None, n, EvalFileError(rel, f"invalid JSON: {exc.msg} (column {exc.colno})", n)))
     return rows
 
 
@@ -86,12 +81,7 @@ def _parse(data: bytes, suffix: str, rel: str) -> tuple[Any, list[int]]:
     """The document and, where known, the line of each case (YAML)."""
     text = _decode(data, rel)
     if suffix == ".json":
-        try:
-            return json.loads(text), []
-        except RecursionError:
-            raise EvalFileError(rel, "invalid JSON: nested too deeply") from None
-        except json.JSONDecodeError as exc:
-            raise EvalFileError(rel, f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
+        return read_json(text, rel), []
     import yaml
 
     try:
@@ -100,6 +90,8 @@ def _parse(data: bytes, suffix: str, rel: str) -> tuple[Any, list[int]]:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise EvalFileError(rel, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
+    except ValueError:  # an integer past Python's digit limit
+        raise EvalFileError(rel, f"invalid YAML: {LONG_NUMBER}", long_number_line(text)) from None
     return doc, safe_yaml.item_lines(root, CASE_LISTS)
 
 
@@ -140,7 +132,7 @@ def _ident(raw: Any, index: int) -> str:
     if isinstance(raw, Mapping):
         for key in ("id", "name"):
             if isinstance(raw.get(key), (str, int)) and str(raw[key]).strip():
-                return f"{where} {str(raw[key])!r}"
+                return f"{where} {shown_name(str(raw[key]))}"
     return where
 
 
@@ -161,6 +153,8 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     name = pick("name") or pick("id")
     if not name:
         raise EvalFileError(rel, f"{who}: has no 'name' or 'id'", line)
+    if problem := name_problem(name):
+        raise EvalFileError(rel, f"case #{index + 1} {shown_name(name)}: {problem}", line)
     prompt = pick("prompt")
     if not prompt:
         raise EvalFileError(rel, f"{who}: has no prompt ('prompt' or 'initialPrompt')", line)

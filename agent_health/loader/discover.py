@@ -9,7 +9,7 @@ from pathlib import Path
 from agent_health.errors import EvalFileError
 from agent_health.loader.code import load_code_file
 from agent_health.loader.ids import CODE_SUFFIX, DATA_SUFFIXES
-from agent_health.loader.types import LoadResult
+from agent_health.loader.types import LoadedTest, LoadResult
 
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".venv", "venv"}
 
@@ -78,4 +78,29 @@ def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[
             continue
         result.tests.extend(tests)
         result.errors.extend(file_errors)
+    _drop_shared_ids(result)
     return result
+
+
+def _drop_shared_ids(result: LoadResult) -> None:
+    """A test id defined by more than one file (`smoke.json`, `smoke.yaml` and `smoke.eval.py` are
+    one suite) is a load error naming every file; none of them runs, so no file's result replaces
+    another's under the one id."""
+    by_id: dict[str, list[LoadedTest]] = {}
+    for t in result.tests:
+        by_id.setdefault(t.case.id, []).append(t)
+    shared = {tid: ts for tid, ts in by_id.items() if len(ts) > 1}
+    if not shared:
+        return
+    result.tests = [t for t in result.tests if t.case.id not in shared]
+    for tid, ts in shared.items():
+        where = ", ".join(f"{t.case.source_file}:{t.case.line}" if t.case.line else t.case.source_file for t in ts)
+        first = ts[0].case
+        result.errors.append(
+            EvalFileError(
+                first.source_file,
+                f"test id {tid!r} is defined in {len(ts)} files ({where}); files that differ only in their "
+                "extension are one suite: rename the test or the file",
+                first.line,
+            )
+        )

@@ -8,6 +8,8 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from agent_health.model.limits import NAME_MAX
+
 _UNSAFE = re.compile(r"[^a-z0-9]+")
 _SUITE_UNSAFE = re.compile(r"[^A-Za-z0-9_./-]+")
 CODE_SUFFIX = ".eval.py"
@@ -37,3 +39,15 @@ def test_id(suite: str, name: str) -> str:
 def content_hash(payload: dict[str, Any]) -> str:
     blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name a test: it becomes the test id, a store key and a file name."""
+    if len(name) > NAME_MAX:
+        return f"the test name has {len(name):,} characters, above the limit of {NAME_MAX} (docs/limits.md)"
+    return None
+
+
+def shown_name(name: str, limit: int = 60) -> str:
+    """A test name for a message: quoted, and cut when long."""
+    return repr(name) if len(name) <= limit else repr(name[:limit]) + "..."

@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
+from agent_health.model.limits import Epochs, Timeout, no_bool
 from agent_health.model.validation import describe_errors
+
+__all__ = ["CaseModel", "Epochs", "Strings", "TestOptions", "Timeout", "check_options", "no_bool", "one_or_many"]
 
 
 def one_or_many(value: Any) -> Any:
@@ -21,16 +24,7 @@ def one_or_many(value: Any) -> Any:
     return value
 
 
-def no_bool(value: Any) -> Any:
-    # pydantic's lax mode reads `true` as 1: for a timeout or a count that is a mistake, not a value
-    if isinstance(value, bool):
-        raise ValueError("expected a number, not a boolean")
-    return value
-
-
 Strings = Annotated[tuple[str, ...], BeforeValidator(one_or_many)]
-Timeout = Annotated[float, BeforeValidator(no_bool), Field(gt=0, allow_inf_nan=False)]
-Epochs = Annotated[int, BeforeValidator(no_bool), Field(ge=1)]
 
 
 class CaseModel(BaseModel):

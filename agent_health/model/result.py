@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model.case import TestCase
+from agent_health.model.limits import StoredText
 from agent_health.model.provenance import JudgeIdentity, Provenance
 from agent_health.model.run import RunResult, Usage
 from agent_health.model.signal import Signal
@@ -24,9 +25,9 @@ class Insight(BaseModel):
 
     rule: str = Field(description="Which rule or synthesizer produced it, e.g. 'redundant_calls'.")
     severity: Literal["info", "warning", "error"] = Field("info", description="How much it matters.")
-    summary: str = Field(description="One-line finding.")
+    summary: StoredText = Field(description="One-line finding.")
     evidence: dict[str, Any] = Field(default_factory=dict, description="Numbers and steps behind it.")
-    recommendation: str = Field("", description="What to change in the agent.")
+    recommendation: StoredText = Field("", description="What to change in the agent.")
 
 
 TRIALS_KEPT = 32  # trials a result keeps in full (agent run, signals); every trial is counted
@@ -42,7 +43,7 @@ class TrialResult(BaseModel):
     score: float | None = None
     signals: tuple[Signal, ...] = ()
     run: RunResult | None = Field(None, description="The agent run of this trial, if the body ran the agent.")
-    error: str | None = None
+    error: StoredText | None = None
     duration_ms: float = 0.0
 
 
@@ -57,7 +58,7 @@ class Judgement(BaseModel):
     content_hash: str = Field("", description="The test definition it ran from.")
     status: TestStatus
     score: float | None = None
-    error: str | None = None
+    error: StoredText | None = None
     signals: tuple[Signal, ...] = Field((), description="Its judge signals (verdicts), in body order.")
     judges: tuple[JudgeIdentity, ...] = Field((), description="The judges that gave them, each once.")
     judge_usage: Usage = Field(default_factory=Usage, description="Judge tokens it spent.")
@@ -110,7 +111,7 @@ class TestResult(BaseModel):
     )
     run_id: str | None = Field(None, description="Run id of the (last) agent run.")
     run: RunResult | None = Field(None, description="The (last) agent run, when the body ran the agent.")
-    error: str | None = Field(None, description="Real error text when errored; the first failure otherwise.")
+    error: StoredText | None = Field(None, description="Real error text when errored; the first failure otherwise.")
     started_at: float = 0.0
     duration_ms: float = 0.0
     usage: Usage = Field(default_factory=Usage, description="Agent tokens over all trials.")

@@ -7,11 +7,14 @@ the precedence rule (see docs/running.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.errors import ConfigError
+from agent_health.model.limits import check_setting_numbers
+from agent_health.model.validation import check_known_keys
 
 ReplayMode = Literal["off", "record", "auto", "strict"]
 REPLAY_MODES: tuple[str, ...] = ("off", "record", "auto", "strict")
@@ -24,6 +27,19 @@ def check_replay_mode(mode: str, setting: str = "replay") -> str:
     if mode not in REPLAY_MODES:
         raise ConfigError(f"{setting}: unknown replay mode {mode!r}; use one of {', '.join(REPLAY_MODES)}")
     return mode
+
+
+_OPENSEARCH_CLIENT = {"url", "auth", "timeout_s", "http_compress", "verify_certs", "ca_certs", "client_cert"}
+_OPENSEARCH_CLIENT |= {"client_key", "ssl_assert_hostname", "ssl_show_warn", "max_retries", "retry_on_timeout"}
+_OPENSEARCH_CLIENT |= {"retry_on_status"}
+_S3 = {"bucket", "prefix", "endpoint_url", "region", "profile", "max_attempts", "retry_mode", "timeout_s"}
+_S3 |= {"max_pool_connections", "read_concurrency", "log_skew_s", "log_lease_s", "log_compact_at"}
+# The settings each store type reads (docs/deploy.md); any other key is a typo, named at load time.
+STORE_SETTING_KEYS: dict[str, frozenset[str]] = {
+    "local": frozenset({"path"}),
+    "s3": frozenset({*_S3, "shared"}),
+    "opensearch": frozenset({*_OPENSEARCH_CLIENT, "index", "page_size", "mget_size", "shared"}),
+}
 
 
 class StoreSettings(BaseModel):
@@ -39,6 +55,47 @@ class StoreSettings(BaseModel):
             "opensearch: url, index, auth, TLS options."
         ),
     )
+
+
+# Names of settings that would hold a credential (`*_env` names a variable instead: fine).
+SECRET_SETTING_WORDS = (
+    "password",
+    "secret",
+    "token",
+    "api_key",
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+)
+
+
+def names_a_secret(key: object) -> bool:
+    name = str(key).lower()
+    return not name.endswith("_env") and any(word in name for word in SECRET_SETTING_WORDS)
+
+
+def _holds_secret(key: object, value: object) -> bool:
+    if names_a_secret(key):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_secret(k, v) for k, v in value.items())
+    return isinstance(value, str) and "://" in value and "@" in value  # a URL with userinfo
+
+
+def check_store_settings(store: StoreSettings | None, where: str = "store.settings") -> StoreSettings | None:
+    """`store` when its settings are ones its type reads, with numbers inside their bounds; else
+    a ConfigError naming the key and the closest known one. Checked where a store is configured
+    (the configuration, `--store`, `$AGENT_HEALTH_STORE`), not when a stored run manifest is read.
+    An inline credential is left to the backend's check, which names it as a secret."""
+    if store is None:
+        return None
+    try:
+        given = [k for k, v in store.settings.items() if not _holds_secret(k, v)]
+        check_known_keys(given, STORE_SETTING_KEYS[store.type], f"{where} ({store.type} store)")
+        check_setting_numbers(store.settings, where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return store
 
 
 class JudgeRunSettings(BaseModel):
@@ -61,6 +118,8 @@ class RunSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     agents: tuple[str, ...] = Field((), description="Agent versions to run, as KEY@VERSION; empty: the default agent.")
+    # Bounded where a run's settings are built (`build_settings`, docs/limits.md), not here: a
+    # stored run manifest written before a bound existed must still load.
     concurrency: int = Field(8, ge=1, description="Tests in flight at once, over all agent versions of the run.")
     timeout_s: float = Field(120.0, gt=0, description="Per-test timeout in seconds, for tests without their own.")
     epochs: int = Field(1, ge=1, description="Independent trials per test, for tests without their own.")
@@ -71,4 +130,7 @@ class RunSettings(BaseModel):
     grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
     store: StoreSettings | None = Field(
         default_factory=StoreSettings, description="Where each result is stored as it finishes; None: not stored."
+    )
+    allow_large_run: bool = Field(
+        False, description="Run even when tests x epochs x agent versions exceeds PLANNED_WORK_MAX (docs/limits.md)."
     )

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_health.model.limits import StoredText
 from agent_health.model.provenance import JudgeIdentity
 from agent_health.model.run import Usage
 
@@ -28,7 +29,7 @@ class Signal(BaseModel):
     passed: bool | None = Field(None, description="Outcome; None for pure measurements and skipped judges.")
     score: float | None = Field(None, description="0-1 score when the signal is graded.")
     value: float | None = Field(None, description="Measured value of a metric signal.")
-    reasoning: str | None = Field(None, description="Judge reasoning or failure message.")
+    reasoning: StoredText | None = Field(None, description="Judge reasoning or failure message.")
     evidence: dict[str, Any] | None = Field(None, description="Actual vs expected, and other evidence.")
     skipped: bool = Field(False, description="A skipped judge: neutral, never gates.")
     errored: bool = Field(False, description="Infrastructure failed while producing this signal.")
@@ -43,13 +44,13 @@ class Verdict(BaseModel):
 
     passed: bool = Field(description="Whether the claim holds.")
     score: float | None = Field(None, description="0-1 score.")
-    reasoning: str = Field("", description="Why the claim passed or failed.")
+    reasoning: StoredText = Field("", description="Why the claim passed or failed.")
     criteria: str = Field("", description="The claim that was judged.")
     role: SignalRole = Field("gate", description="gate, or observe (never gates).")
     cached: bool = Field(False, description="Came from the judge cache.")
     skipped: bool = Field(False, description="Judging was skipped: neutral.")
     errored: bool = Field(False, description="The judge failed (provider, parse): the test errors.")
-    error: str | None = Field(None, description="The real error text when errored.")
+    error: StoredText | None = Field(None, description="The real error text when errored.")
     evaluator: str = Field("demo", description="Evaluator or provider that produced the verdict.")
     model: str | None = Field(None, description="Judge model, when an LLM was used.")
     usage: Usage = Field(default_factory=Usage, description="Judge tokens (counted apart from the agent's).")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agent_health.errors import EvalFileError
+from agent_health.loader.ids import name_problem, shown_name
 from agent_health.loader.options import check_options, one_or_many
 from agent_health.loader.registry import BUILTIN_FIXTURES, FixtureDef, Scope, TestSpec, active_registry, definition_line
 from agent_health.model.case import to_context, to_expected_steps
@@ -50,6 +52,10 @@ class TestAPI:
             scope = reg.scope
             full = " > ".join([*scope.title_parts(), name.strip()])
             line = definition_line(body)
+            problem = body_problem(body) or name_problem(full)
+            if problem:
+                reg.errors.append(EvalFileError(reg.path, f"test {shown_name(full)}: {problem}", line))
+                return body
             try:  # a bad option is this test's load error; the file's other tests still load
                 options = check_options(
                     labels=labels,
@@ -94,6 +100,17 @@ class TestAPI:
 
 
 test = TestAPI()
+
+
+def body_problem(body: Callable[..., Any]) -> str | None:
+    """Why `body` cannot be a test body, if it cannot: calling a generator function only makes a
+    generator, so its code would never run and the test would pass without running."""
+    if inspect.isgeneratorfunction(body) or inspect.isasyncgenfunction(body):
+        return (
+            "the body is a generator (it contains `yield`), so it would never run; a test body runs "
+            "once: remove the `yield` (setup with teardown belongs in a @fixture)"
+        )
+    return None
 
 
 class describe(contextlib.ContextDecorator):

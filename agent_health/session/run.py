@@ -35,7 +35,7 @@ from agent_health.model.report import SummaryTally
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
-from agent_health.session.settings import build_settings
+from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
 from agent_health.session.wiring import build_analyzers, build_judges, build_runtime
 from agent_health.stores import ResultStore, open_store
@@ -85,7 +85,7 @@ def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list
     if isinstance(tests, Mapping):
         return {agent: select_tests(ts, settings.labels, settings.grep) for agent, ts in tests.items()}
     selected = select_tests(tests, settings.labels, settings.grep)
-    return {agent: selected for agent in settings.agents or (config.default_agent,)}
+    return {agent: selected for agent in settings.agents or (config.agent(config.default_agent).ref,)}
 
 
 def _run_config(config: Config, settings: RunSettings) -> Config:
@@ -159,6 +159,7 @@ async def run_evaluation(
     is never cut short by a further cancellation: a report is complete or absent, never torn."""
     settings = settings or build_settings(config)
     plan = _plan(tests, config, settings)
+    check_planned_work(plan, settings)
     run_config = _run_config(config, settings)
     if judges is None:
         judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)

@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.model import JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
+from agent_health.model.limits import PLANNED_WORK_MAX, Concurrency, Epochs, Timeout
+from agent_health.model.settings import check_store_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_health.loader.types import LoadedTest
+from agent_health.model.validation import describe_errors
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -74,15 +80,10 @@ def parse_store(value: Any, name: str) -> StoreSettings | None:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{name}: expected a store type name or an object with type and settings")
     try:
-        return StoreSettings.model_validate(dict(value))
+        store = StoreSettings.model_validate(dict(value))
     except ValidationError as exc:
-        raise ConfigError(f"{name}: {_first_problem(exc)}") from None
-
-
-def _first_problem(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{where + ': ' if where else ''}{err.get('msg', exc)} (got {err.get('input')!r})"
+        raise ConfigError(f"{name}: {describe_errors(exc)}") from None
+    return check_store_settings(store, f"{name}.settings")
 
 
 # Variable -> (setting, parser). The setting names are RunSettings fields; `judge.*` are nested.
@@ -96,6 +97,7 @@ ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AGENT_HEALTH_NO_CACHE": ("judge.cache", lambda raw, name: not _bool(raw, name)),
     "AGENT_HEALTH_REPLAY": ("replay", lambda raw, name: check_replay_mode(raw, name)),
     "AGENT_HEALTH_STORE": ("store", parse_store),
+    "AGENT_HEALTH_ALLOW_LARGE_RUN": ("allow_large_run", _bool),
 }
 
 # Names callers may use in `overrides` for nested or negated settings (CLI flags, run config).
@@ -179,11 +181,45 @@ def build_settings(
     for key in ("agents", "labels"):
         if isinstance(values.get(key), str):
             values[key] = (values[key],)
+    if values.get("agents"):  # KEY alone is the agent's default version; each version runs once
+        values["agents"] = tuple(dict.fromkeys(config.agent(str(ref)).ref for ref in values["agents"]))
     try:
-        return RunSettings(**values, judge=judge)
+        _Bounded.model_validate({k: values[k] for k in _Bounded.model_fields if k in values})
+        settings = RunSettings(**values, judge=judge)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err.get("loc", ())]
         field = ".".join(loc[:2]) if loc[:1] == ["judge"] else (loc[0] if loc else "")
         source = chosen.get(field, (None, field))[1]
-        raise ConfigError(f"{source}: {err.get('msg', exc)} (got {err.get('input')!r})") from None
+        message = str(err.get("msg", exc)).removeprefix("Value error, ")
+        raise ConfigError(f"{source}: {message} (got {err.get('input')!r})") from None
+    if settings.judge.model:
+        try:
+            config.judge.check_model(settings.judge.model, chosen["judge.model"][1])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return settings
+
+
+class _Bounded(BaseModel):
+    """The bounds (docs/limits.md) of the run settings a user gives; RunSettings itself stays
+    unbounded so that run manifests stored before a bound existed still load."""
+
+    concurrency: Concurrency = 8
+    timeout_s: Timeout = 120.0
+    epochs: Epochs = 1
+
+
+def check_planned_work(plan: Mapping[str, Sequence[LoadedTest]], settings: RunSettings) -> int:
+    """The run's trials (each test's epochs, or the run's, for every agent version); a ConfigError
+    when they exceed `PLANNED_WORK_MAX` and the run does not say `allow_large_run` (CLI
+    `--allow-large-run`, `$AGENT_HEALTH_ALLOW_LARGE_RUN`, or `allow_large_run` in the overrides)."""
+    trials = sum(t.case.epochs or settings.epochs for tests in plan.values() for t in tests)
+    if trials > PLANNED_WORK_MAX and not settings.allow_large_run:
+        tests = max((len(ts) for ts in plan.values()), default=0)
+        raise ConfigError(
+            f"this run plans {trials:,} trials ({tests:,} test(s) x epochs x {len(plan)} agent version(s)), "
+            f"above the limit of {PLANNED_WORK_MAX:,} (docs/limits.md); pass --allow-large-run "
+            "(or AGENT_HEALTH_ALLOW_LARGE_RUN=1) to run it anyway"
+        )
+    return trials

@@ -54,7 +54,7 @@ def _register_url_password(url: str) -> None:
 
     password = urlsplit(url).password
     if password:
-        register_secret(password, unquote(password))
+        register_secret(password, unquote(password), setting="the OpenSearch URL's password")
 
 
 def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") -> Any:
@@ -94,7 +94,8 @@ def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") 
                 f"{setting}.auth: basic auth needs a username and a password "
                 "(password_env names the environment variable that holds it)"
             )
-        register_secret(password)  # scrubbed from results, reports and logs like every credential
+        # scrubbed from results, reports and logs like every credential
+        register_secret(password, setting=f"{setting}.auth password")
         kw["http_auth"] = (user, password)
     elif kind == "sigv4":
         region = auth.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")

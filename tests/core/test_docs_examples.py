@@ -42,6 +42,8 @@ EXERCISED = {
     ("deploy.md", "run_launcher:"): "tests/deploy/test_docs_config.py (real launcher config keys)",
     ("deploy.md", "execution:"): "tests/deploy/test_docs_config.py",
     ("eval-files.md", "mixed.yaml:2: case #1"): "tests/faults/test_faults_eval_input.py (the real messages)",
+    ("limits.md", "cases.json: case #2 'huge'"): "tests/faults/test_faults_limits.py (the real messages)",
+    ("limits.md", "error: this run plans"): "tests/faults/test_faults_limits.py (the real message)",
     ("eval-files.md", "["): "test_the_eval_file_formats_load_and_run",
     ("eval-files.md", "defaults:            # merged into every test"): "test_the_eval_file_formats_load_and_run",
     ("reports.md", "agent-health run evals --agent demo@v1"): "tests/reports/test_docs.py",
