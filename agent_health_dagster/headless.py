@@ -295,16 +295,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def dev_command(home: Path) -> str:
+def dev_command(home: Path, checkout: Path | None = None) -> str:
     """The command that opens the Dagster UI (webserver, daemon, code server) on `home`, with the
-    deployment's Dagster settings: scripts/dev.sh when this is the project checkout."""
-    script = Path(__file__).resolve().parents[1] / "scripts" / "dev.sh"
+    deployment's Dagster settings: scripts/dev.sh when this runs from the project checkout
+    (`checkout`, default the folder above this package), else `dagster dev` on this package's
+    module (an installed package has no workspace.yaml beside the user)."""
+    script = (checkout or Path(__file__).resolve().parents[1]) / "scripts" / "dev.sh"
     if script.exists():
         return f"DAGSTER_HOME={home} bash {os.path.relpath(script)}"
     beside = Path(sys.executable).parent / "dagster"  # the dagster of this virtualenv, if that is where we run
     dagster = os.path.relpath(beside) if beside.exists() else "dagster"
     settings = " ".join(f"{k}={v}" for k, v in dagster_env().items())
-    # An installed package has no workspace.yaml beside the user: name the code location's module.
     return f"DAGSTER_HOME={home} {settings} {dagster} dev -m agent_health_dagster.definitions"
 
 

@@ -236,41 +236,35 @@ def build_suite_assets(
                 )
             yield MaterializeResult(asset_key=results_key)
 
+    def per_version(name: str, description: str) -> AssetSpec:
+        return AssetSpec(
+            key=key(name),
+            partitions_def=agent_versions,
+            group_name=group,
+            owners=OWNERS,
+            kinds={"python", "table"},
+            tags={"agent_health/layer": name},
+            deps=[key("results")],
+            description=description,
+        )
+
     summary_specs = [
-        AssetSpec(
-            key=key("metrics"),
-            partitions_def=agent_versions,
-            group_name=group,
-            owners=OWNERS,
-            kinds={"python", "table"},
-            tags={"agent_health/layer": "metrics"},
-            deps=[key("results")],
-            description=f"Per agent version, the derived metrics of `{source_file}` over its current tests: "
-            "tokens, cost, latency, LLM and tool calls, redundant calls, tool errors, retries and steps (total, "
-            "mean, p50, p95, max). Each test's own metrics are on its stored result.",
+        per_version(
+            "metrics",
+            f"Per agent version, the derived metrics of `{source_file}` over its current tests: tokens, cost, "
+            "latency, LLM and tool calls, redundant calls, tool errors, retries and steps (total, mean, p50, p95, "
+            "max). Each test's own metrics are on its stored result.",
         ),
-        AssetSpec(
-            key=key("insights"),
-            partitions_def=agent_versions,
-            group_name=group,
-            owners=OWNERS,
-            kinds={"python", "table"},
-            tags={"agent_health/layer": "insights"},
-            deps=[key("results")],
-            description=f"Per agent version, the insights of `{source_file}` grouped into recommendations, most "
-            "widespread first. Each test's own insights, with their evidence, are on its stored result.",
+        per_version(
+            "insights",
+            f"Per agent version, the insights of `{source_file}` grouped into recommendations, most widespread "
+            "first. Each test's own insights, with their evidence, are on its stored result.",
         ),
-        AssetSpec(
-            key=key("rollup"),
-            partitions_def=agent_versions,
-            group_name=group,
-            owners=OWNERS,
-            kinds={"python", "table"},
-            tags={"agent_health/layer": "rollup"},
-            deps=[key("results")],
-            description=f"Suite rollup of `{source_file}` per agent version: pass rate (errored excluded and "
-            "counted), mean score, pass@k, tokens, cost, latency p50/p95, per-label table, failed and errored "
-            "tests; checks on this version's partition.",
+        per_version(
+            "rollup",
+            f"Suite rollup of `{source_file}` per agent version: pass rate (errored excluded and counted), mean "
+            "score, pass@k, tokens, cost, latency p50/p95, per-label table, failed and errored tests; checks on "
+            "this version's partition.",
         ),
     ]
     with beta_api("checks that belong to a version's partition keep a regression visible (PreviewWarning)"):

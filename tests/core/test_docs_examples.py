@@ -25,8 +25,9 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 # (file, first line of the block) -> the test that runs it. Blocks without a language are output
 # or synopsis text (a usage line, a layout tree, a message a user sees), named as such.
 EXERCISED = {
-    ("README.md", "bash scripts/main.sh"): "tests/dagster/test_dagster_headless.py (the job main.sh runs) + below",
-    ("README.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"): "tests/dagster/test_dagster_live.py (dagster dev)",
+    ("README.md", "bash scripts/main.sh"): "tests/core/test_readme_commands.py (as written, fresh instance)",
+    ("README.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"): "tests/core/test_readme_commands.py (as written)",
+    ("dagster.md", "# every suite, both demo versions"): "tests/core/test_readme_commands.py (as written)",
     ("README.md", "# evals/payments.eval.py"): "test_the_readme_eval_file_runs_with_the_readme_command",
     ("README.md", ". .venv/bin/activate"): "test_the_readme_eval_file_runs_with_the_readme_command",
     ("README.md", "agent-health [--config FILE] run"): "synopsis (tests/core/test_cli.py runs every option)",

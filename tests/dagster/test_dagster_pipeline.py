@@ -226,8 +226,6 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
     assert [r.data["test_id"] for r in problems.records] == ["cases::queue-backlog"]
     labels = latest["demo@v1"]["labels"]
     assert {c.name for c in labels.schema.columns} >= {"label", "pass_rate_pct", "mean_score"}
-    metrics = instance.get_latest_materialization_event(AssetKey(["cases", "metrics"]))
-    assert metrics.asset_materialization.partition == "demo@v2"  # each version's own partition
     by_version = {
         r.partition_key: r.asset_materialization.metadata
         for r in instance.fetch_materializations(AssetKey(["cases", "metrics"]), limit=10).records

@@ -55,3 +55,21 @@ def test_the_dagster_pin_has_no_upper_cap():
     deps = [line for line in text.splitlines() if line.strip().startswith('"dagster')]
     assert deps and all("<" not in line.split("#")[0] for line in deps), deps
     assert "[tool.dg]" in text and 'code_location_target_module = "agent_health_dagster.definitions"' in text
+
+
+def test_the_wheel_ships_no_generic_top_level_package(tmp_path):
+    """The code location is `agent_health_dagster`, not a top-level `definitions` that would collide
+    with other projects; an installed package's next step names that module, not a workspace.yaml."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    from agent_health_dagster.headless import dev_command
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    top = {p.split(".")[0] for p in find_packages(str(ROOT), include=config["include"])}
+    assert top == {"agent_health", "agent_health_dagster"}
+    installed = dev_command(tmp_path / "home", checkout=tmp_path)  # no scripts/ beside it
+    assert "dev -m agent_health_dagster.definitions" in installed and "workspace.yaml" not in installed
+    assert "DAGSTER_GRPC_TIMEOUT_SECONDS=180" in installed  # with the deployment's settings
+    assert dev_command(tmp_path / "home").endswith("scripts/dev.sh")  # from the checkout
