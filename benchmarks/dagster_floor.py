@@ -2,7 +2,7 @@
 events, in one process, on the local default (SQLite), on PostgreSQL directly and through PgBouncer.
 
     python benchmarks/dagster_floor.py [--tests 5000] [--per-run K] [--small-runs 250]
-        [--backends sqlite,postgres,pgbouncer] [--repeat 1]
+        [--backends sqlite,postgres,pgbouncer] [--repeat 1] [--alternatives plain,check,run_check]
 
 Ours is the suite's evaluation step (the demo agent, zero latency, local result files) over N
 partitions in runs of at most K (the code location's bound by default): Dagster's bookkeeping per
@@ -169,7 +169,14 @@ def time_floor(instance: Any, defs: Any, variant: str, agent: str, tests: list[s
 
 
 def measure_backend(
-    label: str, home: Callable[[], Path], agent: str, per_run: int | None, small: int, repeat: int, target: float
+    label: str,
+    home: Callable[[], Path],
+    agent: str,
+    per_run: int | None,
+    small: int,
+    repeat: int,
+    target: float,
+    variants: tuple[str, ...] = VARIANTS,
 ) -> list[Row]:
     """One backend: a fresh instance, the tests registered, ours and each floor variant timed."""
     from dagster import DagsterInstance
@@ -189,8 +196,9 @@ def measure_backend(
             ours = measure_step(instance, pipeline, agent, per_run, engine)
             rows.append(Row("ours", ours.partitions, ours.runs, ours.bookkeeping_ms))
             rows.append(time_floor(instance, defs, "metadata", agent, tests, per_run))
-        for variant in VARIANTS[1:]:
-            rows.append(time_floor(instance, defs, variant, agent, tests, per_run))
+        for variant in variants:
+            if variant != "metadata":
+                rows.append(time_floor(instance, defs, variant, agent, tests, per_run))
         if small and (per_run is None or small < per_run):
             ours = measure_step(instance, pipeline, agent, small, engine)
             rows.append(Row(f"ours, runs of {small}", ours.partitions, ours.runs, ours.bookkeeping_ms))
@@ -246,6 +254,11 @@ def main() -> None:
     parser.add_argument("--small-runs", type=int, default=250, help="The smaller runs measured beside (0: skip).")
     parser.add_argument("--backends", default=",".join(BACKENDS), help=f"Comma-separated, of {', '.join(BACKENDS)}.")
     parser.add_argument("--repeat", type=int, default=1, help="Times ours and its floor are measured, alternating.")
+    parser.add_argument(
+        "--alternatives",
+        default=",".join(VARIANTS[1:]),
+        help="Floor variants timed beside the chosen one (comma-separated, of plain, check, run_check; '' for none).",
+    )
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if unknown := set(backends) - set(BACKENDS):
@@ -277,7 +290,8 @@ def main() -> None:
 
                     label = "PostgreSQL directly" if backend == "postgres" else "PostgreSQL through PgBouncer (session)"
                     target = 5.0
-                measure_backend(label, home, args.agent, per_run, args.small_runs, args.repeat, target)
+                others = tuple(v.strip() for v in args.alternatives.split(",") if v.strip() in VARIANTS)
+                measure_backend(label, home, args.agent, per_run, args.small_runs, args.repeat, target, others)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
