@@ -117,7 +117,7 @@ config = define_config(
 
 def test_agent_and_judge_settings_feed_the_results_data_version(make_pipeline, instance, project_dir):
     config = project_dir / "agent_health_config.py"
-    config.write_text(CONFIG.format(latency=0, model="m1"))
+    config.write_text(CONFIG.format(latency=0, model="demo:m1"))
     pipeline = make_pipeline()
     register(instance, pipeline)
     evaluate(pipeline, instance, "cases", ["bot@v1", "bot@v2"])
@@ -133,13 +133,13 @@ def test_agent_and_judge_settings_feed_the_results_data_version(make_pipeline, i
         apply_sensor_result(instance, sync_agent_versions(instance, p.project, p.suites))
 
     assert status("bot@v1") == status("bot@v2") == StaleStatus.FRESH
-    resync(latency=0, model="m1")  # nothing changed: nothing reported, nothing stale
+    resync(latency=0, model="demo:m1")  # nothing changed: nothing reported, nothing stale
     assert status("bot@v1") == status("bot@v2") == StaleStatus.FRESH
-    resync(latency=5, model="m1")  # the agent's settings changed: its versions' results are stale
+    resync(latency=5, model="demo:m1")  # the agent's settings changed: its versions' results are stale
     assert status("bot@v1") == status("bot@v2") == StaleStatus.STALE
     evaluate(pipeline, instance, "cases", ["bot@v1", "bot@v2"])
     assert status("bot@v1") == StaleStatus.FRESH
-    resync(latency=5, model="m2")  # the judge model changed: every result is stale
+    resync(latency=5, model="demo:m2")  # the judge model changed: every result is stale
     assert status("bot@v1") == status("bot@v2") == StaleStatus.STALE
     # ... and what a person sees: the rollup says its results are out of date, naming why
     seen = latest_check(instance, AssetKey(["cases", "rollup"]), "up_to_date").evaluation

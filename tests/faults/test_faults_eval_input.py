@@ -224,8 +224,11 @@ def test_headless_dagster_job_keeps_going_past_malformed_cases(tmp_path, evals):
         env={"AGENT_HEALTH_EVAL_ROOT": str(tmp_path / "evals"), "DAGSTER_HOME": str(tmp_path / "home")},
         timeout=300,
     )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    assert "mixed: 1 test(s) x 2 version(s)" in proc.stdout and "fine: 1 test(s) x 2 version(s)" in proc.stdout
+    # exit 1: the rollups of `latin` (no test loaded) have no gradable test, which their checks say
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "FAILED pass_rate_threshold on latin/rollup" in proc.stdout
+    assert "mixed: evaluating 1 test(s) x 2 version(s)" in proc.stdout
+    assert "fine: evaluating 1 test(s) x 2 version(s)" in proc.stdout
     assert "latin: no tests (skipped)" in proc.stdout
     assert "mixed.yaml:2: case #1 'wrong labels': labels" in proc.stderr
     assert "latin.json:1: not UTF-8" in proc.stderr
