@@ -13,8 +13,8 @@ them on import. What each one changes, and which process must have it:
   (Dagster's, `EventLogStorage.supports_partition_subset_in_asset_materialization_planned_events`):
   the asset's partition view no longer derives "in progress" and "failed" partitions from planned
   events, so partitions of a run that is still going, or that crashed, show their previous state
-  there; the run, the backfill page (which works from the run's range) and each test's
-  `test_outcome` check still show what happened.
+  there; the run, the backfill page (which works from the run's range) and each finished
+  partition's outcome metadata still show what happened.
 - `DAGSTER_EVENT_BATCH_SIZE=1000`: the materializations one output logs for its partitions are
   written in batches of this many (one INSERT each on PostgreSQL; SQLite writes them one by
   one either way). Read by the process that *writes* the events: the run worker.

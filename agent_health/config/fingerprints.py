@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from agent_health.config.model import Config
+from agent_health.config.model import Config, JudgeSettings, verdict_fields
 from agent_health.config.secrets import display_value as _public  # env refs by name, credentials redacted
 
 VERSION_LENGTH = 16
@@ -24,27 +24,27 @@ def digest(payload: Any) -> str:
 
 
 def judge_settings(config: Config) -> dict[str, Any]:
-    """The judge settings that can change a verdict: provider, model, their settings, named
-    providers, per-test models, rubric files (by content) and the evaluators' names."""
+    """The judge settings that can change a verdict: every field of `JudgeSettings` except those
+    declared operational there (concurrency, caching, retries), with rubric files counted by
+    content, provider settings without secrets, and the evaluators' names."""
     judge = config.judge
-    rubrics = {}
-    for name, path in sorted(judge.rubrics.items()):
-        try:
-            rubrics[name] = hashlib.sha256(config.path(path).read_bytes()).hexdigest()
-        except OSError:
-            rubrics[name] = f"missing:{path}"
-    return {
-        "provider": judge.provider,
-        "model": judge.model,
-        "settings": _public(judge.settings),
-        "providers": _public(judge.providers),
-        "per_test": dict(sorted(judge.per_test.items())),
-        "rubrics": rubrics,
-        "evaluators": sorted(config.evaluators),
-        "max_output_chars": judge.max_output_chars,
-        "max_step_chars": judge.max_step_chars,
-        "max_steps": judge.max_steps,
-    }
+    values: dict[str, Any] = {}
+    for name in verdict_fields(JudgeSettings):
+        value = getattr(judge, name)
+        if name == "rubrics":
+            value = {rubric: _file_digest(config, path) for rubric, path in sorted(value.items())}
+        elif name in ("settings", "providers"):
+            value = _public(value)
+        values[name] = value
+    values["evaluators"] = sorted(config.evaluators)
+    return values
+
+
+def _file_digest(config: Config, path: str) -> str:
+    try:
+        return hashlib.sha256(config.path(path).read_bytes()).hexdigest()
+    except OSError:
+        return f"missing:{path}"
 
 
 def agent_settings(config: Config, ref: str) -> dict[str, Any]:

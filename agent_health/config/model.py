@@ -28,6 +28,20 @@ from agent_health.model.limits import (
 from agent_health.model.settings import StoreSettings, check_replay_mode, check_store_settings
 from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
 
+# Marks a judge setting that changes how verdicts are fetched (speed, retries, caching), never what
+# they say: the judge settings fingerprint leaves these out and counts every other field, so a new
+# field counts unless it is declared operational here.
+_HOW: dict[str, Any] = {"verdict": False}
+
+
+def verdict_fields(model: type[KnownKeys]) -> list[str]:
+    """The fields of a settings model that can change a verdict (all but those marked `_HOW`)."""
+    return [
+        name
+        for name, field in model.model_fields.items()
+        if not (isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get("verdict") is False)
+    ]
+
 
 class JudgeSettings(KnownKeys):
     """Which judge provider runs `judge()` and how (see agent_health/judges/service.py).
@@ -59,12 +73,22 @@ class JudgeSettings(KnownKeys):
         description="Evaluator name -> agent-health evaluator JSON "
         "file (relative to the project root), usable as judge(..., evaluator=name).",
     )
-    concurrency: Concurrency = Field(8, description="Judge calls in flight at once, apart from the agent's limit.")
-    cache: bool = Field(True, description="Use the persistent judge cache.")
-    cache_file: str = Field("judge_cache.sqlite", description="Cache file, relative to the state folder.")
-    max_retries: Retries = Field(4, description="Retries after a rate-limit answer (429, throttling).")
-    backoff_s: Backoff = Field(1.0, description="First rate-limit backoff delay (doubles, with jitter).")
-    backoff_max_s: Backoff = Field(30.0, description="Longest single backoff delay (caps Retry-After too).")
+    concurrency: Concurrency = Field(
+        8, description="Judge calls in flight at once, apart from the agent's limit.", json_schema_extra=_HOW
+    )
+    cache: bool = Field(True, description="Use the persistent judge cache.", json_schema_extra=_HOW)
+    cache_file: str = Field(
+        "judge_cache.sqlite", description="Cache file, relative to the state folder.", json_schema_extra=_HOW
+    )
+    max_retries: Retries = Field(
+        4, description="Retries after a rate-limit answer (429, throttling).", json_schema_extra=_HOW
+    )
+    backoff_s: Backoff = Field(
+        1.0, description="First rate-limit backoff delay (doubles, with jitter).", json_schema_extra=_HOW
+    )
+    backoff_max_s: Backoff = Field(
+        30.0, description="Longest single backoff delay (caps Retry-After too).", json_schema_extra=_HOW
+    )
     max_output_chars: Chars = Field(12000, ge=100, description="Output characters the judge sees.")
     max_step_chars: Chars = Field(2000, ge=50, description="Characters per trajectory step (long tool outputs cut).")
     max_steps: int = Field(200, ge=1, le=STEPS_MAX, description="Trajectory steps the judge sees.")

@@ -18,9 +18,10 @@ from agent_health_dagster.defs.resources import AgentHealthResource, resource_fr
 from agent_health_dagster.defs.suite_assets import SuiteAssets, build_suite_assets
 
 MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
-# A run plans its partitioned `test_outcome` check with one row per partition, each storing the
-# planned event with the run's whole partition subset: a run of N partitions writes N x N keys (25
-# million at 5,000 in one run; docs/deploy.md), so larger backfills are split into bounded runs.
+# Each partition's outcome metadata (`add_asset_metadata(partition_key=...)`) is checked by Dagster
+# against the run's whole partition range, rebuilt per call, so a run's cost per partition grows
+# with its size; bounded runs also keep what a crashed run must redo small and let queued runs
+# interleave (docs/deploy.md). Larger backfills are split into runs of at most this many.
 DEFAULT_MAX_PARTITIONS_PER_RUN = 1000
 
 

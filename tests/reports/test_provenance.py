@@ -250,3 +250,67 @@ def test_judge_credentials_reach_no_identity_and_no_stored_result(tmp_path, judg
     assert "I was called with" in stored_text
     assert password not in stored_text and key not in stored_text and SECRET not in stored_text
     assert password not in json.dumps(partition_metadata(result)) and key not in json.dumps(partition_metadata(result))
+
+
+# A changed value for every judge setting. A new JudgeSettings field fails the test below until it
+# is added here, as counting (it changes verdicts) or operational (declared so in config/model.py).
+CHANGED_JUDGE_SETTINGS = {
+    "provider": "bedrock",
+    "model": "judge-model-2",
+    "settings": {"temperature": 0.7},
+    "providers": {"second": {"type": "openai", "model": "other"}},
+    "per_test": {"*payment*": "openai:other-model"},
+    "rubrics": {"rca2": "rubric.json"},
+    "max_output_chars": 5000,
+    "max_step_chars": 500,
+    "max_steps": 20,
+    "max_trace_chars": 3000,
+    "max_tool_steps": 2,
+}
+OPERATIONAL_JUDGE_SETTINGS = {
+    "concurrency": 2,
+    "cache": False,
+    "cache_file": "other_cache.sqlite",
+    "max_retries": 1,
+    "backoff_s": 0.5,
+    "backoff_max_s": 5.0,
+}
+
+
+def test_changing_any_judge_setting_that_reaches_the_judge_marks_stored_results_stale(
+    tmp_path, judge_server, agent_server, monkeypatch
+):
+    from agent_health.pipeline.freshness import current_state, out_of_date
+
+    monkeypatch.setenv("PROV_AGENT_TOKEN", SECRET)
+    config, tests = project(tmp_path, judge_server, agent_server)
+    (tmp_path / "rubric.json").write_text(json.dumps({"name": "rca2", "passThreshold": 0.5}))
+    result, store = run(tmp_path, config, tests)
+    stored = list(store.get_summaries([ResultKey("sre@v1", result.suite, result.test_id)]))
+    assert stored and stored[0].judge_settings_hash == judge_settings_hash(config)
+    current = {result.test_id: result.provenance.content_hash}
+    assert out_of_date(stored, current_state(config, current.items(), ["sre@v1"])) == {}
+
+    fields = set(type(config.judge).model_fields)
+    assert fields == set(CHANGED_JUDGE_SETTINGS) | set(OPERATIONAL_JUDGE_SETTINGS), (
+        "a judge setting was added or removed: say whether it changes verdicts in the tables above"
+    )
+
+    def stale_after(**change):
+        changed = config.model_copy(update={"judge": config.judge.model_copy(update=change)})
+        return out_of_date(stored, current_state(changed, current.items(), ["sre@v1"]))
+
+    for name, value in CHANGED_JUDGE_SETTINGS.items():
+        assert getattr(config.judge, name) != value
+        assert stale_after(**{name: value}) == {result.test_id: ["judge settings changed"]}, name
+    for name, value in OPERATIONAL_JUDGE_SETTINGS.items():
+        assert getattr(config.judge, name) != value
+        assert stale_after(**{name: value}) == {}, name
+
+    # A rubric file counts by content: editing it marks results judged with it stale.
+    with_rubric = config.model_copy(
+        update={"judge": config.judge.model_copy(update={"rubrics": {"rca2": "rubric.json"}})}
+    )
+    before = current_state(with_rubric, current.items(), ["sre@v1"]).judge_settings
+    (tmp_path / "rubric.json").write_text(json.dumps({"name": "rca2", "passThreshold": 0.9}))
+    assert current_state(with_rubric, current.items(), ["sre@v1"]).judge_settings != before
