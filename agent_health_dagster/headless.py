@@ -61,11 +61,11 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[
     import yaml
 
     settings: dict[str, Any] = dict(RUN_MONITORING)
-    raw = os.environ.get(MAX_RUNTIME_ENV, "").strip()
-    if raw:
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValueError(f"${MAX_RUNTIME_ENV} must be a whole number of seconds >= 1, got {raw!r}")
-        settings["max_runtime_seconds"] = int(raw)
+    from agent_health.pipeline import env_whole
+
+    seconds = env_whole(MAX_RUNTIME_ENV, None, 1, 30 * 86_400)
+    if seconds is not None:
+        settings["max_runtime_seconds"] = seconds
     settings.update(run_monitoring or {})
     return yaml.safe_dump(
         {

@@ -2,9 +2,13 @@
 (configuration, eval root, result store), running exactly a set of partitions, keeping test
 partitions in step with the eval files, data versions of agent versions, gating rollups, and
 tables with readable numbers; per agent version a suite's rollup, metrics, insights, comparison and
-gates; across suites the leaderboard and a version's comparison. No Dagster import here."""
+gates; across suites the leaderboard and a version's comparison; re-judging partitions. No Dagster
+import here. It is the transport's one door into the library (with `agent_health.errors`): the
+model types and settings a transport handles are re-exported here too."""
 
 from agent_health.config.fingerprints import agent_version_data_version, judge_settings
+from agent_health.loader import LoadResult
+from agent_health.model import RunSettings, TestResult
 from agent_health.pipeline.benchmark import (
     LeaderboardView,
     VersionComparison,
@@ -12,6 +16,7 @@ from agent_health.pipeline.benchmark import (
     compare_version,
     write_report,
 )
+from agent_health.pipeline.environment import env_number, env_whole
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
 from agent_health.pipeline.freshness import (
     UP_TO_DATE,
@@ -23,6 +28,7 @@ from agent_health.pipeline.freshness import (
 )
 from agent_health.pipeline.gates import Gate, Thresholds, rollup_gates
 from agent_health.pipeline.project import Project, clear_project_cache
+from agent_health.pipeline.rejudge import RejudgedPartitions, rejudge_partitions
 from agent_health.pipeline.sync import SuiteSync, plan_suite_sync
 from agent_health.pipeline.tables import Column, Table, ms, percent, sig
 from agent_health.pipeline.version import (
@@ -33,6 +39,7 @@ from agent_health.pipeline.version import (
     previous_version,
     summarize_version,
 )
+from agent_health.session import build_settings
 
 __all__ = [
     "UP_TO_DATE",
@@ -40,18 +47,25 @@ __all__ = [
     "Current",
     "Gate",
     "LeaderboardView",
+    "LoadResult",
     "MetricStats",
     "Project",
+    "RejudgedPartitions",
+    "RunSettings",
     "SuiteSync",
     "SuiteVersion",
     "Table",
+    "TestResult",
     "Thresholds",
     "VersionComparison",
     "agent_version_data_version",
     "build_leaderboard",
+    "build_settings",
     "clear_project_cache",
     "compare_version",
     "current_summaries",
+    "env_number",
+    "env_whole",
     "failure_reason",
     "freshness_description",
     "freshness_gate",
@@ -64,6 +78,7 @@ __all__ = [
     "percent",
     "plan_suite_sync",
     "previous_version",
+    "rejudge_partitions",
     "rollup_gates",
     "run_partitions",
     "sig",

@@ -44,11 +44,12 @@ from dagster import (
 )
 
 from agent_health.errors import AgentHealthError
-from agent_health.loader import LoadResult
 from agent_health.pipeline import (
     UP_TO_DATE,
+    LoadResult,
     Project,
     agent_version_data_version,
+    env_whole,
     freshness_description,
     plan_suite_sync,
 )
@@ -360,12 +361,7 @@ def plan_refresh(instance: Any, cursor: Mapping[str, Any], now: float) -> tuple[
 
 
 def sensor_interval() -> int:
-    raw = os.environ.get(INTERVAL_ENV, "").strip()
-    if not raw:
-        return 30
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"${INTERVAL_ENV} must be a whole number of seconds >= 1, got {raw!r}")
-    return int(raw)
+    return env_whole(INTERVAL_ENV, 30, 1, 86_400) or 30
 
 
 def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:

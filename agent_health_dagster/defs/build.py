@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 
-from agent_health.pipeline import Project
+from agent_health.pipeline import Project, env_whole
 from agent_health_dagster.defs.automation import build_automation
 from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
 from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY, REFRESH_JOB, suite_names
@@ -28,12 +27,7 @@ DEFAULT_MAX_PARTITIONS_PER_RUN = 1000
 def max_partitions_per_run() -> int | None:
     """Partitions per evaluation run: $AGENT_HEALTH_MAX_PARTITIONS_PER_RUN (0: any number, one
     run), default 1,000."""
-    raw = os.environ.get(MAX_PARTITIONS_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_PARTITIONS_PER_RUN
-    if not raw.isdigit():
-        raise ValueError(f"${MAX_PARTITIONS_ENV} must be a whole number (0: one run of any size), got {raw!r}")
-    return int(raw) or None
+    return env_whole(MAX_PARTITIONS_ENV, DEFAULT_MAX_PARTITIONS_PER_RUN, 0, 1_000_000) or None
 
 
 def build_suites(project: Project) -> list[SuiteAssets]:

@@ -18,10 +18,7 @@ from dagster import (
 from pydantic import Field
 
 from agent_health.errors import AgentHealthError
-from agent_health.model import TestResult
-from agent_health.reporters.base import CallbackReporter
-from agent_health.session.rejudge import rejudge
-from agent_health.stores import ResultKey
+from agent_health.pipeline import TestResult, rejudge_partitions
 from agent_health_dagster.defs.partitions import multi_key, split_keys, test_id_of, test_key
 from agent_health_dagster.defs.resources import AgentHealthResource
 from agent_health_dagster.defs.suite_assets import SuiteAssets, outcome_metadata
@@ -48,20 +45,10 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
         "run again against the stored agent runs (the agent is never called); earlier verdicts are kept.",
     )
     def rejudge_step(context: OpExecutionContext, config: RejudgeConfig, agent_health: AgentHealthResource):
-        project = agent_health.project()
-        by_agent = split_keys(context.partition_keys)
-        keys = [
-            ResultKey(agent, suite.suite, test_id_of(suite.suite, t))
-            for agent, tests in by_agent.items()
-            for t in tests
-        ]
-        stored = list(project.store.get_many(keys))
-        missing = len(keys) - len(stored)
-        if not stored:
-            raise Failure(
-                f"{suite.suite}: no stored result for any of the {len(keys)} selected partition(s); "
-                f"materialize {'/'.join(names.prefix)}/results for them first"
-            )
+        by_agent = {
+            agent: [test_id_of(suite.suite, t) for t in tests]
+            for agent, tests in split_keys(context.partition_keys).items()
+        }
         settings = agent_health.run_settings(  # this run's config wins over the resource's settings
             more={
                 "judge_model": config.judge_model,
@@ -70,39 +57,34 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
                 "grep": config.grep,
             }
         )
-        out: list[TestResult] = []
         try:
-            loaded = project.load_suite(suite.suite)
-            agents = ", ".join(by_agent)
-            outcome = rejudge(
-                stored,
-                project.config,
+            done = rejudge_partitions(
+                agent_health.project(),
+                suite.suite,
+                by_agent,
                 settings,
-                source=f"{suite.suite}: latest results of {agents} (Dagster run {context.run_id})",
-                tests=loaded.tests,
-                store=project.store,
-                reporters=[CallbackReporter(out.append)],
+                source=f"{suite.suite}: latest results of {', '.join(by_agent)} (Dagster run {context.run_id})",
                 transport="dagster",
                 on_error=context.log.error,
+                first=f"materialize {'/'.join(names.prefix)}/results for them first",
             )
-        except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
+        except AgentHealthError as exc:  # nothing stored, a bad eval file or config: one clear message
             raise Failure(f"{suite.suite}: {exc}") from exc
-        for line in outcome.skipped:
+        for line in done.skipped:
             context.log.warning(f"skipped: {line}")
-        if missing:
-            context.log.warning(f"{suite.suite}: {missing} selected partition(s) have no stored result to re-judge")
-        run = outcome.run
-        if run is not None and run.output_errors:  # the store said no: these partitions did not change
-            raise Failure(f"{suite.suite}: the re-judged results could not be stored: " + "; ".join(run.output_errors))
+        if done.missing:
+            context.log.warning(
+                f"{suite.suite}: {done.missing} selected partition(s) have no stored result to re-judge"
+            )
         context.log.info(
-            f"{suite.suite}: {len(out)} result(s) re-judged"
-            + (f" and stored in {run.store} (run {run.run.id})" if run and run.store else "")
+            f"{suite.suite}: {len(done.results)} result(s) re-judged"
+            + (f" and stored in {done.store} (run {done.run_id})" if done.store else "")
         )
-        for r in out:  # the stored result changed: so did its results partition
+        for r in done.results:  # the stored result changed: so did its results partition
             yield AssetMaterialization(
                 asset_key=results_key,
                 partition=str(multi_key(r.agent, test_key(r.test_id))),
-                metadata=_rejudged_meta(r, run.run.id if run else None),
+                metadata=_rejudged_meta(r, done.run_id),
             )
 
     @job(

@@ -16,9 +16,8 @@ from typing import Any
 from dagster import Config, ConfigurableResource
 from pydantic import Field
 
-from agent_health.model import RunSettings
-from agent_health.pipeline import Project, Thresholds
-from agent_health.session import build_settings
+from agent_health.errors import ConfigError
+from agent_health.pipeline import Project, RunSettings, Thresholds, build_settings, env_number
 
 
 class EvaluateConfig(Config):
@@ -89,19 +88,6 @@ class AgentHealthResource(ConfigurableResource):
         )
 
 
-def _number(name: str, kind: type, default: float | None = None) -> float | None:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ValueError(f"${name} must be a {'whole ' if kind is int else ''}number, got {raw!r}") from None
-    if value <= 0 and kind is int:
-        raise ValueError(f"${name} must be at least 1, got {raw!r}")
-    return value
-
-
 def resource_from_env() -> AgentHealthResource:
     """The resource as configured by environment variables (see the README). Run settings
     (AGENT_HEALTH_CONCURRENCY, ..._TIMEOUT, ..._EPOCHS, ...) are read by `build_settings` when a run
@@ -110,15 +96,15 @@ def resource_from_env() -> AgentHealthResource:
     try:
         per_suite = {str(k): float(v) for k, v in json.loads(suites).items()} if suites else {}
     except (ValueError, AttributeError):
-        raise ValueError(
+        raise ConfigError(
             f'$AGENT_HEALTH_SUITE_MIN_PASS_RATE must be a JSON object like {{"rca/payments": 0.8}}, got {suites!r}'
         ) from None
     return AgentHealthResource(
         config_path=os.environ.get("AGENT_HEALTH_CONFIG") or None,
         eval_root=os.environ.get("AGENT_HEALTH_EVAL_ROOT") or None,
         state_dir=os.environ.get("AGENT_HEALTH_STATE_DIR") or None,
-        min_pass_rate=_number("AGENT_HEALTH_MIN_PASS_RATE", float, 0.5) or 0.0,
+        min_pass_rate=env_number("AGENT_HEALTH_MIN_PASS_RATE", 0.5, 0, 1) or 0.0,
         suite_min_pass_rate=per_suite,
-        max_errored_share=_number("AGENT_HEALTH_MAX_ERRORED_SHARE", float, 0.1) or 0.0,
+        max_errored_share=env_number("AGENT_HEALTH_MAX_ERRORED_SHARE", 0.1, 0, 1) or 0.0,
         baseline=os.environ.get("AGENT_HEALTH_BASELINE") or None,
     )

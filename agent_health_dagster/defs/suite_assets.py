@@ -34,12 +34,12 @@ from dagster import (
 )
 
 from agent_health.errors import AgentHealthError
-from agent_health.model import TestResult
 from agent_health.pipeline import (
     UP_TO_DATE,
     Gate,
     Project,
     SuiteVersion,
+    TestResult,
     freshness_gate,
     list_table,
     out_of_date_results,

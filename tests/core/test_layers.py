@@ -146,3 +146,23 @@ def test_loading_tests_leaves_no_eval_module_behind(tmp_path):
         loaded = load_tests([tmp_path])
         assert [t.case.name for t in loaded.tests] == ["t"]
     assert {m for m in sys.modules if m.startswith("agent_health_evals")} == before
+
+
+def test_the_dagster_layer_enters_the_library_only_through_pipeline_and_errors():
+    """The code location maps what `agent_health.pipeline` computes to Dagster objects; every other
+    part of the library is reached through that one facade, so the library can change behind it."""
+    dagster_layer = LIB.parent / "agent_health_dagster"
+    allowed = {"agent_health.pipeline", "agent_health.errors"}
+    found = {}
+    for path in dagster_layer.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                if (name == "agent_health" or name.startswith("agent_health.")) and name not in allowed:
+                    found.setdefault(str(path.relative_to(LIB.parent)), []).append(name)
+    assert found == {}

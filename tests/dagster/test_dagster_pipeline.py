@@ -6,10 +6,12 @@ for a range of versions, the leaderboard and the per-candidate comparison, and t
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, Definitions, TableMetadataValue
 
+from agent_health.errors import ConfigError
 from agent_health.stores import ResultKey
 from agent_health_dagster.defs.partitions import multi_key, range_tags, version_range_tags
 from agent_health_dagster.headless import QUIET, register
@@ -327,7 +329,26 @@ def test_max_partitions_per_run_is_configurable(make_pipeline, monkeypatch):
     node = make_pipeline().defs.resolve_asset_graph().get(AssetKey(["cases", "results"]))
     assert node.backfill_policy.max_partitions_per_run is None
     monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "many")
-    with pytest.raises(ValueError, match="AGENT_HEALTH_MAX_PARTITIONS_PER_RUN must be a whole number"):
+    with pytest.raises(ConfigError, match=r"\$AGENT_HEALTH_MAX_PARTITIONS_PER_RUN: expected a whole number from 0"):
+        make_pipeline()
+
+
+@pytest.mark.parametrize(
+    "name, raw",
+    [
+        ("AGENT_HEALTH_MIN_PASS_RATE", "nan"),
+        ("AGENT_HEALTH_MIN_PASS_RATE", "1.5"),
+        ("AGENT_HEALTH_MAX_ERRORED_SHARE", "inf"),
+        ("AGENT_HEALTH_SENSOR_INTERVAL_S", "0"),
+        ("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "-3"),
+    ],
+)
+def test_a_deployment_number_out_of_bounds_is_a_config_error_naming_the_variable(make_pipeline, monkeypatch, name, raw):
+    from agent_health_dagster.defs.resources import resource_from_env
+
+    monkeypatch.setenv(name, raw)
+    with pytest.raises(ConfigError, match=rf"\${name}: expected a (whole )?number from .* got '{re.escape(raw)}'"):
+        resource_from_env()
         make_pipeline()
 
 
