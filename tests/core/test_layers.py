@@ -166,3 +166,18 @@ def test_the_dagster_layer_enters_the_library_only_through_pipeline_and_errors()
                 if (name == "agent_health" or name.startswith("agent_health.")) and name not in allowed:
                     found.setdefault(str(path.relative_to(LIB.parent)), []).append(name)
     assert found == {}
+
+
+def test_readme_layout_lists_the_library_in_layer_order():
+    """README's Layout section names the library's parts bottom layer first, as LAYERS does."""
+    readme = (LIB.parent / "README.md").read_text()
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    listed = [
+        line.split()[0].rstrip("/").removesuffix(".py")
+        for line in block.splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    ]
+    package_layers = [p for p in LAYERS if p not in ("__init__", "__main__")]
+    assert [p for p in listed if p in LAYERS] == package_layers
+    on_disk = {p.name.removesuffix(".py") for p in LIB.iterdir() if not p.name.startswith(("_", "."))}
+    assert set(listed) == on_disk - {"py.typed"}, "README's Layout lists parts that do not exist, or misses some"
