@@ -61,7 +61,13 @@ def binomial_two_sided(k: int, n: int) -> float:
     2 * P(X <= min(k, n - k)), capped at 1. n = 0 gives 1 (no evidence at all)."""
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
+    # Each binomial coefficient from the one before (C(n, i+1) = C(n, i) * (n-i) / (i+1), exact in
+    # integers): linear in the tail's length, where computing each C(n, i) afresh was quadratic
+    # (a comparison of 20,000 discordant pairs took minutes).
+    term = tail = 1
+    for i in range(min(k, n - k)):
+        term = term * (n - i) // (i + 1)
+        tail += term
     return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 

@@ -107,3 +107,15 @@ def test_bootstrap_is_reproducible_and_matches_the_normal_approximation():
     half = Z * sd / len(deltas) ** 0.5
     assert a.low == pytest.approx(mean - half, abs=0.2 * half)
     assert a.high == pytest.approx(mean + half, abs=0.2 * half)
+
+
+def test_exact_binomial_matches_its_definition_at_every_k():
+    import math
+    from fractions import Fraction
+
+    n = 301
+    for k in range(n + 1):
+        tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
+        assert binomial_two_sided(k, n) == float(min(Fraction(1), Fraction(2 * tail, 2**n))), k
+    # many discordant pairs stay exact: 4,900 of 10,000 is z = -2.0 (normal p = 0.0455, exact a little above)
+    assert binomial_two_sided(4_900, 10_000) == pytest.approx(0.04658, abs=2e-4)
