@@ -20,3 +20,9 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
   echo "==> installed: run .venv/bin/agent-health, or activate the venv first (. .venv/bin/activate)"
 fi
+# Byte-compile the project's own modules (pip compiles the dependencies at install): an editable
+# install leaves them to the first import, and where PYTHONDONTWRITEBYTECODE is set (many
+# containers and CI images) Python never writes them, so every start compiled all of them again
+# (about 0.1 s of CPU per CLI start measured; compileall writes whatever that variable says, and
+# checks an up-to-date tree in 0.05 s).
+.venv/bin/python -m compileall -q agent_health agent_health_dagster >/dev/null
