@@ -146,6 +146,9 @@ async def run_evaluation(
 
     `settings` default to `build_settings(config)` (environment, then configuration). Results go
     to `store`, else to `open_store(config, settings.store)` (none when `settings.store` is None).
+    With `settings.only`, each agent version runs only the tests that store says need a run
+    (`agent_health.session.only`; a ConfigError when there is no store), and each summary counts
+    the rest as `skipped`.
     Every agent version (and its secrets) and the judges are resolved before any test runs; a
     ConfigError then means nothing ran. `on_error` hears of a reporter or store that fails (the
     run goes on); `on_stuck` of a test that blocks the loop and cannot be interrupted (the CLI
@@ -159,8 +162,17 @@ async def run_evaluation(
     is never cut short by a further cancellation: a report is complete or absent, never torn."""
     settings = settings or build_settings(config)
     plan = _plan(tests, config, settings)
-    check_planned_work(plan, settings)
     run_config = _run_config(config, settings)
+    skipped: dict[str, int] = {}
+    if settings.only:  # before the planned-work check: a resumed run plans only what is left
+        from agent_health.session.only import NO_STORE_FOR_ONLY, tests_needing_a_run
+
+        if store is None and settings.store is None:
+            raise ConfigError(NO_STORE_FOR_ONLY.format(rules=" ".join(settings.only)))
+        if store is None:
+            store = open_store(config, settings.store)
+        plan, skipped = tests_needing_a_run(plan, store, run_config, settings.only)
+    check_planned_work(plan, settings)
     if judges is None:
         judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)
     closers: list[Callable[[], Any]] = [judges.aclose]
@@ -206,7 +218,7 @@ async def run_evaluation(
 
     def documents(status: RunStatus, not_run: dict[str, int], hook_errors: list[str]) -> tuple[EvalRun, RunReport]:
         """The final manifest and the report's summary part."""
-        summaries = tuple(tallies[a].summary(not_run=not_run.get(a, 0)) for a in plan)
+        summaries = tuple(tallies[a].summary(not_run=not_run.get(a, 0), skipped=skipped.get(a, 0)) for a in plan)
         final = run.model_copy(
             update={
                 "status": status,
@@ -225,6 +237,7 @@ async def run_evaluation(
             load_errors=list(load_errors),
             hook_errors=list(hook_errors),
             not_run=sum(not_run.values()),
+            skipped=sum(skipped.values()),
         )
         return final, report
 
