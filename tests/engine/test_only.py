@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shlex
+import shutil
 import textwrap
 import threading
 from pathlib import Path
@@ -20,7 +22,7 @@ from agent_health.session import build_settings
 from agent_health.stores import LocalResultStore, ResultKey
 from tests.support import LocalHTTPServer, QuietHandler
 
-from ..conftest import run_cli
+from ..conftest import ROOT, run_cli
 
 EVAL = """
 from agent_health import expect, fixture, test
@@ -257,3 +259,28 @@ def test_the_python_api_takes_only_and_needs_a_store(tmp_path, write_eval):
     again = asyncio.run(run_evaluation(tests, config, build_settings(config, {"only": "missing"}), store=store))
     assert again.stored == 0 and again.run.summaries[0].skipped == 1 and again.all_passed
     assert store.get(ResultKey("demo@v2", tests[0].case.suite, tests[0].id)) is not None
+
+
+def test_the_docs_example_runs_as_written(tmp_path):
+    """docs/running.md's --only block, line by line through the real CLI on the demo suites: each
+    exit code its comment states (`exits N`, else 0) and each `N skipped as up to date`."""
+    text = (ROOT / "docs" / "running.md").read_text()
+    section = text[text.index("## Running only what needs it") :]
+    lines = re.search(r"```bash\n(.*?)```", section, re.S).group(1).splitlines()  # type: ignore[union-attr]
+    shutil.copytree(ROOT / "evals", tmp_path / "evals")
+    (tmp_path / "agent_health_config.py").write_text(
+        "from agent_health import define_config\nconfig = define_config()\n"
+    )
+    ran = []
+    for line in lines:
+        command, _, comment = line.partition("  #")
+        words = shlex.split(command)
+        assert words[0] == "agent-health", line
+        p = run_cli(*words[1:], cwd=tmp_path)
+        out = p.stdout + p.stderr
+        m = re.search(r"exits (\d)", comment)
+        assert p.returncode == (int(m.group(1)) if m else 0), f"{line!r}:\n{out}"
+        m = re.search(r"(\d+) skipped as up to date", comment)
+        assert skipped_line(out) == (int(m.group(1)) if m else None), f"{line!r}:\n{out}"
+        ran.append(re.search(r"Running (\d+) test", out).group(1))  # type: ignore[union-attr]
+    assert ran == ["8", "7", "0", "7", "15"]
