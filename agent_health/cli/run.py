@@ -195,7 +195,7 @@ def run_command(
 
     from agent_health.interrupts import Interrupted, real_ctrl_c
     from agent_health.loader import load_tests
-    from agent_health.session import build_settings, run_evaluation, select_tests
+    from agent_health.session import build_settings, plan_run, run_evaluation, select_tests
     from agent_health.session.process import EXIT_CODES, run_owned
 
     # Everything imported so far lives for the whole process: keep the collector from walking it
@@ -237,7 +237,11 @@ def run_command(
     if list_only:
         for err in load_errors:
             _say(err)
-        print_list(loaded, tests)
+        if not settings.only:
+            print_list(loaded, tests)
+        for agent, chosen in plan_run(tests, config, settings)[0].items() if settings.only else ():
+            click.echo(f"{agent}: {len(tests) - len(chosen)} skipped as up to date")  # what --only would run
+            print_list(loaded, chosen)
         ctx.exit(EXIT_USAGE if load_errors else EXIT_OK)
     if not tests:
         for err in load_errors:

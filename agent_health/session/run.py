@@ -88,6 +88,26 @@ def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list
     return {agent: selected for agent in settings.agents or (config.agent(config.default_agent).ref,)}
 
 
+def plan_run(
+    tests: Tests, config: Config, settings: RunSettings, store: ResultStore | None = None
+) -> tuple[dict[str, list[LoadedTest]], dict[str, int], ResultStore | None]:
+    """What a run of `tests` runs: agent version -> its tests (by labels, grep and, with
+    `settings.only`, what the store says needs a run), agent version -> tests skipped as up to
+    date, and the store (`store`, else the one `settings` name, opened when `only` reads it)."""
+    plan = _plan(tests, config, settings)
+    skipped: dict[str, int] = {}
+    if settings.only:
+        from agent_health.session.only import NO_STORE_FOR_ONLY, tests_needing_a_run
+
+        if store is None and settings.store is None:
+            raise ConfigError(NO_STORE_FOR_ONLY.format(rules=" ".join(settings.only)))
+        if store is None:
+            store = open_store(config, settings.store)
+        # the run's judge model counts: a result judged by another model is out of date
+        plan, skipped = tests_needing_a_run(plan, store, _run_config(config, settings), settings.only)
+    return plan, skipped, store
+
+
 def _run_config(config: Config, settings: RunSettings) -> Config:
     """The configuration with the run's judge model, if it names one."""
     if not settings.judge.model:
@@ -161,18 +181,9 @@ async def run_evaluation(
     Once the tests are done or the run is cancelled, writing the manifest and finishing the reports
     is never cut short by a further cancellation: a report is complete or absent, never torn."""
     settings = settings or build_settings(config)
-    plan = _plan(tests, config, settings)
+    plan, skipped, store = plan_run(tests, config, settings, store)
+    check_planned_work(plan, settings)  # after --only: a resumed run plans only what is left
     run_config = _run_config(config, settings)
-    skipped: dict[str, int] = {}
-    if settings.only:  # before the planned-work check: a resumed run plans only what is left
-        from agent_health.session.only import NO_STORE_FOR_ONLY, tests_needing_a_run
-
-        if store is None and settings.store is None:
-            raise ConfigError(NO_STORE_FOR_ONLY.format(rules=" ".join(settings.only)))
-        if store is None:
-            store = open_store(config, settings.store)
-        plan, skipped = tests_needing_a_run(plan, store, run_config, settings.only)
-    check_planned_work(plan, settings)
     if judges is None:
         judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)
     closers: list[Callable[[], Any]] = [judges.aclose]

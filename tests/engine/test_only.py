@@ -170,6 +170,12 @@ def test_only_missing_after_a_partial_run_and_only_failed(project):
     project.run("--grep", "one|four", code=1)  # a partial run: "four" fails
     assert sorted(project.agent.take()) == ["prompt four fails", "prompt one"]
 
+    # --list shows what --only would run, runs nothing and stores nothing
+    listed = project.run("--only", "missing", "--list", code=0)
+    assert "shop@v1: 2 skipped as up to date" in listed and "2 test(s) in 1 file(s)" in listed
+    assert re.findall(r"^shop::(\w+)", listed, re.M) == ["two", "three"]
+    assert project.agent.take() == [] and len(project.store.list_runs()) == 1
+
     out = project.run("--only", "missing", code=0)
     assert sorted(project.agent.take()) == ["prompt three", "prompt two"] and skipped_line(out) == 2
     before = project.run_ids()
