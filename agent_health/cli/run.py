@@ -14,6 +14,7 @@ import click
 from agent_health.config import Config
 from agent_health.loader import LoadedTest, LoadResult
 from agent_health.model import limits
+from agent_health.model.settings import ONLY_RULES
 from agent_health.reporters.base import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,6 +142,13 @@ def _exit_stuck(message: str) -> None:
 @click.option("--no-store", is_flag=True, help="Do not store the results (reporters only).")
 @click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
 @click.option("--grep", help="Only tests whose name or id matches this regular expression.")
+@click.option(
+    "--only",
+    multiple=True,
+    type=click.Choice(ONLY_RULES),
+    help="Only tests the store says need a run (repeatable, a union): missing (no stored result), failed "
+    "(stored result did not pass), changed (test, agent or judge settings changed since). Needs a store.",
+)
 @click.option("--list", "list_only", is_flag=True, help="Discover and print the tests without running them.")
 @click.option(
     "--reporter",
@@ -169,6 +177,7 @@ def run_command(
     no_store: bool,
     labels: tuple[str, ...],
     grep: str | None,
+    only: tuple[str, ...],
     list_only: bool,
     reporters: tuple[str, ...],
     verbose: bool,
@@ -186,7 +195,7 @@ def run_command(
 
     from agent_health.interrupts import Interrupted, real_ctrl_c
     from agent_health.loader import load_tests
-    from agent_health.session import build_settings, run_evaluation, select_tests
+    from agent_health.session import build_settings, plan_run, run_evaluation, select_tests
     from agent_health.session.process import EXIT_CODES, run_owned
 
     # Everything imported so far lives for the whole process: keep the collector from walking it
@@ -196,6 +205,8 @@ def run_command(
     config: Config = ctx.obj["config"]
     if store and no_store:
         raise click.UsageError("--store and --no-store contradict each other; give one")
+    if only and no_store:
+        raise click.UsageError("--only compares with the stored results; it cannot be combined with --no-store")
     settings = build_settings(
         config,
         {
@@ -213,6 +224,7 @@ def run_command(
             "no_store": no_store or None,
             "labels": labels or None,
             "grep": grep,
+            "only": only or None,
         },
     )
     for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
@@ -225,7 +237,11 @@ def run_command(
     if list_only:
         for err in load_errors:
             _say(err)
-        print_list(loaded, tests)
+        if not settings.only:
+            print_list(loaded, tests)
+        for agent, chosen in plan_run(tests, config, settings)[0].items() if settings.only else ():
+            click.echo(f"{agent}: {len(tests) - len(chosen)} skipped as up to date")  # what --only would run
+            print_list(loaded, chosen)
         ctx.exit(EXIT_USAGE if load_errors else EXIT_OK)
     if not tests:
         for err in load_errors:

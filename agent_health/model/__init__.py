@@ -9,8 +9,10 @@ from agent_health.model.result import SCHEMA_VERSION, Insight, Judgement, TestRe
 from agent_health.model.run import STEP_KINDS, RunResult, Step, Usage
 from agent_health.model.runs import EvalRun, RunStatus, new_run_id
 from agent_health.model.settings import (
+    ONLY_RULES,
     REPLAY_MODES,
     JudgeRunSettings,
+    OnlyRule,
     ReplayMode,
     RunSettings,
     StoreSettings,
@@ -20,6 +22,7 @@ from agent_health.model.signal import Signal, Verdict
 
 __all__ = [
     "BUILTIN_CONNECTORS",
+    "ONLY_RULES",
     "REPLAY_MODES",
     "SCHEMA_VERSION",
     "STEP_KINDS",
@@ -32,6 +35,7 @@ __all__ = [
     "JudgeRequest",
     "JudgeRunSettings",
     "Judgement",
+    "OnlyRule",
     "Provenance",
     "ReplayMode",
     "ResolvedAgent",

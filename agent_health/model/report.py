@@ -28,6 +28,9 @@ class RunSummary(BaseModel):
     unpriced: int = Field(0, description="Results whose cost is unknown (a model without a price): not in cost_usd.")
     duration_ms: float = Field(0.0, description="Wall-clock time of this agent's run.")
     not_run: int = Field(0, description="Tests of this agent version never started (fail-fast, interruption).")
+    skipped: int = Field(
+        0, description="Tests of this agent version left out because their stored result is up to date (--only)."
+    )
 
     @classmethod
     def of(cls, agent: str, results: Iterable[TestResult | Any], duration_ms: float = 0.0) -> RunSummary:
@@ -74,7 +77,7 @@ class SummaryTally:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def summary(self, duration_ms: float | None = None, not_run: int = 0) -> RunSummary:
+    def summary(self, duration_ms: float | None = None, not_run: int = 0, skipped: int = 0) -> RunSummary:
         """The summary so far; `duration_ms` defaults to first start to last finish."""
         passed, failed = self.counts["passed"], self.counts["failed"]
         if duration_ms is None:
@@ -96,6 +99,7 @@ class SummaryTally:
             unpriced=self.unpriced,
             duration_ms=round(duration_ms, 1),
             not_run=not_run,
+            skipped=skipped,
         )
 
 
@@ -111,3 +115,6 @@ class RunReport(BaseModel):
     load_errors: list[str] = Field(default_factory=list, description="Eval files or tests that failed to load.")
     hook_errors: list[str] = Field(default_factory=list, description="after_all hooks that failed.")
     not_run: int = Field(0, description="Tests never started (--fail-fast, interruption), over every agent version.")
+    skipped: int = Field(
+        0, description="Tests left out as up to date (--only), over every agent version (see each summary)."
+    )

@@ -19,6 +19,8 @@ from agent_health.model.validation import check_known_keys
 ReplayMode = Literal["off", "record", "auto", "strict"]
 REPLAY_MODES: tuple[str, ...] = ("off", "record", "auto", "strict")
 StoreType = Literal["local", "s3", "opensearch"]
+OnlyRule = Literal["missing", "failed", "changed"]
+ONLY_RULES: tuple[str, ...] = ("missing", "failed", "changed")
 
 
 def check_replay_mode(mode: str, setting: str = "replay") -> str:
@@ -128,6 +130,14 @@ class RunSettings(BaseModel):
     replay: ReplayMode = Field("off", description="Record/replay of agent runs: off, record, auto or strict.")
     labels: tuple[str, ...] = Field((), description="Only tests carrying every one of these labels.")
     grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
+    only: tuple[OnlyRule, ...] = Field(
+        (),
+        description=(
+            "Only tests that need a run, by the stored results (a union): missing (no stored result for the "
+            "agent version), failed (the stored result did not pass), changed (the test's definition, the agent "
+            "version's settings or the judge settings changed since). Empty: every selected test."
+        ),
+    )
     store: StoreSettings | None = Field(
         default_factory=StoreSettings, description="Where each result is stored as it finishes; None: not stored."
     )

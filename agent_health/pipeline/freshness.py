@@ -1,59 +1,27 @@
 """Whether stored results are up to date: produced from each test's current definition (content
 hash), its agent version's current settings and the current judge settings. What a pipeline shows
-downstream of the results (rollups, comparisons, the leaderboard) until the results are rerun."""
+downstream of the results (rollups, comparisons, the leaderboard) until the results are rerun.
+The rule itself lives in `agent_health.stores.freshness`, shared with `agent-health run --only`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
-from agent_health.config import Config
-from agent_health.config.fingerprints import agent_settings_hash, judge_settings_hash
-from agent_health.errors import AgentHealthError
 from agent_health.pipeline.gates import Gate
-from agent_health.stores import ResultKey, ResultStore, ResultSummary
+from agent_health.stores import ResultKey, ResultStore
+from agent_health.stores.freshness import Current, current_state, out_of_date  # the one staleness rule
+
+__all__ = [
+    "UP_TO_DATE",
+    "Current",
+    "current_state",
+    "freshness_description",
+    "freshness_gate",
+    "out_of_date",
+    "out_of_date_results",
+]
 
 UP_TO_DATE = "up_to_date"  # the name of the check that says it
-
-
-@dataclass(frozen=True)
-class Current:
-    """What results must have been produced from to be up to date."""
-
-    hashes: Mapping[str, str]  # test id -> content hash of its current definition
-    agent_settings: Mapping[str, str] = field(default_factory=dict)  # agent version -> settings hash
-    judge_settings: str = ""
-
-
-def current_state(config: Config, tests: Iterable[tuple[str, str]], agents: Iterable[str]) -> Current:
-    """The current definitions (test id, content hash) and the settings hashes of `agents` (those
-    the configuration no longer knows are left out: their results cannot be rerun)."""
-    settings = {}
-    for agent in agents:
-        try:
-            settings[agent] = agent_settings_hash(config, agent)
-        except AgentHealthError:
-            continue
-    return Current(dict(tests), settings, judge_settings_hash(config))
-
-
-def out_of_date(results: Iterable[ResultSummary], current: Current) -> dict[str, list[str]]:
-    """Test id -> why its stored result is not up to date (results of tests no longer defined, and
-    older results without provenance, are left alone)."""
-    out: dict[str, list[str]] = {}
-    for r in results:
-        why = []
-        now = current.hashes.get(r.test_id)
-        if now and r.content_hash and not now.startswith(r.content_hash) and not r.content_hash.startswith(now):
-            why.append("test definition changed")
-        settings = current.agent_settings.get(r.agent)
-        if settings and r.agent_settings_hash and r.agent_settings_hash != settings:
-            why.append(f"settings of {r.agent} changed")
-        if current.judge_settings and r.judge_settings_hash and r.judge_settings_hash != current.judge_settings:
-            why.append("judge settings changed")
-        if why:
-            out[r.test_id] = why
-    return out
 
 
 def freshness_description(where: str, stale: Mapping[str, Sequence[str]], shown: int = 5) -> str:

@@ -164,6 +164,9 @@ class SummaryReporter(Reporter):
         if report.not_run:
             per_agent = ", ".join(f"{s.agent}: {s.not_run}" for s in report.summaries if s.not_run)
             self.console.print(f"[yellow]stopped early: {report.not_run} test(s) not run ({per_agent})[/yellow]")
+        if report.skipped:  # --only: what did not run because its stored result is up to date
+            per_agent = ", ".join(f"{s.agent}: {s.skipped}" for s in report.summaries if s.skipped)
+            self.console.print(f"{report.skipped} skipped as up to date ({terminal_safe(per_agent)})")
         self.console.print(
             f"Total {report.finished_at - report.started_at:.2f}s. Errored tests are excluded "
             "from the pass rate. Cost is an estimate from the per-model price table."

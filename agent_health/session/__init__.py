@@ -5,7 +5,7 @@ configuration, and re-judging stored results through the same path (`agent_healt
 from typing import TYPE_CHECKING
 
 from agent_health.lazy import lazy_names
-from agent_health.session.run import RunOutcome, run_evaluation, run_tests, select_tests
+from agent_health.session.run import RunOutcome, plan_run, run_evaluation, run_tests, select_tests
 from agent_health.session.settings import ENV_VARS, build_settings, parse_store
 from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, replay_mode
 
@@ -30,6 +30,7 @@ __all__ = [
     "build_runtime",
     "build_settings",
     "parse_store",
+    "plan_run",
     "rejudge_results",
     "replay_mode",
     "run_evaluation",

@@ -88,6 +88,26 @@ def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list
     return {agent: selected for agent in settings.agents or (config.agent(config.default_agent).ref,)}
 
 
+def plan_run(
+    tests: Tests, config: Config, settings: RunSettings, store: ResultStore | None = None
+) -> tuple[dict[str, list[LoadedTest]], dict[str, int], ResultStore | None]:
+    """What a run of `tests` runs: agent version -> its tests (by labels, grep and, with
+    `settings.only`, what the store says needs a run), agent version -> tests skipped as up to
+    date, and the store (`store`, else the one `settings` name, opened when `only` reads it)."""
+    plan = _plan(tests, config, settings)
+    skipped: dict[str, int] = {}
+    if settings.only:
+        from agent_health.session.only import NO_STORE_FOR_ONLY, tests_needing_a_run
+
+        if store is None and settings.store is None:
+            raise ConfigError(NO_STORE_FOR_ONLY.format(rules=" ".join(settings.only)))
+        if store is None:
+            store = open_store(config, settings.store)
+        # the run's judge model counts: a result judged by another model is out of date
+        plan, skipped = tests_needing_a_run(plan, store, _run_config(config, settings), settings.only)
+    return plan, skipped, store
+
+
 def _run_config(config: Config, settings: RunSettings) -> Config:
     """The configuration with the run's judge model, if it names one."""
     if not settings.judge.model:
@@ -146,6 +166,9 @@ async def run_evaluation(
 
     `settings` default to `build_settings(config)` (environment, then configuration). Results go
     to `store`, else to `open_store(config, settings.store)` (none when `settings.store` is None).
+    With `settings.only`, each agent version runs only the tests that store says need a run
+    (`agent_health.session.only`; a ConfigError when there is no store), and each summary counts
+    the rest as `skipped`.
     Every agent version (and its secrets) and the judges are resolved before any test runs; a
     ConfigError then means nothing ran. `on_error` hears of a reporter or store that fails (the
     run goes on); `on_stuck` of a test that blocks the loop and cannot be interrupted (the CLI
@@ -158,8 +181,8 @@ async def run_evaluation(
     Once the tests are done or the run is cancelled, writing the manifest and finishing the reports
     is never cut short by a further cancellation: a report is complete or absent, never torn."""
     settings = settings or build_settings(config)
-    plan = _plan(tests, config, settings)
-    check_planned_work(plan, settings)
+    plan, skipped, store = plan_run(tests, config, settings, store)
+    check_planned_work(plan, settings)  # after --only: a resumed run plans only what is left
     run_config = _run_config(config, settings)
     if judges is None:
         judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)
@@ -206,7 +229,7 @@ async def run_evaluation(
 
     def documents(status: RunStatus, not_run: dict[str, int], hook_errors: list[str]) -> tuple[EvalRun, RunReport]:
         """The final manifest and the report's summary part."""
-        summaries = tuple(tallies[a].summary(not_run=not_run.get(a, 0)) for a in plan)
+        summaries = tuple(tallies[a].summary(not_run=not_run.get(a, 0), skipped=skipped.get(a, 0)) for a in plan)
         final = run.model_copy(
             update={
                 "status": status,
@@ -225,6 +248,7 @@ async def run_evaluation(
             load_errors=list(load_errors),
             hook_errors=list(hook_errors),
             not_run=sum(not_run.values()),
+            skipped=sum(skipped.values()),
         )
         return final, report
 

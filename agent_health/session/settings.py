@@ -178,9 +178,11 @@ def build_settings(
             judge[name.removeprefix("judge.")] = value
         else:
             values[name] = value
-    for key in ("agents", "labels"):
+    for key in ("agents", "labels", "only"):
         if isinstance(values.get(key), str):
             values[key] = (values[key],)
+    if isinstance(values.get("only"), (list, tuple)):  # a union: naming a rule twice changes nothing
+        values["only"] = tuple(dict.fromkeys(values["only"]))
     if values.get("agents"):  # KEY alone is the agent's default version; each version runs once
         values["agents"] = tuple(dict.fromkeys(config.agent(str(ref)).ref for ref in values["agents"]))
     try:

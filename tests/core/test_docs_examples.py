@@ -55,6 +55,7 @@ EXERCISED = {
     ("reports.md", ">>> from agent_health.stores import LocalResultStore"): "tests/reports/test_docs.py (doctest)",
     ("running.md", "import asyncio"): "tests/engine/test_settings.py::test_the_python_example_in_docs_running_runs",
     ("running.md", "timeout: test 'rca::slow-lookup' blocked"): "a message (tests/engine/test_watchdog.py)",
+    ("running.md", "agent-health run evals --agent demo@v1 --grep"): "tests/engine/test_only.py (as written)",
     ("traces.md", '@test("payment RCA stays cheap"'): "test_the_traces_body_example_runs_on_the_demo_agent",
     ("traces.md", "# agent_health_config.py"): "tests/deploy/test_docs_config.py",
     ("traces.md", '{"trace_id": "'): "test_the_documented_span_line_is_read_by_the_local_source",
