@@ -79,8 +79,9 @@ def test_no_import_cycles_between_packages():
         ("errors", set()),
         ("interrupts", set()),
         ("offloop", set()),
+        ("registry", {"errors"}),
         ("model", {"errors"}),
-        ("config", {"errors", "model"}),
+        ("config", {"errors", "model", "registry"}),
         ("loader", {"errors", "interrupts", "model"}),
     ],
 )
@@ -93,6 +94,7 @@ LAYERS = [
     "errors",
     "interrupts",
     "lazy",
+    "registry",
     "offloop",
     "files",
     "model",
