@@ -72,6 +72,11 @@ class Registry:
                     self._plugins = self._scan()
         return self._plugins
 
+    @property
+    def scanned(self) -> bool:
+        """Whether the installed packages' entry points have been read (a run on built-in kinds never does)."""
+        return self._plugins is not None
+
     def target(self, kind: str, setting: str = "") -> str:
         """The `module:attribute` of `kind`; a ConfigError listing the known kinds when unknown."""
         if kind in self.builtins:
@@ -82,7 +87,7 @@ class Registry:
         if kind in self._clashes:
             raise ConfigError(
                 f"{setting + ': ' if setting else ''}{self.what} {kind!r} is declared differently by "
-                f"{' and '.join(self._clashes[kind])} (entry point group {self.group}); uninstall one"
+                f"{' and '.join(sorted(self._clashes[kind]))} (entry point group {self.group}); uninstall one"
             )
         return plugin.target
 
