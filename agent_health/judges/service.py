@@ -212,11 +212,14 @@ class JudgeService:
         """The cached `llm` helper for a model spec (custom evaluators, the insight synthesizer)."""
         spec = model or (self.settings.model if self.settings else None)
         client = self.client(spec) if self.settings is not None else None
+        what = "the offline demo heuristic"
+        if client is None and self.settings is not None and (kind := self._split(spec)[1]) != "demo":
+            what = f"{kind!r}, which gives verdicts itself and has no model to ask"
         return CachedLLM(
             client,
             self.cache if client is not None else None,
-            unavailable="the judge provider is the offline demo heuristic; "
-            "configure judge=... with an openai or bedrock model",
+            unavailable=f"the judge provider is {what}; configure judge=... with an LLM provider's model "
+            "(openai, bedrock, or an installed package's)",
         )
 
     # -- judging ------------------------------------------------------------------

@@ -203,6 +203,34 @@ def test_a_judge_service_never_gives_an_unknown_kind_a_bedrock_client(plugin_sit
     assert service.client("length") is None  # a provider that gives verdicts itself takes no chat client
 
 
+def test_a_custom_evaluator_gets_the_plugin_llm_and_a_clear_error_without_one(plugin_site, on_path):
+    """The `llm` helper of custom evaluators asks an installed LLM provider; a provider that gives
+    verdicts itself has no model to ask, and the evaluator's verdict says so."""
+    import asyncio
+
+    from agent_health.config.model import JudgeSettings
+    from agent_health.judges.service import JudgeService
+    from agent_health.model.judge import JudgeRequest
+
+    on_path(plugin_site)
+
+    async def asks(llm):
+        answer = json.loads(await llm.complete("<<<UNTRUSTED OUTPUT 0123456789abcdef>>>\nthe disk is full"))
+        return {"pass": answer["pass"], "reasoning": answer["reasoning"]}
+
+    async def verdict(**judge):
+        service = JudgeService.from_settings(JudgeSettings(**judge), evaluators={"asks": asks})
+        try:
+            return await service.judge(JudgeRequest(criteria="c", output="o", evaluator="asks"))
+        finally:
+            await service.aclose()
+
+    v = asyncio.run(verdict(provider="keyword", model="kw-1", settings={"keyword": "disk"}, cache=False))
+    assert v.passed and not v.errored and "keyword judge (kw-1): 'disk' found" in v.reasoning
+    v = asyncio.run(verdict(provider="length"))
+    assert v.errored and "'length', which gives verdicts itself and has no model to ask" in v.error
+
+
 def test_plugin_problems_name_the_distribution(on_path, tmp_path):
     """A broken target, two packages claiming one kind, and a package shadowing a built-in."""
     for name, entries in {
