@@ -144,6 +144,15 @@ def test_the_session_api_uses_a_plugin_provider_that_gives_verdicts_itself(plugi
 
 def test_an_unknown_kind_is_one_error_listing_the_known_ones_plugins_included(plugin_site, on_path, tmp_path):
     on_path(plugin_site)
+    config = define_config(
+        agents=[{"key": "seer", "connector": "oracle"}],
+        default_agent="seer@default",
+        judge={"provider": "keyword", "model": "kw-1"},
+        store={"type": "folder", "settings": {"path": str(tmp_path)}},
+    )
+    assert config.judge.provider == "keyword"
+    assert [m for m in sys.modules if m.startswith("ah_plugin")] == []  # checked without importing the plugin
+
     with pytest.raises(ConfigError) as err:
         define_config(agents=[{"key": "seer", "connector": "oracel"}], default_agent="seer@default")
     message = str(err.value)
