@@ -38,7 +38,7 @@ def check_no_inline_secrets(value: Any, setting: str) -> None:
 
 def is_shared(store: StoreSettings | None) -> bool:
     """True when the judge cache and recordings live on the store's backend too: for s3 and
-    opensearch stores unless `shared: False` (a local store always keeps them local)."""
-    if store is None or store.type == "local":
+    opensearch stores unless `shared: False` (a local store, or an installed package's, keeps them local)."""
+    if store is None or store.type not in ("s3", "opensearch"):
         return False
     return bool(store.settings.get(SHARED_SETTING, True))

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agent_health.config import Config
+from agent_health.errors import ConfigError
 from agent_health.loader import LoadedTest, LoadResult
 from agent_health.model import limits
 from agent_health.model.settings import ONLY_RULES
 from agent_health.reporters.base import Reporter
+from agent_health.reporters.registry import REGISTRY as REPORTER_REGISTRY
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.session import RunOutcome
@@ -37,21 +39,18 @@ def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
     return root
 
 
-# reporter name -> "module:class", imported only when a run asks for it
-REPORTER_CLASSES = {
-    "json": "agent_health.reporters.json_report:JsonReporter",
-    "jsonl": "agent_health.reporters.json_report:JsonLinesReporter",
-    "junit": "agent_health.reporters.junit:JunitReporter",
-    "html": "agent_health.reporters.html:HtmlReporter",
-}
-# what --reporter takes, from the table above so --help and the error message never miss one
-REPORTER_FORMS = ("summary", *(f"{name}[=FILE]" for name in REPORTER_CLASSES))
-REPORTERS = ", ".join(REPORTER_FORMS[:-1]) + " or " + REPORTER_FORMS[-1]
+# what --reporter takes, from the registry so --help never misses a built-in one (installed
+# packages' reporters are listed by the error message: --help does not read entry points)
+REPORTER_FORMS = ("summary", *(f"{name}[=FILE]" for name in REPORTER_REGISTRY.builtins))
+
+
+def known_reporters() -> str:
+    """Every reporter --reporter takes, installed packages' too (reads their entry points)."""
+    forms = ["summary", *(f"{name}[=FILE]" for name in REPORTER_REGISTRY.kinds())]
+    return ", ".join(forms[:-1]) + " or " + forms[-1]
 
 
 def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
-    import importlib
-
     from agent_health.reporters.summary import SummaryReporter
 
     out: list[Reporter] = []
@@ -60,13 +59,21 @@ def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
         name, _, path = spec.partition("=")
         if name == "summary":
             continue
-        if name not in REPORTER_CLASSES:
-            raise click.UsageError(f"unknown reporter {name!r}; use {REPORTERS}")
+        if name not in REPORTER_REGISTRY:
+            raise click.UsageError(f"unknown reporter {name!r}; use {known_reporters()}")
         if not path and stdout_taken:
             raise click.UsageError(f"--reporter {spec}: another reporter already writes to stdout; give it =FILE")
         stdout_taken |= not path
-        module, _, cls = REPORTER_CLASSES[name].partition(":")
-        out.append(getattr(importlib.import_module(module), cls)(path or None))
+        try:
+            cls = REPORTER_REGISTRY.load(name)
+        except ConfigError as exc:  # an installed package's reporter that cannot be imported
+            raise click.UsageError(str(exc)) from None
+        if not (isinstance(cls, type) and issubclass(cls, Reporter)):
+            raise click.UsageError(
+                f"reporter {name!r} ({REPORTER_REGISTRY.target(name)}) is not a subclass of "
+                "agent_health.reporters.base.Reporter"
+            )
+        out.append(cls(path or None))  # type: ignore[call-arg]  # the reporter contract: cls(path)
     # the summary always runs; it moves to stderr when a machine-readable report owns stdout
     out.insert(0, SummaryReporter(sys.stderr if stdout_taken else sys.stdout, verbose=verbose))
     return out

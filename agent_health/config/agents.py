@@ -7,8 +7,9 @@ from typing import Any
 from pydantic import ConfigDict, Field, field_validator
 
 from agent_health.errors import ConfigError
-from agent_health.model.agent import BUILTIN_CONNECTORS, ResolvedAgent
-from agent_health.model.validation import KnownKeys, did_you_mean
+from agent_health.model.agent import ResolvedAgent
+from agent_health.model.validation import KnownKeys
+from agent_health.registry import registry
 
 
 class AgentSpec(KnownKeys):
@@ -18,7 +19,11 @@ class AgentSpec(KnownKeys):
     settings_hint = "; connector settings (endpoint, timeout_s, ...) go under 'settings'"
 
     key: str = Field(description="Agent key used in KEY@VERSION.")
-    connector: str = Field("demo", description="Connector name: demo, http, agui, subprocess, python.")
+    connector: str = Field(
+        "demo",
+        description="Connector kind: demo, http, agui, subprocess, python, or one an installed package "
+        "registers (entry point group agent_health.connectors; docs/extending.md).",
+    )
     settings: dict[str, Any] = Field(default_factory=dict, description="Connector settings.")
     versions: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"default": dict[str, Any]()}, description="Version name -> settings overrides."
@@ -42,12 +47,8 @@ class AgentSpec(KnownKeys):
     @field_validator("connector")
     @classmethod
     def _known_connector(cls, value: str) -> str:
-        if value not in BUILTIN_CONNECTORS:
-            raise ValueError(
-                f"unknown connector {value!r}{did_you_mean(value, BUILTIN_CONNECTORS)} "
-                f"(known: {', '.join(sorted(BUILTIN_CONNECTORS))})"
-            )
-        return value
+        # the registry knows the built-in kinds and the installed plugins' without importing any
+        return registry("agent_health.connectors").check(value)
 
     @field_validator("versions")
     @classmethod

@@ -27,6 +27,7 @@ from agent_health.model.limits import (
 )
 from agent_health.model.settings import StoreSettings, check_replay_mode, check_store_settings
 from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
+from agent_health.registry import Registry, registry
 
 # Marks a judge setting that changes how verdicts are fetched (speed, retries, caching), never what
 # they say: the judge settings fingerprint leaves these out and counts every other field, so a new
@@ -54,7 +55,9 @@ class JudgeSettings(KnownKeys):
     model_config = ConfigDict(frozen=True)
 
     provider: str = Field(
-        "demo", description="Default provider: demo (offline heuristic), openai, bedrock, or a name from `providers`."
+        "demo",
+        description="Default provider: demo (offline heuristic), openai, bedrock, a kind an installed package "
+        "registers (entry point group agent_health.judges; docs/extending.md), or a name from `providers`.",
     )
     model: str | None = Field(None, description="Judge model id of the default provider.")
     settings: dict[str, Any] = Field(
@@ -65,7 +68,7 @@ class JudgeSettings(KnownKeys):
     )
     providers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="More named providers: {name: {type: openai|bedrock, model: ..., <settings>}}.",
+        description="More named providers: {name: {type: openai|bedrock|<registered kind>, model: ..., <settings>}}.",
     )
     per_test: dict[str, str] = Field(default_factory=dict, description="Test id glob -> judge model for those tests.")
     rubrics: dict[str, str] = Field(
@@ -115,15 +118,19 @@ class JudgeSettings(KnownKeys):
         check_setting_numbers(self.settings, "judge.settings")
         for name, conf in self.providers.items():
             check_setting_numbers(conf, f"judge.providers[{name!r}]")
-        builtin = ("demo", "openai", "bedrock")
-        if self.provider not in builtin and self.provider not in self.providers:
+        kinds = judge_providers()  # built-in kinds and the installed plugins', none of them imported
+        if self.provider not in self.providers and self.provider not in kinds:
             raise ValueError(
-                f"judge.provider {self.provider!r} unknown; use one of {list(builtin)} or a name from judge.providers"
+                f"judge.provider {self.provider!r} unknown{did_you_mean(self.provider, kinds.kinds())}; use one of "
+                f"{kinds.kinds()} or a name from judge.providers (more kinds come from installed packages' "
+                f"{kinds.group!r} entry points)"
             )
         for name, conf in self.providers.items():
-            if str(conf.get("type", name)) not in builtin:
+            kind = conf.get("type", name)
+            if kind not in kinds:
                 raise ValueError(
-                    f"judge.providers[{name!r}]: type {conf.get('type', name)!r} unknown; use one of {list(builtin)}"
+                    f"judge.providers[{name!r}]: type {kind!r} unknown{did_you_mean(str(kind), kinds.kinds())}; "
+                    f"use one of {kinds.kinds()}"
                 )
         if self.model:
             self.check_model(self.model, "judge.model")
@@ -131,23 +138,37 @@ class JudgeSettings(KnownKeys):
             self.check_model(spec, f"judge.per_test[{pattern!r}]")
         return self
 
+    def names_provider(self, name: str) -> bool:
+        """Whether `name` is a provider: a name from `providers`, or a registered kind."""
+        return name in self.providers or name in judge_providers()
+
     def check_model(self, spec: str, setting: str) -> None:
         """Raise ValueError naming `setting` when `spec` cannot name a judge: a `provider:model` whose
         provider is a misspelt one, or any model for the offline demo provider (which takes none)."""
-        names = ["demo", "openai", "bedrock", *self.providers]
         head, sep, _ = spec.partition(":")
-        if spec in names or (sep and head in names):
-            return
-        hint = did_you_mean(head, names)
+        builtin = judge_providers().builtins
+        if spec in builtin or spec in self.providers or (sep and (head in builtin or head in self.providers)):
+            return  # the common case, decided without reading the installed packages' entry points
         default_type = str(self.providers.get(self.provider, {}).get("type", self.provider))
+        if default_type != "demo" and not sep:
+            return  # a bare model id of the default provider
+        if self.names_provider(spec) or (sep and self.names_provider(head)):
+            return
+        names = [*judge_providers().kinds(), *self.providers]
+        hint = did_you_mean(head, names)
         if default_type == "demo":
             raise ValueError(
                 f"{setting}: {spec!r} names no judge provider, and the default provider {self.provider!r} "
                 f"(the offline heuristic) takes no model; give PROVIDER:MODEL with a provider of "
                 f"{', '.join(names)}{hint}"
             )
-        if sep and hint:  # "opnai:gpt-4o"; a bare id with a colon ("ft:gpt-4o:org", "...-v1:0") stays the model's
+        if hint:  # "opnai:gpt-4o"; a bare id with a colon ("ft:gpt-4o:org", "...-v1:0") stays the model's
             raise ValueError(f"{setting}: unknown judge provider {head!r} in {spec!r}{hint}")
+
+
+def judge_providers() -> Registry:
+    """The judge provider registry (agent_health/judges/registry.py)."""
+    return registry("agent_health.judges")
 
 
 class TraceSettings(KnownKeys):

@@ -7,15 +7,15 @@ must raise `AgentError` naming the agent and endpoint on failure; the runtime wr
 from __future__ import annotations
 
 import abc
-import importlib
 import random
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from agent_health.connectors.registry import REGISTRY
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
-from agent_health.model.agent import BUILTIN_CONNECTORS, AgentRequest, ResolvedAgent
+from agent_health.model.agent import AgentRequest, ResolvedAgent
 
 
 class Connector(abc.ABC):
@@ -39,15 +39,15 @@ class Connector(abc.ABC):
         """Release pooled connections."""
 
 
-CONNECTORS = BUILTIN_CONNECTORS
-
-
 def connector_class(name: str) -> type[Connector]:
-    target = CONNECTORS.get(name)
-    if target is None:
-        raise ConfigError(f"unknown connector {name!r}; known: {', '.join(sorted(CONNECTORS))}")
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    """The connector class of a kind (built in, or an installed package's; see connectors/registry.py),
+    imported now; a ConfigError listing the known kinds when `name` is none of them."""
+    cls = REGISTRY.load(name)
+    if not (isinstance(cls, type) and issubclass(cls, Connector)):
+        raise ConfigError(
+            f"connector {name!r} ({REGISTRY.target(name)}) is not a subclass of agent_health.connectors.base.Connector"
+        )
+    return cls
 
 
 def random_hex(bits: int) -> str:

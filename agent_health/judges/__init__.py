@@ -3,7 +3,8 @@
 - `service.JudgeService`: routing (custom evaluator, or provider/model per run, test or call), skip
   mode, the judge concurrency limit, and "never raises" (failures become errored verdicts).
 - Providers: `demo` (offline heuristic), `openai` (any OpenAI-compatible endpoint, httpx) and
-  `bedrock` (Converse through boto3, imported lazily), behind `chat.ChatClient` with rate-limit backoff.
+  `bedrock` (Converse through boto3, imported lazily), behind `chat.ChatClient` with rate-limit backoff;
+  `registry` lists them by kind, and installed packages add kinds (entry points `agent_health.judges`).
 - `llm_judge.LLMJudge` (contextual, one call) and `agentic` (bounded trace-tool loop) build the fenced
   prompt with its nonce (`prompt`), ask for a structured verdict, take only the judge's own answer
   (the last object carrying the nonce), repaired locally before any second call (`parse`), and

@@ -7,7 +7,8 @@ Routing, for one request:
    with an `llm` helper bound to the judge model chosen below.
 2. The judge model is the call's `model=`, else the first `per_test` glob matching the test id,
    else the run's `judge.model` (with `judge.provider`). `provider:model` picks a provider
-   (`openai`, `bedrock`, `demo`, or a name from `judge.providers`); a bare id uses the default one.
+   (`openai`, `bedrock`, `demo`, a kind an installed package registers, or a name from
+   `judge.providers`); a bare id uses the default one. Kinds live in judges/registry.py.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from agent_health.judges.cache import JudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
 from agent_health.judges.identity import custom_identity, definition_hash, fallback_identity
 from agent_health.judges.llm import CachedLLM
+from agent_health.judges.registry import REGISTRY
 from agent_health.model import Verdict
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.settings import StoreSettings
@@ -33,7 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_health.config.model import JudgeSettings
 
 ProviderFactory = Callable[[JudgeRequest], JudgeProvider]
-BUILTIN_PROVIDERS = ("demo", "openai", "bedrock")
+# the built-in kinds, which `judge(..., evaluator=...)` may name (before any custom evaluator)
+BUILTIN_PROVIDERS = tuple(REGISTRY.builtins)
 
 
 class JudgeService:
@@ -110,56 +113,69 @@ class JudgeService:
             return self.settings.model
         return None
 
-    def _split(self, spec: str | None) -> tuple[str, str | None, dict[str, Any]]:
-        """(provider type, model, settings) for a model spec."""
+    def _names(self, name: str) -> bool:
+        """Whether `name` is a provider: one from judge.providers, or a registered kind."""
+        s = self.settings
+        assert s is not None
+        return name in s.providers or name in REGISTRY
+
+    def _split(self, spec: str | None) -> tuple[str, str, str | None, dict[str, Any]]:
+        """(provider name, provider kind, model, settings) for a model spec."""
         s = self.settings
         assert s is not None
         name, model = s.provider, spec
         if spec:
             head, sep, rest = spec.partition(":")
-            if sep and (head in BUILTIN_PROVIDERS or head in s.providers):
+            if sep and self._names(head):
                 name, model = head, rest or None
-            elif spec in BUILTIN_PROVIDERS or spec in s.providers:
+            elif self._names(spec):
                 name, model = spec, None
         if name in s.providers:
             conf = dict(s.providers[name])
             kind = str(conf.pop("type", name))
             model = model or conf.pop("model", None)
             conf.pop("model", None)
-        elif name == s.provider and name in BUILTIN_PROVIDERS:
+        elif name == s.provider and name in REGISTRY:
             kind, conf = name, dict(s.settings)
             model = model or s.model
-        elif name in BUILTIN_PROVIDERS:
+        elif name in REGISTRY:
             kind, conf = name, {}
         else:
             raise ConfigError(
-                f"judge provider {name!r} unknown; use one of {list(BUILTIN_PROVIDERS)} "
+                f"judge provider {name!r} unknown; use one of {REGISTRY.kinds()} "
                 f"or a name from judge.providers {sorted(s.providers)}"
             )
-        if kind not in BUILTIN_PROVIDERS:
-            raise ConfigError(f"judge provider {name!r} has type {kind!r}; use one of {list(BUILTIN_PROVIDERS)}")
-        if kind != "demo" and not model:
-            raise ConfigError(f"judge provider {name!r} needs a model (judge.model, or model='{name}:<model id>')")
-        return kind, model, conf
+        if kind not in REGISTRY:
+            raise ConfigError(f"judge provider {name!r} has type {kind!r}; use one of {REGISTRY.kinds()}")
+        return name, kind, model, conf
+
+    def _kind_class(self, kind: str) -> type[ChatClient] | type[JudgeProvider]:
+        """The class a kind names: an LLM chat client, or a provider that gives verdicts itself."""
+        cls = REGISTRY.load(kind, f"judge provider {kind!r}")
+        if isinstance(cls, type) and issubclass(cls, (ChatClient, JudgeProvider)):
+            return cls
+        raise ConfigError(
+            f"judge provider {kind!r} ({REGISTRY.target(kind)}) is neither a "
+            "agent_health.judges.chat.ChatClient nor a agent_health.judges.base.JudgeProvider subclass"
+        )
 
     def client(self, spec: str | None) -> ChatClient | None:
-        """The chat client for a model spec (None for the demo provider)."""
-        kind, model, conf = self._split(spec)
+        """The chat client for a model spec (None for the demo provider and for providers that
+        give verdicts themselves)."""
+        name, kind, model, conf = self._split(spec)
         if kind == "demo":
             return None
+        cls = self._kind_class(kind)
+        if not issubclass(cls, ChatClient):
+            return None
+        if not model:  # an LLM needs one; a provider that gives verdicts itself may not
+            raise ConfigError(f"judge provider {name!r} needs a model (judge.model, or model='{name}:<model id>')")
         key = (kind, f"{model}|{sorted(conf.items())!r}")
         if key not in self._clients:
             s = self.settings
-            assert s is not None and model
+            assert s is not None
             backoff = Backoff(max_retries=s.max_retries, base_s=s.backoff_s, max_s=s.backoff_max_s)
-            if kind == "openai":
-                from agent_health.judges.openai import OpenAIChat
-
-                self._clients[key] = OpenAIChat(model, conf, backoff, no_structured=self._no_structured)
-            else:
-                from agent_health.judges.bedrock import BedrockChat
-
-                self._clients[key] = BedrockChat(model, conf, backoff, no_structured=self._no_structured)
+            self._clients[key] = cls(model, conf, backoff, no_structured=self._no_structured)
         return self._clients[key]
 
     def resolve(self, spec: str | None) -> JudgeProvider:
@@ -168,7 +184,15 @@ class JudgeService:
             return self.provider
         client = self.client(spec)
         if client is None:
-            return self.provider
+            _, kind, model, conf = self._split(spec)
+            if kind == "demo":
+                return self.provider
+            own = (kind, f"{model}|{sorted(conf.items())!r}")  # a provider that gives verdicts itself
+            if own not in self._judges:
+                cls = self._kind_class(kind)
+                assert issubclass(cls, JudgeProvider)  # client() returned None: not a chat client
+                self._judges[own] = cls(model, conf)  # type: ignore[call-arg]
+            return self._judges[own]
         key = (client.provider, str(id(client)))
         if key not in self._judges:
             from agent_health.judges.llm_judge import LLMJudge
@@ -188,11 +212,14 @@ class JudgeService:
         """The cached `llm` helper for a model spec (custom evaluators, the insight synthesizer)."""
         spec = model or (self.settings.model if self.settings else None)
         client = self.client(spec) if self.settings is not None else None
+        what = "the offline demo heuristic"
+        if client is None and self.settings is not None and (kind := self._split(spec)[1]) != "demo":
+            what = f"{kind!r}, which gives verdicts itself and has no model to ask"
         return CachedLLM(
             client,
             self.cache if client is not None else None,
-            unavailable="the judge provider is the offline demo heuristic; "
-            "configure judge=... with an openai or bedrock model",
+            unavailable=f"the judge provider is {what}; configure judge=... with an LLM provider's model "
+            "(openai, bedrock, or an installed package's)",
         )
 
     # -- judging ------------------------------------------------------------------
@@ -212,14 +239,11 @@ class JudgeService:
         described = None  # who was asked, so an errored verdict names its judge too
         try:
             async with self._limit:
-                if request.evaluator is not None and request.evaluator not in BUILTIN_PROVIDERS:
+                kind = request.evaluator is not None and self._evaluator_is_kind(request.evaluator)
+                if request.evaluator is not None and not kind:
                     verdict = await self._custom(request)
                 else:
-                    spec = (
-                        request.evaluator
-                        if request.evaluator in BUILTIN_PROVIDERS and not request.model
-                        else self.model_for(request)
-                    )
+                    spec = request.evaluator if kind and not request.model else self.model_for(request)
                     provider = self._select(request) if self._select else self.resolve(spec)
                     who = provider.name or type(provider).__name__
                     described = provider.describe(request)
@@ -241,13 +265,18 @@ class JudgeService:
             verdict = verdict.model_copy(update={"role": request.role})
         return verdict
 
+    def _evaluator_is_kind(self, evaluator: str) -> bool:
+        """Whether `judge(..., evaluator=...)` names a provider kind: a built-in kind wins over a
+        custom evaluator of the same name, which wins over an installed package's kind."""
+        return evaluator in BUILTIN_PROVIDERS or (evaluator not in self.evaluators and evaluator in REGISTRY)
+
     async def _custom(self, request: JudgeRequest) -> Verdict:
         from agent_health.judges.custom import run_custom
 
         name = str(request.evaluator)
         fn = self.evaluators.get(name)
         if fn is None:
-            known = sorted(self.evaluators) + list(BUILTIN_PROVIDERS)
+            known = sorted(self.evaluators) + REGISTRY.kinds()
             raise ConfigError(f"evaluator {name!r} is not configured; known: {', '.join(known)}")
         llm = self.llm(self.model_for(request))
         verdict = await run_custom(name, fn, request, llm)

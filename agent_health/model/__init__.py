@@ -1,6 +1,6 @@
 """The data model and the contracts every layer shares: pydantic, JSON-serializable, versioned."""
 
-from agent_health.model.agent import BUILTIN_CONNECTORS, AgentRequest, ResolvedAgent
+from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.case import ContextItem, ExpectedStep, TestCase
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.provenance import JudgeIdentity, Provenance, harness_version
@@ -21,7 +21,6 @@ from agent_health.model.settings import (
 from agent_health.model.signal import Signal, Verdict
 
 __all__ = [
-    "BUILTIN_CONNECTORS",
     "ONLY_RULES",
     "REPLAY_MODES",
     "SCHEMA_VERSION",

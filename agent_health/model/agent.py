@@ -6,15 +6,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Built-in connectors by name, imported lazily (`module:Class`) so a run pays only for the ones it uses.
-BUILTIN_CONNECTORS: dict[str, str] = {
-    "demo": "agent_health.connectors.demo:DemoConnector",
-    "http": "agent_health.connectors.http:HttpConnector",
-    "agui": "agent_health.connectors.agui:AguiConnector",
-    "subprocess": "agent_health.connectors.subprocess:SubprocessConnector",
-    "python": "agent_health.connectors.python:PythonConnector",
-}
-
 
 class AgentRequest(BaseModel):
     """Everything one agent invocation receives."""
@@ -45,7 +36,7 @@ class ResolvedAgent(BaseModel):
 
     key: str = Field(description="Agent key, the part before '@'.")
     version: str = Field(description="Version name, the part after '@'.")
-    connector: str = Field(description="Connector name (see BUILTIN_CONNECTORS).")
+    connector: str = Field(description="Connector kind (see agent_health/connectors/registry.py).")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Connector settings with the version's overrides."
     )

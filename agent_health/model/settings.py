@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_health.errors import ConfigError
 from agent_health.model.limits import check_setting_numbers
 from agent_health.model.validation import check_known_keys
+from agent_health.registry import registry
 
 ReplayMode = Literal["off", "record", "auto", "strict"]
 REPLAY_MODES: tuple[str, ...] = ("off", "record", "auto", "strict")
-StoreType = Literal["local", "s3", "opensearch"]
+StoreType = str  # a kind of the store registry (agent_health/stores/registry.py), checked where configured
 OnlyRule = Literal["missing", "failed", "changed"]
 ONLY_RULES: tuple[str, ...] = ("missing", "failed", "changed")
 
@@ -49,7 +50,11 @@ class StoreSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    type: StoreType = Field("local", description="local (files under the state folder), s3 or opensearch.")
+    type: StoreType = Field(
+        "local",
+        description="local (files under the state folder), s3, opensearch, or a kind an installed package "
+        "registers (entry point group agent_health.stores; docs/extending.md).",
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict,
         description=(
@@ -85,15 +90,18 @@ def _holds_secret(key: object, value: object) -> bool:
 
 
 def check_store_settings(store: StoreSettings | None, where: str = "store.settings") -> StoreSettings | None:
-    """`store` when its settings are ones its type reads, with numbers inside their bounds; else
-    a ConfigError naming the key and the closest known one. Checked where a store is configured
-    (the configuration, `--store`, `$AGENT_HEALTH_STORE`), not when a stored run manifest is read.
-    An inline credential is left to the backend's check, which names it as a secret."""
+    """`store` when its type is a registered kind and its settings are ones that type reads, with
+    numbers inside their bounds; else a ConfigError naming the setting and the closest known name.
+    Checked where a store is configured (the configuration, `--store`, `$AGENT_HEALTH_STORE`), not
+    when a stored run manifest is read. An inline credential is left to the backend's check, which
+    names it as a secret; an installed package's store checks its own settings' names."""
     if store is None:
         return None
     try:
+        registry("agent_health.stores").check(store.type, where.removesuffix(".settings") + ".type")
         given = [k for k, v in store.settings.items() if not _holds_secret(k, v)]
-        check_known_keys(given, STORE_SETTING_KEYS[store.type], f"{where} ({store.type} store)")
+        if store.type in STORE_SETTING_KEYS:
+            check_known_keys(given, STORE_SETTING_KEYS[store.type], f"{where} ({store.type} store)")
         check_setting_numbers(store.settings, where)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

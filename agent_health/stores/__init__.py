@@ -2,7 +2,8 @@
 their own result and readers load only what they need; plus the history of evaluation runs.
 
 Types: `local` (files under the state folder, the default), `s3` (a bucket and prefix, through
-boto3) and `opensearch` (an index, through opensearch-py); see docs/deploy.md."""
+boto3) and `opensearch` (an index, through opensearch-py); see docs/deploy.md. Installed packages
+add types through the `agent_health.stores` entry points (stores/registry.py, docs/extending.md)."""
 
 from typing import TYPE_CHECKING
 
@@ -51,12 +52,13 @@ def open_store(config: Config, settings: StoreSettings | None = None) -> ResultS
     check_no_inline_secrets(settings.settings, "store.settings")
     if settings.type == "local":
         return default_store(config, settings)
-    if settings.type == "s3":
-        from agent_health.stores.s3 import S3ResultStore
+    from agent_health.stores.registry import REGISTRY
 
-        return S3ResultStore(settings.settings)
-    if settings.type == "opensearch":
-        from agent_health.stores.opensearch import OpenSearchResultStore
-
-        return OpenSearchResultStore(settings.settings)
-    raise ConfigError(f"store.type: unknown {settings.type!r}; use local, s3 or opensearch")
+    cls = REGISTRY.load(settings.type, "store.type")  # imports only the chosen backend
+    if not (isinstance(cls, type) and issubclass(cls, ResultStore)):
+        raise ConfigError(
+            f"store.type {settings.type!r} ({REGISTRY.target(settings.type)}) is not a subclass of "
+            "agent_health.stores.base.ResultStore"
+        )
+    store: ResultStore = cls(settings.settings)  # type: ignore[call-arg]  # the contract: cls(settings)
+    return store

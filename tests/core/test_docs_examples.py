@@ -53,6 +53,15 @@ EXERCISED = {
     ("reports.md", ">>> from agent_health import results_frame"): "tests/reports/test_docs.py (doctest)",
     ("reports.md", "agent-health rejudge  # exits 1"): "tests/reports/test_docs.py",
     ("reports.md", ">>> from agent_health.stores import LocalResultStore"): "tests/reports/test_docs.py (doctest)",
+    ("extending.md", "[project]"): "tests/core/test_plugins.py (installed and run)",
+    (
+        "extending.md",
+        '"""my_agents/plugin.py',
+    ): "tests/core/test_plugins.py (installed and run)",
+    (
+        "extending.md",
+        "# agent_health_config.py",
+    ): "tests/core/test_plugins.py (installed and run)",
     ("running.md", "import asyncio"): "tests/engine/test_settings.py::test_the_python_example_in_docs_running_runs",
     ("running.md", "timeout: test 'rca::slow-lookup' blocked"): "a message (tests/engine/test_watchdog.py)",
     ("running.md", "agent-health run evals --agent demo@v1 --grep"): "tests/engine/test_only.py (as written)",

@@ -75,7 +75,10 @@ def test_judge_store_and_flags_follow_the_same_rule():
         ({"AGENT_HEALTH_EPOCHS": "0"}, "$AGENT_HEALTH_EPOCHS: Input should be greater than or equal to 1"),
         ({"AGENT_HEALTH_SKIP_JUDGE": "maybe"}, "$AGENT_HEALTH_SKIP_JUDGE='maybe': expected one of 1, true"),
         ({"AGENT_HEALTH_REPLAY": "sometimes"}, "$AGENT_HEALTH_REPLAY: unknown replay mode 'sometimes'"),
-        ({"AGENT_HEALTH_STORE": "floppy"}, "$AGENT_HEALTH_STORE: type: Input should be 'local', 's3' or 'opensearch'"),
+        (
+            {"AGENT_HEALTH_STORE": "floppy"},
+            "$AGENT_HEALTH_STORE.type: unknown result store 'floppy' (known: local, s3, opensearch;",
+        ),
         ({"AGENT_HEALTH_STORE": "{nope"}, "$AGENT_HEALTH_STORE: not a JSON object"),
     ],
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_health.cli.run import REPORTER_CLASSES
+from agent_health.reporters.registry import REGISTRY as REPORTERS
 from agent_health.stores import LocalResultStore
 from tests.reports.helpers import epochs, result, store_run
 
@@ -187,6 +187,6 @@ def test_verbose_shows_actual_and_expected_for_every_matcher(matcher, verbose_li
 def test_run_help_names_every_reporter(tmp_path):
     p = cli("run", "--help", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    for name in ("summary", *(f"{r}[=FILE]" for r in REPORTER_CLASSES)):
+    for name in ("summary", *(f"{r}[=FILE]" for r in REPORTERS.builtins)):
         assert name in p.stdout, (name, p.stdout)
     assert "html[=FILE]" in p.stdout
