@@ -14,7 +14,7 @@ import pytest
 
 from agent_health.judges.cache import LocalJudgeCache, OpenSearchJudgeCache, S3JudgeCache, open_judge_cache
 from agent_health.model import StoreSettings
-from agent_health.replay.store import RecordingStore, open_recordings
+from agent_health.replay.store import LocalRecordingStore, open_recordings
 from tests.conftest import ROOT
 from tests.judges.helpers import ScriptedServer, chat, verdict_json
 
@@ -151,4 +151,4 @@ def test_local_stores_and_shared_false_keep_the_cache_and_recordings_local(tmp_p
         cache = open_judge_cache(settings, tmp_path / "c.sqlite")
         assert type(cache) is LocalJudgeCache
         cache.close()
-        assert type(open_recordings(settings, tmp_path / "rec")) is RecordingStore
+        assert type(open_recordings(settings, tmp_path / "rec")) is LocalRecordingStore
