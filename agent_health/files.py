@@ -193,3 +193,49 @@ def write_atomic(path: Path, text: str | bytes, mode: int = 0o666) -> None:
     the user's umask."""
     with open_atomic(path, mode, binary=True) as fh:
         fh.write(text.encode() if isinstance(text, str) else text)
+
+
+def create_file(folder: str, name: str, data: bytes, *, mode: int = 0o666) -> bool:
+    """Write `folder/name` whole only if no such file exists; False when one does (another writer
+    won and its file stays). The data goes to a temporary file first, then is hard-linked into
+    place, so a reader never sees part of it and two writers never interleave. Where hard links
+    are not supported, the temporary file is renamed over `name` instead (the last writer wins)."""
+    fd, tmp = _create_temp(folder, name, mode)
+    try:
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        target = os.path.join(folder, name)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+        except OSError:  # a filesystem without hard links (FAT, some network shares)
+            if os.path.exists(target):
+                return False
+            os.replace(tmp, target)
+            return True
+        return True
+    finally:
+        _discard(tmp)
+
+
+_NAME_SAFE = "-_.~"  # never escaped in a name: what every filesystem and object store takes as is
+_MAX_NAME = 200  # bytes: under every filesystem's 255, with room for an extension
+
+
+def safe_name(text: str) -> str:
+    """A file or object name for `text` that is distinct for distinct texts: letters, digits and
+    `-_.~` stay, anything else is %-escaped (a SHA-256 hex digest stays unchanged), "." and ".."
+    never name a folder, and a name past 200 bytes becomes `=sha256-<digest>` ('=' is always
+    escaped in the other form, so the two never meet)."""
+    import hashlib
+    from urllib.parse import quote
+
+    name = quote(text, safe=_NAME_SAFE)
+    if not name.strip("."):  # "", ".", "..": escaped so they name a file, never a folder
+        name = name.replace(".", "%2E") or "%"
+    if len(name) > _MAX_NAME:
+        name = "=sha256-" + hashlib.sha256(text.encode()).hexdigest()
+    return name

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent_health.config.model import JudgeSettings
 from agent_health.judges.base import JudgeRequest
-from agent_health.judges.cache import JudgeCache, cache_key
+from agent_health.judges.cache import LocalJudgeCache, cache_key
 from agent_health.judges.service import JudgeService
 from agent_health.model import RunResult, Step
 
@@ -127,7 +127,7 @@ def main() -> None:
             f"{warm[1]}/{n} cached, {warm[0] / n * 1000:.3f} ms/judgement (incl. key hashing)"
         )
 
-        cache = JudgeCache(state / "raw.sqlite")
+        cache = LocalJudgeCache(state / "raw.sqlite")
         value = {"passed": True, "score": 0.9, "reasoning": "x" * 400, "details": {"k": list(range(20))}}
         keys = [cache_key(i=i) for i in range(2000)]
         puts, gets = [], []

@@ -16,8 +16,9 @@ from typing import Any
 from urllib.parse import quote
 
 from agent_health.backends.shared import check_no_inline_secrets
+from agent_health.config.secrets import redact_url
 from agent_health.errors import ConfigError, StoreError
-from agent_health.traces.opensearch import _redact_url, build_client
+from agent_health.traces.opensearch import build_client
 
 MAX_ID_BYTES = 512  # OpenSearch's limit on a document id
 _HIT_FIELDS = "hits.hits._source,hits.hits.sort"
@@ -69,7 +70,7 @@ class OpenSearchIndex:
 
     @property
     def location(self) -> str:
-        return f"OpenSearch {_redact_url(self.url)} index {self.index}"
+        return f"OpenSearch {redact_url(self.url)} index {self.index}"
 
     def fail(self, what: str, exc: Exception) -> StoreError:
         info = getattr(exc, "info", None)
@@ -77,7 +78,7 @@ class OpenSearchIndex:
         if isinstance(info, dict):
             err = info.get("error")
             reason = str(err.get("reason", "")) if isinstance(err, dict) else str(err or "")
-        detail = reason or _redact_url(str(exc))[:300]
+        detail = reason or redact_url(str(exc))[:300]
         return StoreError(f"{self.location}: {what}: {type(exc).__name__}: {detail}")
 
     def ensure(self) -> Any:

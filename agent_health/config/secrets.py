@@ -60,7 +60,8 @@ COMMON_CREDENTIALS = frozenset(
      "postgres", "foobar", "letmein", "qwerty"}
 )  # fmt: skip
 # The userinfo of a URL (`scheme://user:password@host`), removed from any text whatever is configured.
-_USERINFO = re.compile(r"://[^\s/?#@\"'<>]+@")
+# Up to the authority's last '@', as urlsplit reads it: a password with a raw '@' leaks no part.
+_USERINFO = re.compile(r"://[^\s/?#\"'<>]+@")
 # Fields that name things (store keys, partition keys, filters, joins): a result's are never
 # rewritten, so a secret that is a word of a suite's or a test's name cannot move or corrupt it.
 IDENTIFIER_FIELDS = frozenset(
@@ -85,6 +86,13 @@ def is_weak_secret(value: str) -> bool:
 def redact_userinfo(text: str) -> str:
     """`text` with the userinfo of every URL in it replaced (`http://[REDACTED]@host`)."""
     return _USERINFO.sub(f"://{REDACTED}@", text) if "://" in text else text
+
+
+def redact_url(text: str) -> str:
+    """`text` (a URL, or a message quoting URLs) with the userinfo of every URL in it removed
+    (`http://user:pw@host` -> `http://host`): for locations shown in messages, where the
+    credential is not worth a placeholder."""
+    return _USERINFO.sub("://", text) if "://" in text else text
 
 
 def url_password(value: Any) -> str | None:

@@ -1,16 +1,16 @@
 """The persistent, content-addressed judge cache: a SQLite file under the state folder by default,
 or shared by every worker on the result store's S3 bucket or OpenSearch cluster.
 
-SQLite is safe across processes of one machine: WAL journal (readers never block the writer), a
-busy timeout instead of "database is locked" errors, and every write is one atomic upsert in
-autocommit mode. The shared caches are safe across machines: a key is the hash of everything
-that decides a verdict, so every writer of a key writes an equivalent value, and writes are
-conditional (S3 If-None-Match, OpenSearch create): the first one stays, none is torn. Values are
-JSON; a hit makes no provider call.
+`JudgeCache` is the interface (and the contract all three keep); `LocalJudgeCache`,
+`S3JudgeCache` and `OpenSearchJudgeCache` implement it side by side. A key is the hash of
+everything that decides a verdict, so every writer of a key writes an equivalent value: every
+cache keeps the first (SQLite insert-or-ignore, S3 If-None-Match, OpenSearch create), and none is
+torn. Values are JSON; a hit makes no provider call.
 """
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import sqlite3
@@ -22,6 +22,7 @@ from typing import Any
 from agent_health.backends import is_shared
 from agent_health.config.secrets import scrub_secrets
 from agent_health.errors import ConfigError
+from agent_health.files import safe_name
 from agent_health.model.settings import StoreSettings
 
 CACHE_VERSION = 1
@@ -57,16 +58,74 @@ def _use_wal(db: sqlite3.Connection, timeout_s: float) -> None:
             delay = min(delay * 2, 0.2)
 
 
-class JudgeCache:
-    """key -> JSON value in a local SQLite file. Thread-safe; one connection per cache object.
+class JudgeCache(abc.ABC):
+    """key -> JSON object, content-addressed: the interface every judge takes. Implementations:
+    `LocalJudgeCache` (SQLite, the default), `S3JudgeCache` and `OpenSearchJudgeCache` (shared).
 
-    The shared caches below are JudgeCaches too (get, put, len, close, hits, misses), so every
-    judge takes either one."""
+    The contract (tests/stores/test_judge_cache_contract.py runs it on all three): `get` gives the
+    stored object or None (a miss; so is an unreadable or foreign entry), counting `hits` and
+    `misses`; `put` scrubs known secrets from the value and keeps the first readable entry of a
+    key (every writer of a key writes an equivalent verdict, so concurrent writers agree and none
+    is torn), replacing only an unreadable one; any non-empty string is a key; entries outlive
+    the object (a new one on the same place reads them). Thread-safe."""
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0):
-        self.path = Path(path)
+    def __init__(self) -> None:
         self.hits = 0
         self.misses = 0
+
+    @property
+    @abc.abstractmethod
+    def location(self) -> str:
+        """Where the entries live, for messages (never holds a secret)."""
+
+    @abc.abstractmethod
+    def _read(self, key: str) -> Any:
+        """The value stored under `key` as decoded JSON; None when absent or unreadable."""
+
+    @abc.abstractmethod
+    def _write(self, key: str, kind: str, value: dict[str, Any], *, replace: bool) -> bool:
+        """Store `value` whole; with `replace` False only when `key` has no entry (False: one is
+        there and stays)."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int:
+        """How many entries are stored."""
+
+    def close(self) -> None:
+        """Release connections (the shared caches hold none of their own)."""
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The value stored under `key`, or None (a miss)."""
+        value = self._read(_checked(key))
+        if not isinstance(value, dict):  # absent, torn or foreign: a miss (the next put replaces it)
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
+        """Store `value` (secrets scrubbed) under `key` unless a readable entry is there already."""
+        clean = json.loads(json.dumps(scrub_secrets(value), default=str, ensure_ascii=False))
+        if not self._write(_checked(key), kind, clean, replace=False) and not isinstance(self._read(key), dict):
+            self._write(key, kind, clean, replace=True)  # heal an unreadable entry
+
+
+def _checked(key: str) -> str:
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"judge cache key: expected a non-empty string, got {key!r}")
+    return key
+
+
+class LocalJudgeCache(JudgeCache):
+    """The judge cache in a local SQLite file; one connection per cache object.
+
+    SQLite is safe across processes of one machine: WAL journal (readers never block the writer),
+    a busy timeout instead of "database is locked" errors, and every write is one atomic
+    statement in autocommit mode."""
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0):
+        super().__init__()
+        self.path = Path(path)
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,29 +145,32 @@ class JudgeCache:
                 "(delete the file to reset the cache, or run with --no-cache)"
             ) from exc
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def _read(self, key: str) -> Any:
         with self._lock:
             row = self._db.execute("SELECT value FROM judge_cache WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            self.misses += 1
-            return None
         try:
-            value = json.loads(row[0])
-        except ValueError:  # a torn or foreign value: treat as a miss, it will be overwritten
-            self.misses += 1
+            return json.loads(row[0]) if row is not None else None
+        except (TypeError, ValueError):
             return None
-        self.hits += 1
-        return value
 
-    def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
-        blob = json.dumps(scrub_secrets(value), default=str, ensure_ascii=False)
+    def _write(self, key: str, kind: str, value: dict[str, Any], *, replace: bool) -> bool:
+        blob = json.dumps(value, ensure_ascii=False)
+        conflict = (
+            "DO UPDATE SET kind = excluded.kind, value = excluded.value, created_at = excluded.created_at"
+            if replace
+            else "DO NOTHING"
+        )
         with self._lock:
-            self._db.execute(
+            cur = self._db.execute(
                 "INSERT INTO judge_cache (key, kind, value, created_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value, "
-                "created_at = excluded.created_at",
+                f"ON CONFLICT(key) {conflict}",
                 (key, kind, blob, time.time()),
             )
+            return cur.rowcount > 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -124,40 +186,37 @@ def _entry(kind: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 class S3JudgeCache(JudgeCache):
-    """The judge cache as objects `<prefix>/judge_cache/<key[:2]>/<key>.json` in the store's bucket."""
+    """The judge cache as objects `<prefix>/judge_cache/<name[:2]>/<name>.json` in the store's
+    bucket (`name`: the key, %-escaped where needed; see `agent_health.files.safe_name`).
+    Conditional writes (If-None-Match) keep the first entry of a key across machines."""
 
-    def __init__(self, settings: dict[str, Any]):  # noqa: super().__init__ opens SQLite: not wanted here
+    def __init__(self, settings: dict[str, Any]):
         from agent_health.backends.s3 import S3Bucket
 
+        super().__init__()
         self.bucket = S3Bucket(settings, "store.settings")
-        self.path = Path(self.bucket.key("judge_cache"))
-        self.hits = 0
-        self.misses = 0
+
+    @property
+    def location(self) -> str:
+        return f"{self.bucket.location} judge_cache/"
 
     def _key(self, key: str) -> str:
-        return self.bucket.key("judge_cache", key[:2], f"{key}.json")
+        name = safe_name(key)
+        return self.bucket.key("judge_cache", name[:2], f"{name}.json")
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def _read(self, key: str) -> Any:
         data = self.bucket.get(self._key(key))
         try:
-            value = json.loads(data)["value"] if data is not None else None
+            return json.loads(data)["value"] if data is not None else None
         except (ValueError, KeyError, TypeError):
-            value = None  # a foreign object: a miss
-        if value is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return dict(value)
+            return None  # a foreign object: a miss
 
-    def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
-        blob = json.dumps(_entry(kind, value), default=str, ensure_ascii=False).encode()
-        self.bucket.put(self._key(key), blob, if_absent=True)  # another worker's equal verdict may be there
+    def _write(self, key: str, kind: str, value: dict[str, Any], *, replace: bool) -> bool:
+        blob = json.dumps(_entry(kind, value), ensure_ascii=False).encode()
+        return self.bucket.put(self._key(key), blob, if_absent=not replace)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.bucket.list(self.bucket.key("judge_cache") + "/"))
-
-    def close(self) -> None:
-        pass
 
 
 JUDGE_CACHE_MAPPING: dict[str, Any] = {
@@ -171,27 +230,26 @@ JUDGE_CACHE_MAPPING: dict[str, Any] = {
 
 
 class OpenSearchJudgeCache(JudgeCache):
-    """The judge cache as documents (id = the key) in `<store index>-judge-cache`."""
+    """The judge cache as documents (id = the key; a digest past OpenSearch's 512 bytes) in
+    `<store index>-judge-cache`. Create-only writes keep the first entry of a key across machines."""
 
-    def __init__(self, settings: dict[str, Any]):  # noqa: super().__init__ opens SQLite: not wanted here
+    def __init__(self, settings: dict[str, Any]):
         from agent_health.backends.opensearch import OpenSearchIndex
 
+        super().__init__()
         index = f"{settings.get('index', 'agent-health-results')}-judge-cache"
         self.index = OpenSearchIndex(settings, index, JUDGE_CACHE_MAPPING, "store.settings")
-        self.path = Path(index)
-        self.hits = 0
-        self.misses = 0
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        doc = self.index.get(key, ["value"])
-        if doc is None or not isinstance(doc.get("value"), dict):
-            self.misses += 1
-            return None
-        self.hits += 1
-        return dict(doc["value"])
+    @property
+    def location(self) -> str:
+        return self.index.location
 
-    def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
-        self.index.put(key, json.loads(json.dumps(_entry(kind, value), default=str)), if_absent=True)
+    def _read(self, key: str) -> Any:
+        doc = self.index.get(self.index.doc_id(key), ["value"])
+        return None if doc is None else doc.get("value")
+
+    def _write(self, key: str, kind: str, value: dict[str, Any], *, replace: bool) -> bool:
+        return self.index.put(self.index.doc_id(key), _entry(kind, value), if_absent=not replace)
 
     def __len__(self) -> int:
         self.index.refresh()
@@ -199,9 +257,6 @@ class OpenSearchJudgeCache(JudgeCache):
             return int(self.index.ensure().count(index=self.index.index)["count"])
         except Exception as exc:
             raise self.index.fail("cannot count", exc) from exc
-
-    def close(self) -> None:
-        pass
 
 
 def open_judge_cache(store: StoreSettings | None, local_path: str | Path) -> JudgeCache:
@@ -212,13 +267,14 @@ def open_judge_cache(store: StoreSettings | None, local_path: str | Path) -> Jud
             return S3JudgeCache(dict(store.settings))
         if store.type == "opensearch":
             return OpenSearchJudgeCache(dict(store.settings))
-    return JudgeCache(local_path)
+    return LocalJudgeCache(local_path)
 
 
 __all__ = [
     "CACHE_FILE",
     "CACHE_VERSION",
     "JudgeCache",
+    "LocalJudgeCache",
     "OpenSearchJudgeCache",
     "S3JudgeCache",
     "cache_key",

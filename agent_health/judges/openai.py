@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from agent_health.config.secrets import register_secret
+from agent_health.config.secrets import redact_url, register_secret
 from agent_health.connectors.transport import build_client
 from agent_health.errors import ConfigError
 from agent_health.judges.chat import (
@@ -39,15 +39,6 @@ from agent_health.model import Usage
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 CUT_OFF = ("length",)  # finish_reason of an answer stopped at max_tokens (or the context window)
-
-
-def redact_url(url: str) -> str:
-    """The URL without user:password, for error messages."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        parts = parts._replace(netloc=host + (f":{parts.port}" if parts.port else ""))
-    return urlunsplit(parts)
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agent_health.backends import is_shared
 from agent_health.errors import ConfigError
 from agent_health.judges.base import JudgeProvider
-from agent_health.judges.cache import JudgeCache, open_judge_cache
+from agent_health.judges.cache import JudgeCache, LocalJudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
 from agent_health.judges.identity import custom_identity, definition_hash, fallback_identity
 from agent_health.judges.llm import CachedLLM
@@ -97,7 +97,7 @@ class JudgeService:
     def cache(self) -> JudgeCache | None:
         """The persistent cache (opened on first use), or None when caching is off."""
         if self._cache is None and self._cache_path is not None:
-            self._cache = JudgeCache(self._cache_path)
+            self._cache = LocalJudgeCache(self._cache_path)
         return self._cache
 
     # -- provider selection ----------------------------------------------------------

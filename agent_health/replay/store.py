@@ -15,6 +15,7 @@ every worker replays it); `record` mode replaces it on purpose.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ from agent_health.backends import is_shared
 from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import Connector
 from agent_health.errors import AgentError
-from agent_health.files import open_atomic
+from agent_health.files import create_file, open_atomic, safe_name
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
 from agent_health.model.settings import StoreSettings, check_replay_mode
@@ -55,7 +56,7 @@ def _document(agent_key: str, version: str, key: str, result: RunResult, request
         "key": key,
         "agent": f"{agent_key}@{version}",
         "test_id": request.test_id,
-        "result": result.model_dump(mode="json"),
+        "result": scrub_model(result).model_dump(mode="json"),  # whoever saves: no known secret is stored
     }
 
 
@@ -66,74 +67,132 @@ def _run_of(doc: Any, where: str) -> RunResult:
         raise AgentError(f"recording {where} is not a valid run: {exc}; delete it or re-record") from None
 
 
-class RecordingStore:
-    """Recordings as JSON files: `<root>/<agent key>/<version>/<hash>.json`, written atomically."""
+def _checked(agent_key: str, version: str, key: str) -> None:
+    for what, part in (("agent key", agent_key), ("version", version), ("key", key)):
+        if not isinstance(part, str) or not part:
+            raise ValueError(f"recording {what}: expected a non-empty string, got {part!r}")
 
-    def __init__(self, root: str | os.PathLike[str]):
-        self.root = Path(root)
 
-    def path(self, agent_key: str, version: str, key: str) -> Path:
-        return self.root / _safe(agent_key) / _safe(version) / f"{key}.json"
+class RecordingStore(abc.ABC):
+    """Recordings of agent runs, one per (agent key, version, recording key): the interface
+    `ReplayConnector` takes. Implementations: `LocalRecordingStore` (files, the default),
+    `S3RecordingStore` and `OpenSearchRecordingStore` (shared).
 
+    The contract (tests/stores/test_recording_store_contract.py runs it on all three): `load`
+    gives the saved run or None, and one clear AgentError naming the recording when it is
+    unreadable; `save` stores the run with known secrets scrubbed, whole (a reader never sees
+    part of it), replacing a recording with `replace=True` and keeping the first one otherwise
+    (also when writers race); distinct non-empty key parts never share a recording; recordings
+    outlive the object."""
+
+    @property
+    @abc.abstractmethod
+    def location(self) -> str:
+        """Where the recordings live, for messages (never holds a secret)."""
+
+    @abc.abstractmethod
     def where(self, agent_key: str, version: str, key: str) -> str:
         """Where the recording of `key` lives, for messages."""
-        return str(self.path(agent_key, version, key))
+
+    @abc.abstractmethod
+    def _read(self, agent_key: str, version: str, key: str) -> Any:
+        """The stored document (decoded JSON), or None when there is none; an AgentError naming
+        it when it cannot be read."""
+
+    @abc.abstractmethod
+    def _write(self, agent_key: str, version: str, key: str, doc: dict[str, Any], *, replace: bool) -> None:
+        """Store `doc` whole; with `replace` False only when there is no recording yet."""
 
     def load(self, agent_key: str, version: str, key: str) -> RunResult | None:
-        path = self.path(agent_key, version, key)
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise AgentError(f"recording {path} is unreadable: {exc}; delete it or re-record") from None
-        return _run_of(doc, str(path))
+        """The recorded run, or None when there is no recording."""
+        _checked(agent_key, version, key)
+        doc = self._read(agent_key, version, key)
+        return None if doc is None else _run_of(doc, self.where(agent_key, version, key))
 
     def save(
         self, agent_key: str, version: str, key: str, result: RunResult, request: AgentRequest, *, replace: bool = True
     ) -> str:
         """Store a recording (`replace=False`: keep one that exists). Returns where it lives."""
+        _checked(agent_key, version, key)
+        self._write(agent_key, version, key, _document(agent_key, version, key, result, request), replace=replace)
+        return self.where(agent_key, version, key)
+
+
+def _parse(data: bytes | str, where: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise AgentError(f"recording {where} is unreadable: {exc}; delete it or re-record") from None
+
+
+class LocalRecordingStore(RecordingStore):
+    """Recordings as JSON files `<root>/<agent key>/<version>/<key>.json` (each part a safe,
+    distinct name: `agent_health.files.safe_name`), written atomically."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def path(self, agent_key: str, version: str, key: str) -> Path:
+        return self.root / safe_name(agent_key) / safe_name(version) / f"{safe_name(key)}.json"
+
+    def where(self, agent_key: str, version: str, key: str) -> str:
+        return str(self.path(agent_key, version, key))
+
+    def _read(self, agent_key: str, version: str, key: str) -> Any:
         path = self.path(agent_key, version, key)
-        if not replace and path.exists():
-            return str(path)
+        legacy = self.root / _legacy(agent_key) / _legacy(version) / f"{key}.json"
+        for candidate in (path, legacy) if legacy != path else (path,):
+            try:
+                return _parse(candidate.read_bytes(), str(candidate))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise AgentError(f"recording {candidate} is unreadable: {exc}; delete it or re-record") from None
+        return None
+
+    def _write(self, agent_key: str, version: str, key: str, doc: dict[str, Any], *, replace: bool) -> None:
+        path = self.path(agent_key, version, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        doc = _document(agent_key, version, key, result, request)
-        with open_atomic(path, fsync=False) as fh:  # readers never see half a recording
-            json.dump(doc, fh, ensure_ascii=False, indent=1)
-        return str(path)
+        if replace:
+            with open_atomic(path, fsync=False) as fh:  # readers never see half a recording
+                json.dump(doc, fh, ensure_ascii=False, indent=1)
+        else:  # the first writer's recording stays, also when two write at once
+            create_file(str(path.parent), path.name, json.dumps(doc, ensure_ascii=False, indent=1).encode())
 
 
 class S3RecordingStore(RecordingStore):
-    """Recordings as objects `<prefix>/recordings/<agent key>/<version>/<hash>.json` in the store's bucket."""
+    """Recordings as objects `<prefix>/recordings/<agent key>/<version>/<key>.json` in the store's
+    bucket (names as `LocalRecordingStore`'s); `replace=False` is a conditional write."""
 
     def __init__(self, settings: dict[str, Any]):
         from agent_health.backends.s3 import S3Bucket
 
         self.bucket = S3Bucket(settings, "store.settings")
-        self.root = Path(self.bucket.key("recordings"))
+
+    @property
+    def location(self) -> str:
+        return f"{self.bucket.location} recordings/"
 
     def _key(self, agent_key: str, version: str, key: str) -> str:
-        return self.bucket.key("recordings", _safe(agent_key), _safe(version), f"{key}.json")
+        return self.bucket.key("recordings", safe_name(agent_key), safe_name(version), f"{safe_name(key)}.json")
 
     def where(self, agent_key: str, version: str, key: str) -> str:
         return f"s3://{self.bucket.bucket}/{self._key(agent_key, version, key)}"
 
-    def load(self, agent_key: str, version: str, key: str) -> RunResult | None:
-        data = self.bucket.get(self._key(agent_key, version, key))
-        if data is None:
-            return None
-        try:
-            doc = json.loads(data)
-        except ValueError as exc:
-            raise AgentError(f"recording {self.where(agent_key, version, key)} is unreadable: {exc}") from None
-        return _run_of(doc, self.where(agent_key, version, key))
+    def _read(self, agent_key: str, version: str, key: str) -> Any:
+        found = self.bucket.get(self._key(agent_key, version, key))
+        legacy = self.bucket.key("recordings", _legacy(agent_key), _legacy(version), f"{key}.json")
+        if found is None and legacy != self._key(agent_key, version, key):
+            found = self.bucket.get(legacy)
+        return None if found is None else _parse(found, self.where(agent_key, version, key))
 
-    def save(
-        self, agent_key: str, version: str, key: str, result: RunResult, request: AgentRequest, *, replace: bool = True
-    ) -> str:
-        blob = json.dumps(_document(agent_key, version, key, result, request), ensure_ascii=False).encode()
+    def _write(self, agent_key: str, version: str, key: str, doc: dict[str, Any], *, replace: bool) -> None:
+        blob = json.dumps(doc, ensure_ascii=False).encode()
         self.bucket.put(self._key(agent_key, version, key), blob, if_absent=not replace)
-        return self.where(agent_key, version, key)
 
 
 RECORDINGS_MAPPING: dict[str, Any] = {
@@ -149,28 +208,27 @@ RECORDINGS_MAPPING: dict[str, Any] = {
 
 
 class OpenSearchRecordingStore(RecordingStore):
-    """Recordings as documents (id = agent key, version and hash) in `<store index>-recordings`."""
+    """Recordings as documents (id = agent key, version and key) in `<store index>-recordings`;
+    `replace=False` is a create-only write."""
 
     def __init__(self, settings: dict[str, Any]):
         from agent_health.backends.opensearch import OpenSearchIndex
 
         index = f"{settings.get('index', 'agent-health-results')}-recordings"
         self.index = OpenSearchIndex(settings, index, RECORDINGS_MAPPING, "store.settings")
-        self.root = Path(index)
+
+    @property
+    def location(self) -> str:
+        return self.index.location
 
     def where(self, agent_key: str, version: str, key: str) -> str:
         return f"{self.index.location} document {self.index.doc_id(agent_key, version, key)}"
 
-    def load(self, agent_key: str, version: str, key: str) -> RunResult | None:
-        doc = self.index.get(self.index.doc_id(agent_key, version, key))
-        return None if doc is None else _run_of(doc, self.where(agent_key, version, key))
+    def _read(self, agent_key: str, version: str, key: str) -> Any:
+        return self.index.get(self.index.doc_id(agent_key, version, key))
 
-    def save(
-        self, agent_key: str, version: str, key: str, result: RunResult, request: AgentRequest, *, replace: bool = True
-    ) -> str:
-        doc = _document(agent_key, version, key, result, request)
+    def _write(self, agent_key: str, version: str, key: str, doc: dict[str, Any], *, replace: bool) -> None:
         self.index.put(self.index.doc_id(agent_key, version, key), doc, if_absent=not replace)
-        return self.where(agent_key, version, key)
 
 
 def open_recordings(store: StoreSettings | None, local_root: str | os.PathLike[str]) -> RecordingStore:
@@ -181,10 +239,11 @@ def open_recordings(store: StoreSettings | None, local_root: str | os.PathLike[s
             return S3RecordingStore(dict(store.settings))
         if store.type == "opensearch":
             return OpenSearchRecordingStore(dict(store.settings))
-    return RecordingStore(local_root)
+    return LocalRecordingStore(local_root)
 
 
-def _safe(part: str) -> str:
+def _legacy(part: str) -> str:
+    """The folder name earlier versions gave a key part (lossy: "a b" and "a_b" met), still read."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in part) or "_"
 
 
@@ -230,3 +289,16 @@ class ReplayConnector(Connector):
 def _scrubbed(connector: Connector, result: RunResult) -> RunResult:
     scrub = getattr(connector, "scrub", None)  # real connectors know their secrets; demo has none
     return scrub_model(scrub(result) if scrub else result)
+
+
+__all__ = [
+    "FORMAT",
+    "REPLAY_ENV",
+    "LocalRecordingStore",
+    "OpenSearchRecordingStore",
+    "RecordingStore",
+    "ReplayConnector",
+    "S3RecordingStore",
+    "open_recordings",
+    "recording_key",
+]

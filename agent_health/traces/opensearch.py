@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent_health.config.secrets import register_secret
+from agent_health.config.secrets import redact_url, register_secret
 from agent_health.errors import ConfigError, InfrastructureError
 from agent_health.traces import dsl
 from agent_health.traces.dataprepper import from_log_document, from_span_document, iso
@@ -33,14 +33,6 @@ SERVICE_FIELDS = ("serviceName", "resource.attributes.service@name", "resource.a
 
 class TraceSourceError(InfrastructureError):
     """The trace store could not be read; the message names the endpoint and index."""
-
-
-def _redact_url(url: str) -> str:
-    """The URL without user:password@ (never shown in messages)."""
-    scheme, sep, rest = url.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        rest = rest.split("@", 1)[1]
-    return f"{scheme}{sep}{rest}"
 
 
 def _secret(auth: Mapping[str, Any], key: str, env_default: str) -> str | None:
@@ -156,7 +148,7 @@ class OpenSearchTraceSource(TraceSource):
         return self._client
 
     def describe(self) -> str:
-        return f"OpenSearch {_redact_url(self.url)} index {self.index}"
+        return f"OpenSearch {redact_url(self.url)} index {self.index}"
 
     def close(self) -> None:
         if self._client is not None:
@@ -213,7 +205,7 @@ class OpenSearchTraceSource(TraceSource):
         except (ConfigError, TraceSourceError):
             raise
         except Exception as exc:
-            raise TraceSourceError(f"{self.describe()}: {type(exc).__name__}: {_redact_url(str(exc))[:500]}") from exc
+            raise TraceSourceError(f"{self.describe()}: {type(exc).__name__}: {redact_url(str(exc))[:500]}") from exc
 
     def _spans(self, query: dict[str, Any]) -> list[dict[str, Any]]:
         docs = self._search_all(self.index, {"bool": {"filter": [query], "must_not": self._harness()}})
@@ -294,6 +286,6 @@ class OpenSearchTraceSource(TraceSource):
             resp = self.client.search(index=self.index, body=scoped, ignore_unavailable=True, allow_no_indices=True)
         except Exception as exc:
             raise TraceSourceError(
-                f"{self.describe()}: query failed: {type(exc).__name__}: {_redact_url(str(exc))[:500]}"
+                f"{self.describe()}: query failed: {type(exc).__name__}: {redact_url(str(exc))[:500]}"
             ) from exc
         return [h["_source"] for h in resp["hits"]["hits"]]

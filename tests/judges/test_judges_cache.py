@@ -14,7 +14,7 @@ import pytest
 
 from agent_health.config.model import JudgeSettings
 from agent_health.errors import ConfigError
-from agent_health.judges.cache import JudgeCache
+from agent_health.judges.cache import LocalJudgeCache
 from agent_health.judges.service import JudgeService
 
 from .helpers import make_request, make_run, openai_settings
@@ -186,9 +186,9 @@ def test_second_run_in_a_new_process_makes_zero_provider_calls(openai_server, pr
 WRITER = """
 import sys, time, json
 from pathlib import Path
-from agent_health.judges.cache import JudgeCache
+from agent_health.judges.cache import LocalJudgeCache
 path, who, start = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-cache = JudgeCache(path)
+cache = LocalJudgeCache(path)
 while not start.exists():
     time.sleep(0.005)
 for i in range(300):
@@ -231,6 +231,6 @@ def test_two_processes_writing_at_once_corrupt_nothing(tmp_path):
         assert json.loads(rows[f"shared-{i}"])["i"] == i
         assert json.loads(rows[f"a-{i}"]) == {"i": i, "who": "a", "text": "y" * 500}
         assert json.loads(rows[f"b-{i}"])["who"] == "b"
-    cache = JudgeCache(path)
+    cache = LocalJudgeCache(path)
     assert len(cache) == 900 and cache.get("a-7")["i"] == 7
     cache.close()

@@ -12,7 +12,7 @@ import pytest
 
 from agent_health import define_config, load_tests, run_tests
 from agent_health.config.fingerprints import agent_settings_hash, agent_version_data_version, judge_settings_hash
-from agent_health.judges.cache import JudgeCache
+from agent_health.judges.cache import LocalJudgeCache
 from agent_health.judges.prompt import PROMPT_VERSION
 from agent_health.judges.rubric import Rubric
 from agent_health.model import JudgeIdentity, RunSettings
@@ -166,7 +166,7 @@ def test_every_verdict_names_its_judge_cached_ones_too(tmp_path, judge_server, a
     assert custom.cache_keys == () and custom.definition_hash
     assert (demo.provider, demo.model, demo.kind) == ("demo", "demo-heuristic", "demo")
     # the cache keys are the real keys of the judge cache
-    cache = JudgeCache(tmp_path / "state" / "judge_cache.sqlite")
+    cache = LocalJudgeCache(tmp_path / "state" / "judge_cache.sqlite")
     try:
         assert cache.get(llm.cache_keys[0])["passed"] is True
         assert "text" in cache.get(rubric_id.cache_keys[0])

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_health.judges.cache import JudgeCache, OpenSearchJudgeCache, S3JudgeCache, open_judge_cache
+from agent_health.judges.cache import LocalJudgeCache, OpenSearchJudgeCache, S3JudgeCache, open_judge_cache
 from agent_health.model import StoreSettings
-from agent_health.replay.store import RecordingStore, open_recordings
+from agent_health.replay.store import LocalRecordingStore, open_recordings
 from tests.conftest import ROOT
 from tests.judges.helpers import ScriptedServer, chat, verdict_json
 
@@ -149,6 +149,6 @@ def test_local_stores_and_shared_false_keep_the_cache_and_recordings_local(tmp_p
     off = StoreSettings(type=shared_settings.type, settings={**shared_settings.settings, "shared": False})
     for settings in (None, StoreSettings(), off):
         cache = open_judge_cache(settings, tmp_path / "c.sqlite")
-        assert type(cache) is JudgeCache
+        assert type(cache) is LocalJudgeCache
         cache.close()
-        assert type(open_recordings(settings, tmp_path / "rec")) is RecordingStore
+        assert type(open_recordings(settings, tmp_path / "rec")) is LocalRecordingStore
