@@ -142,6 +142,11 @@ class JudgeService:
             raise ConfigError(f"judge provider {name!r} needs a model (judge.model, or model='{name}:<model id>')")
         return kind, model, conf
 
+    def provider_model(self, spec: str | None) -> tuple[str, str | None]:
+        """(provider type, model id) a model spec resolves to; ConfigError when it cannot."""
+        kind, model, _ = self._split(spec)
+        return kind, model
+
     def client(self, spec: str | None) -> ChatClient | None:
         """The chat client for a model spec (None for the demo provider)."""
         kind, model, conf = self._split(spec)

@@ -4,12 +4,13 @@ from agent_health.model.agent import BUILTIN_CONNECTORS, AgentRequest, ResolvedA
 from agent_health.model.case import ContextItem, ExpectedStep, TestCase
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.provenance import JudgeIdentity, Provenance, harness_version
-from agent_health.model.report import RunReport, RunSummary
+from agent_health.model.report import BudgetSpend, NotRunTest, RunReport, RunSummary
 from agent_health.model.result import SCHEMA_VERSION, Insight, Judgement, TestResult, TestStatus, TrialResult
 from agent_health.model.run import STEP_KINDS, RunResult, Step, Usage
 from agent_health.model.runs import EvalRun, RunStatus, new_run_id
 from agent_health.model.settings import (
     REPLAY_MODES,
+    BudgetSettings,
     JudgeRunSettings,
     ReplayMode,
     RunSettings,
@@ -24,6 +25,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "STEP_KINDS",
     "AgentRequest",
+    "BudgetSettings",
+    "BudgetSpend",
     "ContextItem",
     "EvalRun",
     "ExpectedStep",
@@ -32,6 +35,7 @@ __all__ = [
     "JudgeRequest",
     "JudgeRunSettings",
     "Judgement",
+    "NotRunTest",
     "Provenance",
     "ReplayMode",
     "ResolvedAgent",
