@@ -3,9 +3,10 @@
 Spend is counted from each finished result (its agent and judge usage, priced from the price
 table; judge cache hits cost nothing). Before a test starts, `admit` estimates what it and the
 tests still in flight will spend, each at the most one finished test spent so far, and refuses
-when that could pass a limit: the run then starts no more tests, the tests in flight finish, and
-the rest are reported as not run, "budget reached". Until the first test has finished there is no
-estimate, so only one test runs at a time: the first result prices the rest.
+when that could pass a limit: it waits for the tests in flight, and once none is left and the next
+test could still pass it, the run starts no more tests and the rest are reported as not run,
+"budget reached". Until the first test has finished there is no estimate, so the first test runs
+alone: its result prices the rest.
 """
 
 from __future__ import annotations
@@ -35,25 +36,39 @@ class Budget:
 
     async def admit(self) -> bool:
         """True when the next test may start (it then counts as in flight until `charge` or
-        `release`); False once the budget could be passed, for this and every later call."""
-        while self.settings.active and not self._finished and self._in_flight and self.reached is None:
-            ended = self._ended
-            await ended.wait()  # the first test prices the others
+        `release`); False once the budget could be passed, for this and every later call.
+
+        While a limit could be passed only because of the tests in flight, it waits for them one
+        by one (they may spend less than estimated): the run is declared over its budget only with
+        nothing in flight, so it stops with less than one test's estimate left."""
+        while self.settings.active and self.reached is None:
+            if self._finished:
+                over = self._over()
+                if over is None:
+                    break
+                if not self._in_flight:
+                    self.reached = over
+                    break
+            elif not self._in_flight:
+                break  # the first test: nothing to estimate from yet
+            await self._ended.wait()  # a test in flight ends: look again
         if self.reached is not None:
             return False
-        if self.settings.active:
-            ahead = self._in_flight + 1
-            most_cost, most_judge, most_tokens = self._most
-            for name, limit, spent, each in (
-                ("max_cost_usd", self.settings.max_cost_usd, self.cost, most_cost),
-                ("max_judge_cost_usd", self.settings.max_judge_cost_usd, self.judge_cost, most_judge),
-                ("max_tokens", self.settings.max_tokens, self.tokens, most_tokens),
-            ):
-                if limit is not None and (spent >= limit or spent + ahead * each > limit):
-                    self.reached = name
-                    return False
         self._in_flight += 1
         return True
+
+    def _over(self) -> str | None:
+        """The first limit the spend so far, the tests in flight and one more could pass."""
+        ahead = self._in_flight + 1
+        most_cost, most_judge, most_tokens = self._most
+        for name, limit, spent, each in (
+            ("max_cost_usd", self.settings.max_cost_usd, self.cost, most_cost),
+            ("max_judge_cost_usd", self.settings.max_judge_cost_usd, self.judge_cost, most_judge),
+            ("max_tokens", self.settings.max_tokens, self.tokens, most_tokens),
+        ):
+            if limit is not None and (spent >= limit or spent + ahead * each > limit):
+                return name
+        return None
 
     def charge(self, result: TestResult) -> None:
         """Count a finished test's spend (its `admit` slot ends)."""
