@@ -20,6 +20,7 @@ import yaml
 from agent_health import define_config, load_tests
 from agent_health.errors import ConfigError
 from agent_health.model import RunReport
+from agent_health.reporters.json_report import read_jsonl
 from agent_health.session import build_settings, run_evaluation
 from agent_health.session.settings import RunSettings
 from tests.conftest import ROOT, run_cli
@@ -91,6 +92,8 @@ def test_a_200_test_run_stops_within_one_tests_cost_and_every_reporter_lists_the
         "junit=out.xml",
         "--reporter",
         "html=out.html",
+        "--reporter",
+        "jsonl=out.jsonl",
         cwd=root,
         env=ENV,
     )
@@ -127,6 +130,9 @@ def test_a_200_test_run_stops_within_one_tests_cost_and_every_reporter_lists_the
     assert len(skipped) == report.not_run
     assert {c.find("skipped").get("message") for c in skipped} == {"not run: budget reached"}
     assert int(xml.get("tests")) == 200 and int(xml.get("failures")) == 0 and int(xml.get("errors")) == 0
+
+    lines = read_jsonl(root / "out.jsonl")
+    assert lines.not_run_tests == report.not_run_tests and lines.budget == report.budget
 
     html = (root / "out.html").read_text()
     assert 'id="not-run"' in html and html.count("<td>budget reached</td>") == report.not_run
@@ -338,3 +344,20 @@ def test_dagster_run_config_budget_wins_over_the_resource_limit_by_limit(judge_s
         AgentHealthResource(config_path=str(root / "agent_health_config.py")).run_settings(
             EvaluateConfig(budget=BudgetConfig(max_tokens=10**12))
         )
+
+
+def test_rejudging_respects_the_budget_and_counts_only_new_judge_spend(judge_server, tmp_path):
+    root = project(tmp_path, judge_server, evals=MANY.replace("range(200)", "range(20)"))
+    first = run_cli("run", "evals", cwd=root, env=ENV)  # stored in state/, no budget: all 20 run
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert len(judge_server.posts()) == 20
+
+    budget = JUDGE_CALL_USD * 5.5  # room for five re-judgements: the agent runs are replayed, free
+    p = run_cli("rejudge", "--max-cost", str(budget), "--reporter", "json=re.json", cwd=root, env=ENV)
+    assert p.returncode == 1, p.stdout + p.stderr
+    report = RunReport.model_validate_json((root / "re.json").read_text())
+    assert len(report.results) == 5 and report.not_run == 15 and report.not_run_reason == "budget reached"
+    assert len(judge_server.posts()) == 20 + 5
+    assert report.budget.cost_usd == pytest.approx(5 * JUDGE_CALL_USD)  # judge spend only
+    assert all(r.run is not None and r.run.replayed for r in report.results)
+    assert "budget reached" in p.stdout
