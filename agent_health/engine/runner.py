@@ -174,7 +174,7 @@ class AgentEngine:
                 trials.add(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
             views.clear()
-            trials.add(await self._run_trial(test, epoch, timeout, views))
+            trials.add(await self._run_trial(test, epoch, timeout, views, trials.cost))
         await self.scopes.leave(test)
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
@@ -207,7 +207,9 @@ class AgentEngine:
             result = result.model_copy(update={"metrics": metrics})
         return result
 
-    async def _run_trial(self, test: LoadedTest, epoch: int, timeout: float, views: dict[str, Any]) -> TrialResult:
+    async def _run_trial(
+        self, test: LoadedTest, epoch: int, timeout: float, views: dict[str, Any], spent: float | None = 0.0
+    ) -> TrialResult:
         case, spec = test.case, test.spec
         ctx = TestContext(
             case=case,
@@ -216,6 +218,9 @@ class AgentEngine:
             judges=self.judges,
             skip_judge=bool(case.skip_judge) or self.options.skip_judge,
             loop=asyncio.get_running_loop(),
+            cost_cap_usd=case.max_cost_usd,
+            prices=self.options.prices,
+            spent_before_usd=spent,
         )
         fixtures = FixtureScope(
             {"agent": AgentFixture(ctx), "expect": expect_api, "judge": judge_api, "test_info": ctx.info},

@@ -161,35 +161,36 @@ def test_per_test_caps_end_the_test_errored_naming_the_cost(judge_server, tmp_pa
     evals = """
 from agent_health import test
 
-@test("capped", prompt="Diagnose why the payment service is failing.", max_cost_usd=0.001)
+@test("capped", prompt="Diagnose why the payment service is failing.", max_cost_usd=0.0065)
 async def capped(agent, judge):
-    await judge(await agent.run(), "names the database")
+    result = await agent.run()
+    await judge(result, "names the database")
+    await judge(result, "names the connection pool")
 
 @test("roomy", prompt="Diagnose why the payment service is failing.", max_cost_usd=1)
 async def roomy(agent, judge):
     await judge(await agent.run(), "names the database")
 """
     root = project(tmp_path, judge_server, evals=evals)
-    (root / "evals" / "data.eval.json").write_text(
-        json.dumps(
-            [
-                {
-                    "name": "data capped",
-                    "prompt": "Why is kafka lagging?",
-                    "expectedOutcomes": ["x"],
-                    "maxCostUsd": 0.0005,
-                }
-            ]
-        )
-    )
+    data = [{"name": "data capped", "prompt": "Why is kafka lagging?", "expectedOutcomes": ["x"], "maxCostUsd": 0.0005}]
+    (root / "evals" / "data.eval.json").write_text(json.dumps(data))
     config, tests = _load(root)
     _, report = _run(tests, config, {})
     by = {r.name: r for r in report.results}
-    for name, cap in (("capped", "0.001"), ("data capped", "0.0005")):
-        r = by[name]
-        assert r.status == "errored" and r.score is None, r
-        assert f"passed the test's cap of ${cap}" in r.error and f"cost ${r.cost_usd:.6f}" in r.error
-        assert f"judge ${JUDGE_CALL_USD:.6f}" in r.error
+    agent_usd = by["roomy"].cost_usd - JUDGE_CALL_USD
+    assert agent_usd < 0.0065 < agent_usd + JUDGE_CALL_USD  # the first judge call passes the cap
+
+    capped = by["capped"]  # over its cap after the first judge call: the second is never made
+    assert capped.status == "errored" and capped.score is None, capped
+    assert f"cost ${capped.cost_usd:.6f} passed the test's cap of $0.0065" in capped.error
+    assert f"judge ${JUDGE_CALL_USD:.6f}" in capped.error
+    judged = [s for s in capped.signals if s.kind == "judge"]
+    assert judged[0].passed is True and judged[1].errored and "not judged" in judged[1].reasoning
+    assert len(judge_server.posts()) == 2  # capped's first call and roomy's
+
+    data_capped = by["data capped"]  # the agent alone passed the cap: the judge was never asked
+    assert data_capped.status == "errored" and data_capped.judge_cost_usd == 0.0
+    assert f"cost ${data_capped.cost_usd:.6f} passed the test's cap of $0.0005" in data_capped.error
     assert by["roomy"].status == "passed" and by["roomy"].error is None
     # a cap is part of the test's definition: changing it changes the content hash
     hashes = {}
