@@ -362,3 +362,24 @@ def test_rejudging_respects_the_budget_and_counts_only_new_judge_spend(judge_ser
     assert report.budget.cost_usd == pytest.approx(5 * JUDGE_CALL_USD)  # judge spend only
     assert all(r.run is not None and r.run.replayed for r in report.results)
     assert "budget reached" in p.stdout
+
+
+def test_a_model_met_only_while_running_without_a_price_stops_the_run_not_counted_as_zero(judge_server, tmp_path):
+    evals = """
+from agent_health import test
+
+def make(i):
+    @test(f"case {i}", prompt="Diagnose why the payment service is failing.")
+    async def body(agent, judge):
+        await judge(await agent.run(), "names the database", model="openai:unpriced-judge-9")
+
+for i in range(5):
+    make(i)
+"""
+    root = project(tmp_path, judge_server, evals=evals)
+    config, tests = _load(root)
+    outcome, report = _run(tests, config, {"max_cost": 1})
+    assert len(report.results) == 1 and report.not_run == 4 and report.not_run_reason == "budget reached"
+    assert report.budget.reached.startswith("cost unknown: no price for")
+    assert "unpriced-judge-9" in report.budget.reached and report.results[0].judge_cost_usd is None
+    assert not outcome.exit_ok
