@@ -23,7 +23,7 @@ from agent_health.reporters.base import CallbackReporter
 from agent_health.session.rejudge import rejudge
 from agent_health.stores import ResultKey
 from agent_health_dagster.defs.partitions import multi_key, split_keys, test_id_of, test_key
-from agent_health_dagster.defs.resources import AgentHealthResource
+from agent_health_dagster.defs.resources import AgentHealthResource, BudgetConfig
 from agent_health_dagster.defs.suite_assets import SuiteAssets, outcome_metadata
 
 
@@ -34,6 +34,9 @@ class RejudgeConfig(Config):
     cache: bool = Field(False, description="Reuse verdicts from the judge cache (default: ask the judges again).")
     labels: list[str] = Field(default_factory=list, description="Only tests carrying every one of these labels.")
     grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
+    budget: BudgetConfig | None = Field(
+        None, description="Spend budget of the re-judging: only new judge spend counts (docs/budgets.md)."
+    )
 
 
 def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
@@ -68,6 +71,7 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
                 "cache": config.cache,
                 "labels": tuple(config.labels),
                 "grep": config.grep,
+                "budget": config.budget,
             }
         )
         out: list[TestResult] = []
@@ -91,6 +95,10 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
             context.log.warning(f"skipped: {line}")
         if missing:
             context.log.warning(f"{suite.suite}: {missing} selected partition(s) have no stored result to re-judge")
+        manifest = outcome.run.run if outcome.run is not None else None
+        if manifest is not None and manifest.not_run_reason:  # e.g. the budget was reached
+            left = sum(manifest.not_run.values())
+            context.log.warning(f"{suite.suite}: {left} result(s) not re-judged: {manifest.not_run_reason}")
         run = outcome.run
         if run is not None and run.output_errors:  # the store said no: these partitions did not change
             raise Failure(f"{suite.suite}: the re-judged results could not be stored: " + "; ".join(run.output_errors))

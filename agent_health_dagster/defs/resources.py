@@ -99,8 +99,11 @@ class AgentHealthResource(ConfigurableResource):
         if run is not None:
             overrides.update({name: getattr(run, name) for name in fields if getattr(run, name) is not None})
             budget.update(_budget(run.budget) or {})  # the run's limits over the resource's, one by one
+        more = dict(more or {})
+        if isinstance(more.get("budget"), BudgetConfig):
+            budget.update(_budget(more.pop("budget")) or {})
         overrides["budget"] = budget or None
-        overrides.update({name: value for name, value in (more or {}).items() if value is not None})
+        overrides.update({name: value for name, value in more.items() if value is not None})
         return build_settings(self.project().config, overrides)
 
     def thresholds(self) -> Thresholds:

@@ -341,6 +341,8 @@ def test_dagster_run_config_budget_wins_over_the_resource_limit_by_limit(judge_s
     settings = resource.run_settings(EvaluateConfig(budget=BudgetConfig(max_cost_usd=2)))
     assert settings.budget.max_cost_usd == 2 and settings.budget.max_tokens == 100
     assert resource.run_settings().budget.max_cost_usd == 9
+    rejudging = resource.run_settings(more={"budget": BudgetConfig(max_tokens=5)})  # the rejudge job's config
+    assert rejudging.budget.max_tokens == 5 and rejudging.budget.max_cost_usd == 9
     with pytest.raises(ConfigError, match="budget.max_tokens"):
         AgentHealthResource(config_path=str(root / "agent_health_config.py")).run_settings(
             EvaluateConfig(budget=BudgetConfig(max_tokens=10**12))
