@@ -95,6 +95,13 @@ def _exit_stuck(message: str) -> None:
     os._exit(EXIT_FAILED)
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """click's FloatRange lets `nan` through (every comparison with it is false)."""
+    if value is not None and value != value:
+        raise click.BadParameter("expected a finite number, not nan")
+    return value
+
+
 def budget_options(command: Any) -> Any:
     """--max-cost, --max-judge-cost, --max-tokens and --budget-exit (run and rejudge; docs/budgets.md)."""
     usd = click.FloatRange(min=0, min_open=True, max=limits.COST_MAX_USD)
@@ -103,11 +110,14 @@ def budget_options(command: Any) -> Any:
             click.option(
                 "--max-cost",
                 type=usd,
+                callback=_finite,
                 metavar="USD",
                 help="Budget of agent + judge spend: once the next test could pass it, no more tests start "
                 "(the rest are reported not run, 'budget reached').",
             ),
-            click.option("--max-judge-cost", type=usd, metavar="USD", help="Budget of judge spend alone."),
+            click.option(
+                "--max-judge-cost", type=usd, callback=_finite, metavar="USD", help="Budget of judge spend alone."
+            ),
             click.option(
                 "--max-tokens",
                 type=click.IntRange(min=1, max=limits.BUDGET_TOKENS_MAX),
