@@ -61,9 +61,11 @@ async def run_plan(
     running: dict[int, Running] | None = None,
     stop_reason: Callable[[], str | None] = lambda: None,
     budget: Budget | None = None,
+    outcome: PlanOutcome | None = None,
 ) -> PlanOutcome:
     """Run every (engine, test) of `plan`, agent by agent in order, `concurrency` at a time.
-    `running` (the caller's, may be read from another thread) holds the tests in flight."""
+    `running` (the caller's, may be read from another thread) holds the tests in flight; `outcome`
+    (the caller's) is filled in even when the run is cancelled."""
     planned: dict[str, int] = {}
     for engine, tests in plan:
         planned[engine.agent_ref] = planned.get(engine.agent_ref, 0) + len(tests)
@@ -110,7 +112,7 @@ async def run_plan(
             if stop.is_set():
                 return
 
-    outcome = PlanOutcome()
+    outcome = outcome if outcome is not None else PlanOutcome()
     total = sum(planned.values())
     try:
         async with asyncio.TaskGroup() as group:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from agent_health.config import Config
-from agent_health.engine import AgentEngine, Budget, EngineOptions, Running, Scopes, Watchdog, run_plan
+from agent_health.engine import AgentEngine, Budget, EngineOptions, PlanOutcome, Running, Scopes, Watchdog, run_plan
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
 from agent_health.loader.types import LoadedTest
@@ -311,6 +311,7 @@ async def run_evaluation(
         return control.reason if control is not None else None
 
     outcome = None
+    planned_outcome = PlanOutcome()  # filled in by run_plan even when the run is cancelled
     try:
         await sink.begin(run, planned)
         outcome = await run_plan(
@@ -322,6 +323,7 @@ async def run_evaluation(
             running=running,
             stop_reason=stop_reason,
             budget=budget,
+            outcome=planned_outcome,
         )
     finally:
         watchdog.stop()
@@ -336,8 +338,8 @@ async def run_evaluation(
                 if agent not in done:
                     done.add(agent)
                     await sink.agent_done(agent)
-            unstarted = outcome.unstarted if outcome else []
-            reason = outcome.not_run_reason if outcome else None
+            unstarted = planned_outcome.unstarted
+            reason = planned_outcome.not_run_reason
             final, report = documents(status, not_run, hook_errors, unstarted, reason)
             await sink.finish(final, report)
             await sink.close()
