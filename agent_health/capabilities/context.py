@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_health.errors import UsageError
-from agent_health.model import Signal, TestCase
+from agent_health.model import Signal, TestCase, Usage
 from agent_health.model.run import TRACE_VIEWS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,6 +54,24 @@ class TestContext:
     loop: Any = None  # the engine's event loop, so sync bodies can call async capabilities
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
+    cost_cap_usd: float | None = None  # the test's cap (`@test(max_cost_usd=...)`), None: none
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    spent_before_usd: float | None = 0.0  # what the test's earlier epochs spent (None: unknown)
+
+    def spent_usd(self) -> float | None:
+        """What the test has spent so far (earlier epochs, this trial's agent run and judge calls),
+        priced from the price table; None when some part has no price."""
+        from agent_health.pricing import total_cost
+
+        usages = [self.run.usage] if self.run is not None else []
+        with self.lock:
+            usages += [
+                Usage(**s.evidence["usage"])
+                for s in self.signals
+                if s.kind == "judge" and s.evidence and "usage" in s.evidence
+            ]
+        cost = total_cost(usages, self.prices)
+        return None if cost is None or self.spent_before_usd is None else self.spent_before_usd + cost
 
     def record(self, signal: Signal) -> None:
         with self.lock:  # sync bodies record from worker threads

@@ -50,6 +50,19 @@ def _trace_tools(ctx: TestContext, run: RunResult | None) -> Any:
 
 
 async def _judge(ctx: TestContext, request: JudgeRequest) -> Verdict:
+    if ctx.cost_cap_usd is not None and not ctx.skip_judge:
+        spent = ctx.spent_usd()
+        if spent is not None and spent > ctx.cost_cap_usd:  # the call would only add to a test already over
+            verdict = Verdict(
+                passed=False,
+                errored=True,
+                criteria=request.criteria,
+                role=request.role,
+                evaluator="cost cap",
+                error=f"not judged: the test's cost ${spent:.6f} already passed its cap of ${ctx.cost_cap_usd:g}",
+            )
+            ctx.record(verdict.to_signal())
+            return verdict
     verdict = await ctx.judges.judge(request, skip=ctx.skip_judge)
     ctx.record(verdict.to_signal())
     return verdict

@@ -9,7 +9,15 @@ import asyncio
 
 import click
 
-from agent_health.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, REPORTER_FORMS, build_reporters
+from agent_health.cli.run import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    REPORTER_FORMS,
+    budget_options,
+    budget_overrides,
+    build_reporters,
+)
 from agent_health.model import limits
 
 
@@ -30,6 +38,7 @@ from agent_health.model import limits
     show_default=True,
     help="Reuse verdicts from the judge cache (default: ask the judges again).",
 )
+@budget_options
 @click.option(
     "--reporter",
     "reporters",
@@ -48,6 +57,10 @@ def rejudge_command(
     concurrency: int | None,
     timeout: float | None,
     cache: bool,
+    max_cost: float | None,
+    max_judge_cost: float | None,
+    max_tokens: int | None,
+    budget_exit: str | None,
     reporters: tuple[str, ...],
     verbose: bool,
 ) -> None:
@@ -57,8 +70,10 @@ def rejudge_command(
     agent runs; the agent is never called. Results are stored as a new run (in the store folder
     when SOURCE is one, else in the configured store).
 
-    Exit codes: 0 all re-judged tests passed; 1 one failed or errored; 2 usage or configuration
-    errors, nothing to re-judge, or the store could not be written.
+    Exit codes: 0 all re-judged tests passed; 1 one failed or errored, or the budget stopped the
+    run (unless --budget-exit 0); 2 usage or configuration errors, nothing to re-judge, or the store
+    could not be written. Replayed agent runs cost nothing against a budget: only new judge spend
+    counts.
     """
     from agent_health.cli.sources import newest_run, open_source
     from agent_health.interrupts import real_ctrl_c
@@ -75,6 +90,7 @@ def rejudge_command(
             "timeout_s": timeout,
             "labels": labels or None,
             "grep": grep,
+            **budget_overrides(max_cost, max_judge_cost, max_tokens, budget_exit),
         },
     )
     src = open_source(source, config, role="SOURCE") if source else newest_run(config)
@@ -115,4 +131,4 @@ def rejudge_command(
         )
     if errors or run.output_errors:
         ctx.exit(EXIT_USAGE)
-    ctx.exit(EXIT_OK if run.all_passed else EXIT_FAILED)
+    ctx.exit(EXIT_OK if run.exit_ok else EXIT_FAILED)

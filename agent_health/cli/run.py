@@ -103,6 +103,57 @@ def _exit_stuck(message: str) -> None:
     os._exit(EXIT_FAILED)
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """click's FloatRange lets `nan` through (every comparison with it is false)."""
+    if value is not None and value != value:
+        raise click.BadParameter("expected a finite number, not nan")
+    return value
+
+
+def budget_options(command: Any) -> Any:
+    """--max-cost, --max-judge-cost, --max-tokens and --budget-exit (run and rejudge; docs/budgets.md)."""
+    usd = click.FloatRange(min=0, min_open=True, max=limits.COST_MAX_USD)
+    for option in reversed(
+        (
+            click.option(
+                "--max-cost",
+                type=usd,
+                callback=_finite,
+                metavar="USD",
+                help="Budget of agent + judge spend: once the next test could pass it, no more tests start "
+                "(the rest are reported not run, 'budget reached').",
+            ),
+            click.option(
+                "--max-judge-cost", type=usd, callback=_finite, metavar="USD", help="Budget of judge spend alone."
+            ),
+            click.option(
+                "--max-tokens",
+                type=click.IntRange(min=1, max=limits.BUDGET_TOKENS_MAX),
+                help="Budget of agent + judge tokens.",
+            ),
+            click.option(
+                "--budget-exit",
+                type=click.Choice(["0", "1"]),
+                help="Exit code of a run the budget stopped when nothing else failed (default 1).",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def budget_overrides(
+    max_cost: float | None, max_judge_cost: float | None, max_tokens: int | None, budget_exit: str | None
+) -> dict[str, Any]:
+    """The budget flags as `build_settings` overrides (None: not given)."""
+    return {
+        "max_cost": max_cost,
+        "max_judge_cost": max_judge_cost,
+        "max_tokens": max_tokens,
+        "budget_exit": int(budget_exit) if budget_exit is not None else None,
+    }
+
+
 @click.command("run")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
@@ -132,6 +183,7 @@ def _exit_stuck(message: str) -> None:
     help=f"Run even when tests x epochs x agent versions exceeds {limits.PLANNED_WORK_MAX:,} (docs/limits.md).",
 )
 @click.option("--fail-fast", is_flag=True, default=None, help="Stop starting tests after the first failure or error.")
+@budget_options
 @click.option("--no-judge", is_flag=True, default=None, help="Skip every judge() (neutral verdicts).")
 @click.option("--judge-model", metavar="[PROVIDER:]MODEL", help="Judge model for this run, over judge.model.")
 @click.option("--no-cache", is_flag=True, default=None, help="Bypass the judge cache (neither read nor write).")
@@ -176,6 +228,10 @@ def run_command(
     epochs: int | None,
     allow_large_run: bool | None,
     fail_fast: bool | None,
+    max_cost: float | None,
+    max_judge_cost: float | None,
+    max_tokens: int | None,
+    budget_exit: str | None,
     no_judge: bool | None,
     judge_model: str | None,
     no_cache: bool | None,
@@ -195,8 +251,9 @@ def run_command(
     configuration file, then defaults; a test's own timeout= and epochs= win (docs/running.md).
     Results are stored as they finish (--no-store: not at all).
 
-    Exit codes: 0 all passed; 1 a test failed or errored; 2 usage, configuration or file errors,
-    or a report or the store could not be written.
+    Exit codes: 0 all passed; 1 a test failed or errored, or the budget stopped the run (unless
+    --budget-exit 0); 2 usage, configuration or file errors, or a report or the store could not be
+    written.
     """
     import gc
 
@@ -232,6 +289,7 @@ def run_command(
             "labels": labels or None,
             "grep": grep,
             "only": only or None,
+            **budget_overrides(max_cost, max_judge_cost, max_tokens, budget_exit),
         },
     )
     for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
@@ -284,4 +342,4 @@ def run_command(
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
     if load_errors or outcome.output_errors:
         ctx.exit(EXIT_USAGE)
-    ctx.exit(EXIT_OK if outcome.all_passed else EXIT_FAILED)
+    ctx.exit(EXIT_OK if outcome.exit_ok else EXIT_FAILED)

@@ -25,7 +25,7 @@ from agent_health.model.limits import (
     check_number,
     check_setting_numbers,
 )
-from agent_health.model.settings import StoreSettings, check_replay_mode, check_store_settings
+from agent_health.model.settings import BudgetSettings, StoreSettings, check_replay_mode, check_store_settings
 from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
 from agent_health.registry import Registry, registry
 
@@ -240,6 +240,11 @@ class Config(KnownKeys):
     )
     store: StoreSettings = Field(
         default_factory=StoreSettings, description="Where results are stored: local (default), s3 or opensearch."
+    )
+    budget: BudgetSettings = Field(
+        default_factory=BudgetSettings,
+        description="Spend budget of every run: max_cost_usd, max_judge_cost_usd, max_tokens, exit_code "
+        "(docs/budgets.md; --max-cost and the other flags win).",
     )
     replay: str = Field(
         "off",

@@ -174,7 +174,7 @@ class AgentEngine:
                 trials.add(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
             views.clear()
-            trials.add(await self._run_trial(test, epoch, timeout, views))
+            trials.add(await self._run_trial(test, epoch, timeout, views, trials.cost))
         await self.scopes.leave(test)
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
@@ -207,7 +207,9 @@ class AgentEngine:
             result = result.model_copy(update={"metrics": metrics})
         return result
 
-    async def _run_trial(self, test: LoadedTest, epoch: int, timeout: float, views: dict[str, Any]) -> TrialResult:
+    async def _run_trial(
+        self, test: LoadedTest, epoch: int, timeout: float, views: dict[str, Any], spent: float | None = 0.0
+    ) -> TrialResult:
         case, spec = test.case, test.spec
         ctx = TestContext(
             case=case,
@@ -216,6 +218,9 @@ class AgentEngine:
             judges=self.judges,
             skip_judge=bool(case.skip_judge) or self.options.skip_judge,
             loop=asyncio.get_running_loop(),
+            cost_cap_usd=case.max_cost_usd,
+            prices=self.options.prices,
+            spent_before_usd=spent,
         )
         fixtures = FixtureScope(
             {"agent": AgentFixture(ctx), "expect": expect_api, "judge": judge_api, "test_info": ctx.info},
@@ -344,6 +349,7 @@ class AgentEngine:
             "usage": trials.usage,
             "judge_usage": trials.judge_usage,
             "cost_usd": round(trials.cost, 8) if trials.cost is not None else None,
+            "judge_cost_usd": round(trials.judge_cost, 8) if trials.judge_cost is not None else None,
             "epochs": trials.tally.count,
             "metrics": run_metrics(last.run, prices),
             "eval_run_id": self.options.eval_run_id,
@@ -364,6 +370,8 @@ class AgentEngine:
             fields.update(trials.tally.combined(), trials=tuple(trials.kept), trial_counts=dict(trials.tally.counts))
             status = fields["status"]
             fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
+        if (over := _over_cap(test.case.max_cost_usd, trials)) is not None:
+            fields.update(status="errored", score=None, error=over)
         return TestResult.for_case(test.case, self.agent_ref, **fields)
 
 
@@ -381,6 +389,7 @@ class _Trials:
         self.usage = Usage()
         self.judge_usage = Usage()
         self.cost: float | None = 0.0  # each agent run and judge call priced at its own model
+        self.judge_cost: float | None = 0.0  # the judge calls' part of it
         self.kinds: set[str] = set()
 
     def add(self, trial: TrialResult) -> None:
@@ -396,14 +405,36 @@ class _Trials:
             if s.kind == "judge" and s.evidence and "usage" in s.evidence:
                 call = Usage(**s.evidence["usage"])
                 self.judge_usage += call
-                self._price(call)
+                cost = self._price(call)
+                self.judge_cost = None if cost is None or self.judge_cost is None else self.judge_cost + cost
         if len(self.kept) < TRIALS_KEPT:
             self.kept.append(trial)
 
-    def _price(self, usage: Usage) -> None:
+    def _price(self, usage: Usage) -> float | None:
         cost = cost_of(usage, self.prices)
         # unknown once any priced part is unknown: a partial sum would understate the cost
         self.cost = None if cost is None or self.cost is None else self.cost + cost
+        return cost
+
+
+def _over_cap(cap: float | None, trials: _Trials) -> str | None:
+    """The error of a test whose spend passed its cost cap (`@test(max_cost_usd=...)`), naming
+    the cost; None within the cap. A cost that cannot be priced cannot be held to a cap: an error too."""
+    if cap is None:
+        return None
+    if trials.cost is None:
+        models = sorted({m for m in (trials.usage.model, trials.judge_usage.model) if m})
+        return (
+            f"cost unknown against the test's cap of ${cap:g}: no price for {', '.join(models) or 'a model'} "
+            "(add it to the configuration's prices)"
+        )
+    if trials.cost <= cap:
+        return None
+    judge = f"${trials.judge_cost:.6f}" if trials.judge_cost is not None else "unknown"
+    return (
+        f"cost ${trials.cost:.6f} passed the test's cap of ${cap:g} "
+        f"(agent ${trials.cost - (trials.judge_cost or 0.0):.6f}, judge {judge})"
+    )
 
 
 def _group(analyzers: list[Analyzer]) -> list[tuple[bool, list[Analyzer]]]:

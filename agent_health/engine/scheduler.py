@@ -6,7 +6,9 @@ a worker waits for it, so a slow store slows the run instead of filling memory),
 starting tests after the first failure with `fail_fast`, counting what never started per agent.
 A run cancelled meanwhile (Ctrl-C, SIGTERM) hands on each test it cut short as `errored`, with
 the reason `stop_reason` gives; `running` lists the tests in flight for whoever must end the run
-while its loop cannot (see `agent_health.session.control`).
+while its loop cannot (see `agent_health.session.control`). With a `budget`, each test starts only
+when the budget admits it (`agent_health.engine.budget`); once it does not, no more tests start.
+Every test that never started is handed back in `PlanOutcome.unstarted`, with the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from agent_health.engine.budget import BUDGET_REACHED, Budget
 from agent_health.engine.runner import AgentEngine, Scopes
 from agent_health.loader.types import LoadedTest
 from agent_health.model import TestResult
@@ -44,6 +47,8 @@ class PlanOutcome:
     not_run: dict[str, int] = field(default_factory=dict)
     hook_errors: list[str] = field(default_factory=list)
     stopped_early: bool = False
+    unstarted: list[tuple[str, LoadedTest]] = field(default_factory=list)  # (agent version, test), in plan order
+    not_run_reason: str | None = None  # "budget reached", "fail-fast" or "interrupted"
 
 
 async def run_plan(
@@ -55,9 +60,12 @@ async def run_plan(
     fail_fast: bool = False,
     running: dict[int, Running] | None = None,
     stop_reason: Callable[[], str | None] = lambda: None,
+    budget: Budget | None = None,
+    outcome: PlanOutcome | None = None,
 ) -> PlanOutcome:
     """Run every (engine, test) of `plan`, agent by agent in order, `concurrency` at a time.
-    `running` (the caller's, may be read from another thread) holds the tests in flight."""
+    `running` (the caller's, may be read from another thread) holds the tests in flight; `outcome`
+    (the caller's) is filled in even when the run is cancelled."""
     planned: dict[str, int] = {}
     for engine, tests in plan:
         planned[engine.agent_ref] = planned.get(engine.agent_ref, 0) + len(tests)
@@ -65,29 +73,46 @@ async def run_plan(
     work: Iterator[tuple[AgentEngine, LoadedTest]] = ((e, t) for e, tests in plan for t in tests)
     stop = asyncio.Event()
 
+    work_left: list[tuple[AgentEngine, LoadedTest]] = []  # taken from `work` after the run stopped
     in_flight = running if running is not None else {}
     ids = itertools.count()
 
     async def worker() -> None:
-        for engine, test in work:  # one shared iterator: each item goes to exactly one worker
+        while not stop.is_set():
+            # admitted before the next test is taken, so the tests that run are the plan's first ones
+            if budget is not None and not await budget.admit():
+                stop.set()
+                return
+            item = next(work, None)  # one shared iterator: each item goes to exactly one worker
+            if item is None or stop.is_set():
+                if budget is not None:
+                    budget.release()
+                if item is not None:
+                    work_left.append(item)
+                return
+            engine, test = item
             started[engine.agent_ref] += 1
             key = next(ids)
             in_flight[key] = Running(engine, test, time.time())
             try:
                 result = await engine.run_test(test)
             except asyncio.CancelledError:  # the run was cancelled: this test ends errored, with why
+                if budget is not None:
+                    budget.release()
                 cut = in_flight.pop(key, None)
                 if cut is not None:  # (None: the run was abandoned and reported it already)
                     await on_result(cut.unfinished(stop_reason() or "the run was cancelled"))
                 raise
             in_flight.pop(key, None)
+            if budget is not None:
+                budget.charge(result)
             await on_result(result)
             if fail_fast and result.status != "passed":
                 stop.set()
             if stop.is_set():
                 return
 
-    outcome = PlanOutcome()
+    outcome = outcome if outcome is not None else PlanOutcome()
     total = sum(planned.values())
     try:
         async with asyncio.TaskGroup() as group:
@@ -97,5 +122,13 @@ async def run_plan(
         outcome.stopped_early = stop.is_set()
         await scopes.close()
         outcome.not_run = {agent: planned[agent] - started[agent] for agent in planned}
+        outcome.unstarted = [(e.agent_ref, t) for e, t in (*work_left, *work)]
+        if outcome.unstarted:
+            if budget is not None and budget.reached is not None:
+                outcome.not_run_reason = BUDGET_REACHED
+            elif stop.is_set():
+                outcome.not_run_reason = "fail-fast"
+            else:
+                outcome.not_run_reason = "interrupted"
         outcome.hook_errors = list(scopes.errors)
     return outcome

@@ -159,6 +159,11 @@ class JudgeService:
             "agent_health.judges.chat.ChatClient nor a agent_health.judges.base.JudgeProvider subclass"
         )
 
+    def provider_model(self, spec: str | None) -> tuple[str, str | None]:
+        """(provider type, model id) a model spec resolves to; ConfigError when it cannot."""
+        _, kind, model, _ = self._split(spec)
+        return kind, model
+
     def client(self, spec: str | None) -> ChatClient | None:
         """The chat client for a model spec (None for the demo provider and for providers that
         give verdicts themselves)."""

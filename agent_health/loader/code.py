@@ -115,6 +115,8 @@ def code_case(
         "epochs": spec.epochs,
         "code": fingerprints.of(test_callables(spec, registry)),
     }
+    if spec.max_cost_usd is not None:  # hashed only when set: tests without a cap keep their hash
+        options["max_cost_usd"] = spec.max_cost_usd
     return TestCase(
         id=test_id(suite, spec.name),
         name=spec.name,
@@ -131,6 +133,7 @@ def code_case(
         timeout_s=spec.timeout_s,
         skip_judge=spec.skip_judge,
         epochs=spec.epochs,
+        max_cost_usd=spec.max_cost_usd,
         content_hash=content_hash(options),
     )
 

@@ -176,6 +176,7 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         "timeout_s": pick("timeout"),
         "epochs": pick("epochs"),
         "skip_judge": pick("skip_judge"),
+        "max_cost_usd": pick("max_cost_usd"),
         "source_id": pick("id"),
     }
 
@@ -219,6 +220,7 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             errors.append(exc)
             continue
         source_id = fields.pop("source_id")
+        capped = {"max_cost_usd": fields["max_cost_usd"]} if fields["max_cost_usd"] is not None else {}
         tid = test_id(suite, fields["name"])
         if tid in seen:
             errors.append(EvalFileError(rel, f"duplicate test name {fields['name']!r} (case #{i + 1})", row.line))
@@ -235,8 +237,9 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             line=row.line,
             kind="data",
             content_hash=content_hash(
-                {
-                    **fields,
+                {  # the cap is hashed only when set: cases without one keep their hash
+                    **{k: v for k, v in fields.items() if k != "max_cost_usd"},
+                    **capped,
                     "context": [c.model_dump() for c in fields["context"]],
                     "expected_trajectory": [s.model_dump() for s in fields["expected_trajectory"]],
                     "source_id": source_id,

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, field_validator
 
-from agent_health.loader.options import CaseModel, Epochs, Strings, Timeout, no_bool, one_or_many
+from agent_health.loader.options import CaseModel, CostUSD, Epochs, Strings, Timeout, no_bool, one_or_many
 from agent_health.model import ContextItem, ExpectedStep
 
 
@@ -82,6 +82,11 @@ class CaseFields(CaseModel):
     timeout: Timeout | None = Field(None, description="Per-test timeout in seconds (> 0).")
     epochs: Epochs | None = Field(None, description="Independent trials (>= 1).")
     skip_judge: bool | None = Field(None, validation_alias=AliasChoices("skip_judge", "skipJudge"))
+    max_cost_usd: CostUSD | None = Field(
+        None,
+        validation_alias=AliasChoices("max_cost_usd", "maxCostUsd"),
+        description="Cost cap in USD: the test ends errored when its spend passes it.",
+    )
 
     @field_validator("prompt")
     @classmethod

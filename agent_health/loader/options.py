@@ -11,10 +11,20 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from agent_health.model.limits import Epochs, Timeout, no_bool
+from agent_health.model.limits import CostUSD, Epochs, Timeout, no_bool
 from agent_health.model.validation import describe_errors
 
-__all__ = ["CaseModel", "Epochs", "Strings", "TestOptions", "Timeout", "check_options", "no_bool", "one_or_many"]
+__all__ = [
+    "CaseModel",
+    "CostUSD",
+    "Epochs",
+    "Strings",
+    "TestOptions",
+    "Timeout",
+    "check_options",
+    "no_bool",
+    "one_or_many",
+]
 
 
 def one_or_many(value: Any) -> Any:
@@ -44,6 +54,7 @@ class TestOptions(CaseModel):
     timeout: Timeout | None = None
     epochs: Epochs | None = None
     skip_judge: bool | None = None
+    max_cost_usd: CostUSD | None = None
 
 
 def check_options(**options: Any) -> TestOptions:

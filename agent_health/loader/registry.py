@@ -63,6 +63,7 @@ class TestSpec:
     expected_trajectory: tuple[ExpectedStep, ...] = ()
     skip_judge: bool | None = None
     epochs: int | None = None
+    max_cost_usd: float | None = None
     fixtures: dict[str, FixtureDef] = field(default_factory=dict)
 
 

@@ -4,13 +4,14 @@ from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.case import ContextItem, ExpectedStep, TestCase
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.provenance import JudgeIdentity, Provenance, harness_version
-from agent_health.model.report import RunReport, RunSummary
+from agent_health.model.report import BudgetSpend, NotRunTest, RunReport, RunSummary
 from agent_health.model.result import SCHEMA_VERSION, Insight, Judgement, TestResult, TestStatus, TrialResult
 from agent_health.model.run import STEP_KINDS, RunResult, Step, Usage
 from agent_health.model.runs import EvalRun, RunStatus, new_run_id
 from agent_health.model.settings import (
     ONLY_RULES,
     REPLAY_MODES,
+    BudgetSettings,
     JudgeRunSettings,
     OnlyRule,
     ReplayMode,
@@ -26,6 +27,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "STEP_KINDS",
     "AgentRequest",
+    "BudgetSettings",
+    "BudgetSpend",
     "ContextItem",
     "EvalRun",
     "ExpectedStep",
@@ -34,6 +37,7 @@ __all__ = [
     "JudgeRequest",
     "JudgeRunSettings",
     "Judgement",
+    "NotRunTest",
     "OnlyRule",
     "Provenance",
     "ReplayMode",

@@ -53,6 +53,9 @@ class TestCase(BaseModel):
     timeout_s: float | None = Field(None, description="Per-test timeout in seconds; None uses the run default.")
     skip_judge: bool | None = Field(None, description="True skips every judge() call in this test.")
     epochs: int | None = Field(None, description="Independent trials for this test; None uses the run default.")
+    max_cost_usd: float | None = Field(
+        None, description="Cost cap in USD: a test whose agent or judge spend passes it ends errored."
+    )
     content_hash: str = Field("", description="sha256 of the test's definition; changes when the test changes.")
 
 

@@ -30,6 +30,8 @@ CONNECTIONS_MAX = 10_000  # pooled connections
 BATCH_MAX = 100_000  # documents or objects per page, batch or log chunk
 TOKENS_MAX = 10_000_000  # max_tokens of a judge answer
 PRICE_MAX = 1_000_000.0  # USD per million tokens
+COST_MAX_USD = 1_000_000.0  # USD of a spend budget (a run's, its judges', one test's cap)
+BUDGET_TOKENS_MAX = 100_000_000_000  # tokens of a run's token budget
 LATENCY_MAX_MS = 600_000.0  # the demo agent's simulated latency
 RESAMPLES_MAX = 1_000_000  # bootstrap resamples of `agent-health compare`
 TABLE_ROWS_MAX = 100_000  # rows a printed table may be asked for (`compare --limit`)
@@ -67,6 +69,8 @@ Wait = Annotated[float, _NotBool, Field(ge=0, le=WAIT_MAX_S, allow_inf_nan=False
 Chars = Annotated[int, _NotBool, Field(le=CHARS_MAX)]
 Bytes = Annotated[int, _NotBool, Field(gt=0, le=BYTES_MAX)]
 Connections = Annotated[int, _NotBool, Field(gt=0, le=CONNECTIONS_MAX)]
+CostUSD = Annotated[float, _NotBool, Field(gt=0, le=COST_MAX_USD, allow_inf_nan=False)]
+BudgetTokens = Annotated[int, _NotBool, Field(ge=1, le=BUDGET_TOKENS_MAX)]
 
 
 _CUT = re.compile(r" \.\.\. \[cut: ([\d,]+) characters in all\]")

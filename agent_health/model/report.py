@@ -31,6 +31,9 @@ class RunSummary(BaseModel):
     skipped: int = Field(
         0, description="Tests of this agent version left out because their stored result is up to date (--only)."
     )
+    not_run_reason: str | None = Field(
+        None, description="Why tests were not run: 'budget reached', 'fail-fast' or 'interrupted'."
+    )
 
     @classmethod
     def of(cls, agent: str, results: Iterable[TestResult | Any], duration_ms: float = 0.0) -> RunSummary:
@@ -77,7 +80,13 @@ class SummaryTally:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def summary(self, duration_ms: float | None = None, not_run: int = 0, skipped: int = 0) -> RunSummary:
+    def summary(
+        self,
+        duration_ms: float | None = None,
+        not_run: int = 0,
+        not_run_reason: str | None = None,
+        skipped: int = 0,
+    ) -> RunSummary:
         """The summary so far; `duration_ms` defaults to first start to last finish."""
         passed, failed = self.counts["passed"], self.counts["failed"]
         if duration_ms is None:
@@ -100,7 +109,51 @@ class SummaryTally:
             duration_ms=round(duration_ms, 1),
             not_run=not_run,
             skipped=skipped,
+            not_run_reason=not_run_reason if not_run else None,
         )
+
+
+class NotRunTest(BaseModel):
+    """A test the run never started (budget reached, fail-fast, interruption): neither failed nor
+    errored, left out of pass rates, listed by every reporter with its reason."""
+
+    agent: str = Field(description="Agent version as KEY@VERSION.")
+    test_id: str = Field(description="Stable test id.")
+    name: str = Field(description="Full test name.")
+    suite: str = Field(description="The eval file's suite.")
+    reason: str = Field(description="Why it did not run: 'budget reached', 'fail-fast' or 'interrupted'.")
+
+
+class BudgetSpend(BaseModel):
+    """A run's spend against its budget (docs/budgets.md), counted from each result's usage and
+    the price table."""
+
+    max_cost_usd: float | None = Field(None, description="The budget of agent + judge spend, USD.")
+    max_judge_cost_usd: float | None = Field(None, description="The budget of judge spend alone, USD.")
+    max_tokens: int | None = Field(None, description="The budget of agent + judge tokens.")
+    cost_usd: float = Field(0.0, description="Agent + judge spend of the tests that ran, USD.")
+    judge_cost_usd: float = Field(0.0, description="Judge spend alone, USD.")
+    tokens: int = Field(0, description="Agent + judge tokens of the tests that ran.")
+    judge_cache_hits: int = Field(0, description="Judge verdicts from the cache: they cost nothing.")
+    reached: str | None = Field(
+        None, description="The limit that stopped the run (e.g. 'max_cost_usd'), or why spend became unknown."
+    )
+
+    def describe(self) -> str:
+        """One line: spend against each limit set."""
+        parts = []
+        if self.max_cost_usd is not None:
+            parts.append(f"cost ${self.cost_usd:.4f} of ${self.max_cost_usd:g}")
+        if self.max_judge_cost_usd is not None:
+            parts.append(f"judge cost ${self.judge_cost_usd:.4f} of ${self.max_judge_cost_usd:g}")
+        if self.max_tokens is not None:
+            parts.append(f"tokens {self.tokens:,} of {self.max_tokens:,}")
+        line = "budget: " + ", ".join(parts)
+        if self.judge_cache_hits:
+            line += f"; {self.judge_cache_hits} judge cache hit(s), $0"
+        if self.reached:
+            line += f"; budget reached ({self.reached})"
+        return line
 
 
 class RunReport(BaseModel):
@@ -118,3 +171,10 @@ class RunReport(BaseModel):
     skipped: int = Field(
         0, description="Tests left out as up to date (--only), over every agent version (see each summary)."
     )
+    not_run_reason: str | None = Field(
+        None, description="Why tests were not run: 'budget reached', 'fail-fast' or 'interrupted'."
+    )
+    not_run_tests: list[NotRunTest] = Field(
+        default_factory=list, description="The tests never started, each with its reason."
+    )
+    budget: BudgetSpend | None = Field(None, description="Spend against the budget, when the run had one.")

@@ -117,6 +117,9 @@ class TestResult(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="Agent tokens over all trials.")
     judge_usage: Usage = Field(default_factory=Usage, description="Judge tokens over all trials.")
     cost_usd: float | None = Field(None, description="Estimated agent + judge cost from the price table.")
+    judge_cost_usd: float | None = Field(
+        None, description="The judge part of cost_usd (cache hits cost nothing); None when unknown."
+    )
     epochs: int = 1
     trials: tuple[TrialResult, ...] = Field(
         (), description=f"The first {TRIALS_KEPT} trials in full when epochs > 1 (trial_counts counts them all)."

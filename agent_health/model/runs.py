@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_health.model.report import RunSummary
+from agent_health.model.report import BudgetSpend, RunSummary
 from agent_health.model.result import SCHEMA_VERSION
 from agent_health.model.settings import RunSettings
 
@@ -45,6 +45,10 @@ class EvalRun(BaseModel):
     not_run: dict[str, int] = Field(
         default_factory=dict, description="Agent version -> tests never started (fail-fast, interruption)."
     )
+    not_run_reason: str | None = Field(
+        None, description="Why tests were not run: 'budget reached', 'fail-fast' or 'interrupted'."
+    )
+    budget: BudgetSpend | None = Field(None, description="Spend against the budget, when the run had one.")
     load_errors: tuple[str, ...] = Field((), description="Eval files or tests that failed to load.")
     hook_errors: tuple[str, ...] = Field((), description="after_all hooks that failed.")
     rejudge_of: str | None = Field(

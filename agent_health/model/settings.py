@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.errors import ConfigError
-from agent_health.model.limits import check_setting_numbers
+from agent_health.model.limits import BudgetTokens, CostUSD, check_setting_numbers
 from agent_health.model.validation import check_known_keys
 from agent_health.registry import registry
 
@@ -118,6 +118,31 @@ class JudgeRunSettings(BaseModel):
     cache: bool = Field(True, description="Read and write the persistent judge cache.")
 
 
+class BudgetSettings(BaseModel):
+    """A run's spend budget (docs/budgets.md): once starting the next test could pass it, the run
+    starts no more tests and reports the rest as not run, "budget reached". Each limit is off
+    when None; costs come from the price table (`prices` and the bundled price database)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_cost_usd: CostUSD | None = Field(None, description="Agent and judge spend together, in USD.")
+    max_judge_cost_usd: CostUSD | None = Field(None, description="Judge spend alone, in USD.")
+    max_tokens: BudgetTokens | None = Field(None, description="Agent and judge tokens together.")
+    exit_code: Literal[0, 1] = Field(
+        1, description="Exit code of a run the budget stopped when nothing else failed (--budget-exit)."
+    )
+
+    @property
+    def active(self) -> bool:
+        """True when any limit is set."""
+        return any(v is not None for v in (self.max_cost_usd, self.max_judge_cost_usd, self.max_tokens))
+
+    @property
+    def counts_cost(self) -> bool:
+        """True when a limit is in USD (every model then needs a price)."""
+        return self.max_cost_usd is not None or self.max_judge_cost_usd is not None
+
+
 class RunSettings(BaseModel):
     """Everything that decides how a run executes, apart from which tests it runs.
 
@@ -151,4 +176,7 @@ class RunSettings(BaseModel):
     )
     allow_large_run: bool = Field(
         False, description="Run even when tests x epochs x agent versions exceeds PLANNED_WORK_MAX (docs/limits.md)."
+    )
+    budget: BudgetSettings = Field(
+        default_factory=BudgetSettings, description="Spend budget: max cost, max judge cost, max tokens."
     )

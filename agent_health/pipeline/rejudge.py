@@ -25,6 +25,8 @@ class RejudgedPartitions:
     missing: int = 0  # selected partitions without a stored result
     run_id: str | None = None  # the re-judging run's id, when one ran
     store: str | None = None  # where the new results were stored
+    not_run: int = 0  # selected results left as they were because the run stopped early
+    not_run_reason: str | None = None  # why it stopped ('budget reached', 'interrupted', ...)
 
 
 def rejudge_partitions(
@@ -61,7 +63,10 @@ def rejudge_partitions(
     run = outcome.run
     if run is not None and run.output_errors:  # the store said no: these partitions did not change
         raise UsageError("the re-judged results could not be stored: " + "; ".join(run.output_errors))
+    manifest = run.run if run is not None else None
     return RejudgedPartitions(
+        not_run=sum(manifest.not_run.values()) if manifest is not None else 0,
+        not_run_reason=manifest.not_run_reason if manifest is not None else None,
         results=out,
         skipped=outcome.skipped,
         missing=len(keys) - len(stored),

@@ -31,7 +31,7 @@ from typing import IO, TYPE_CHECKING, Any
 from agent_health.analysis.rollup import SuiteRollup, rollup
 from agent_health.errors import UsageError
 from agent_health.files import open_atomic, remove_stale_temps
-from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
+from agent_health.model import BudgetSpend, EvalRun, NotRunTest, RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores.summary import ResultSummary
 
@@ -187,6 +187,8 @@ class ReportBuilder:
         load_errors: Iterable[str] = (),
         hook_errors: Iterable[str] = (),
         source: str = "",
+        not_run_tests: Iterable[NotRunTest] = (),
+        budget: BudgetSpend | None = None,
     ) -> None:
         """Stream the page into `out` and release the spool."""
         summaries = list(summaries)
@@ -220,6 +222,8 @@ class ReportBuilder:
             "details": self._details(),
             "load_errors": list(load_errors),
             "hook_errors": list(hook_errors),
+            "not_run_tests": list(not_run_tests),
+            "budget": budget.describe() if budget is not None else None,
             "settings_json": run.settings.model_dump_json(indent=1) if run else None,
             **_assets("common.js", "report.js"),
         }
@@ -268,6 +272,8 @@ def report_page(report: RunReport) -> dict[str, Any]:
         "finished_at": report.finished_at,
         "load_errors": report.load_errors,
         "hook_errors": report.hook_errors,
+        "not_run_tests": report.not_run_tests,
+        "budget": report.budget,
     }
 
 

@@ -160,7 +160,7 @@ class JunitReporter(Reporter):
         root = ET.Element(
             "testsuites",
             name="agent-health",
-            tests=str(totals.total + len(report.load_errors)),
+            tests=str(totals.total + len(report.load_errors) + len(report.not_run_tests)),
             failures=str(totals.counts["failed"]),
             errors=str(totals.counts["errored"] + len(report.load_errors)),
             time=f"{max(0.0, report.finished_at - report.started_at):.3f}",
@@ -176,6 +176,7 @@ class JunitReporter(Reporter):
             _sanitize(suite)
             ET.indent(suite, space="  ", level=1)
             out("  " + ET.tostring(suite, encoding="unicode").rstrip() + "\n")
+        _write_not_run(report, out)
         out("</testsuites>\n")
         self._suites.clear()
 
@@ -183,6 +184,29 @@ class JunitReporter(Reporter):
         for s in self._suites.values():
             s.spool.close()
         self._suites.clear()
+
+
+def _write_not_run(report: RunReport, out: Callable[[str], None]) -> None:
+    """The tests the run never started (budget reached, fail-fast, interruption): a `not run`
+    testsuite per agent version, each test a skipped testcase whose message says why."""
+    agents = list(dict.fromkeys(t.agent for t in report.not_run_tests))
+    for agent in agents:
+        tests = [t for t in report.not_run_tests if t.agent == agent]
+        suite = ET.Element(
+            "testsuite",
+            name=f"not run [{agent}]",
+            tests=str(len(tests)),
+            failures="0",
+            errors="0",
+            skipped=str(len(tests)),
+            time="0.000",
+        )
+        for t in tests:
+            case = ET.SubElement(suite, "testcase", name=t.name, classname=t.suite, time="0.000")
+            ET.SubElement(case, "skipped", message=f"not run: {t.reason}")
+        _sanitize(suite)
+        ET.indent(suite, space="  ", level=1)
+        out("  " + ET.tostring(suite, encoding="unicode").rstrip() + "\n")
 
 
 def junit_xml(report: RunReport) -> str:

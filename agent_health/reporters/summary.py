@@ -14,6 +14,7 @@ from agent_health.reporters.text import terminal_safe
 
 _MARK = {"passed": "✓", "failed": "✗", "errored": "!"}
 _STYLE = {"passed": "green", "failed": "red", "errored": "yellow"}
+_NOT_RUN_SHOWN = 50  # not-run tests listed without -v; the JSON, JUnit and HTML reports list every one
 _EVIDENCE_CHARS = 120  # per value on a -v line; the JSON and HTML reports keep the whole evidence
 
 
@@ -163,7 +164,17 @@ class SummaryReporter(Reporter):
                 self.console.print(f"  [red]{terminal_safe(err)}[/red]")
         if report.not_run:
             per_agent = ", ".join(f"{s.agent}: {s.not_run}" for s in report.summaries if s.not_run)
-            self.console.print(f"[yellow]stopped early: {report.not_run} test(s) not run ({per_agent})[/yellow]")
+            why = f", {report.not_run_reason}" if report.not_run_reason else ""
+            self.console.print(
+                f"[yellow]stopped early: {report.not_run} test(s) not run ({per_agent}){terminal_safe(why)}[/yellow]"
+            )
+            shown = report.not_run_tests[:_NOT_RUN_SHOWN] if not self.verbose else report.not_run_tests
+            for t in shown:
+                self.console.print(f"[yellow]- not run[/yellow] {terminal_safe(t.test_id)}  [dim]{t.reason}[/dim]")
+            if len(report.not_run_tests) > len(shown):
+                self.console.print(f"[dim]  ... and {len(report.not_run_tests) - len(shown)} more (-v lists all)[/dim]")
+        if report.budget is not None:
+            self.console.print(terminal_safe(report.budget.describe()))
         if report.skipped:  # --only: what did not run because its stored result is up to date
             per_agent = ", ".join(f"{s.agent}: {s.skipped}" for s in report.summaries if s.skipped)
             self.console.print(f"{report.skipped} skipped as up to date ({terminal_safe(per_agent)})")

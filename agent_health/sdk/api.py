@@ -41,6 +41,7 @@ class TestAPI:
         expected_trajectory: Any = (),
         skip_judge: bool | None = None,
         epochs: int | None = None,
+        max_cost_usd: float | None = None,
     ) -> Any:
         if callable(name):  # bare @test: the function name is the test name
             return self(name.__name__)(name)
@@ -63,6 +64,7 @@ class TestAPI:
                     timeout=timeout,
                     epochs=epochs,
                     skip_judge=skip_judge,
+                    max_cost_usd=max_cost_usd,
                 )
             except ValueError as exc:
                 reg.errors.append(EvalFileError(reg.path, f"test {full!r}: {exc}", line))
@@ -82,6 +84,7 @@ class TestAPI:
                     expected_trajectory=to_expected_steps(one_or_many(expected_trajectory)),
                     skip_judge=options.skip_judge,
                     epochs=options.epochs,
+                    max_cost_usd=options.max_cost_usd,
                     fixtures=dict(self._fixtures),
                 )
             )

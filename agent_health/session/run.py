@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from agent_health.config import Config
-from agent_health.engine import AgentEngine, EngineOptions, Running, Scopes, Watchdog, run_plan
+from agent_health.engine import AgentEngine, Budget, EngineOptions, PlanOutcome, Running, Scopes, Watchdog, run_plan
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
 from agent_health.loader.types import LoadedTest
@@ -31,13 +31,13 @@ from agent_health.model import (
     check_replay_mode,
     harness_version,
 )
-from agent_health.model.report import SummaryTally
+from agent_health.model.report import NotRunTest, SummaryTally
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
 from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
-from agent_health.session.wiring import build_analyzers, build_judges, build_runtime
+from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, check_budget_prices
 from agent_health.stores import ResultStore, open_store
 
 Tests = Sequence[LoadedTest] | Mapping[str, Sequence[LoadedTest]]
@@ -59,12 +59,24 @@ class RunOutcome:
     @property
     def all_passed(self) -> bool:
         """Every test that ran passed, every test ran, and no after_all hook failed."""
+        return self.passed_but_budget and not any(self.run.not_run.values())
+
+    @property
+    def passed_but_budget(self) -> bool:
+        """Every test that ran passed and no after_all hook failed; tests may have been left
+        unrun only because the budget was reached (what `--budget-exit 0` lets exit 0)."""
         return (
             self.run.status == "finished"
             and not self.run.hook_errors
-            and not any(self.run.not_run.values())
+            and (not any(self.run.not_run.values()) or self.run.not_run_reason == "budget reached")
             and all(s.failed == 0 and s.errored == 0 for s in self.run.summaries)
         )
+
+    @property
+    def exit_ok(self) -> bool:
+        """What the exit code says: every test passed, or the budget stopped a run that otherwise
+        passed and the run's `budget.exit_code` is 0."""
+        return self.all_passed or (self.run.settings.budget.exit_code == 0 and self.passed_but_budget)
 
 
 def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: str | None = None) -> list[LoadedTest]:
@@ -186,6 +198,12 @@ async def run_evaluation(
     run_config = _run_config(config, settings)
     if judges is None:
         judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)
+    if settings.budget.counts_cost:
+        try:
+            check_budget_prices(run_config, judges, plan)
+        except BaseException:
+            await judges.aclose()
+            raise
     closers: list[Callable[[], Any]] = [judges.aclose]
     try:
         runtimes = []
@@ -226,16 +244,31 @@ async def run_evaluation(
     collected: list[TestResult] | None = [] if any(r.keeps_results for r in reporters) else None
     done: set[str] = set()
     running: dict[int, Running] = {}  # tests in flight, for `abandon`
+    budget = Budget(settings.budget) if settings.budget.active else None
 
-    def documents(status: RunStatus, not_run: dict[str, int], hook_errors: list[str]) -> tuple[EvalRun, RunReport]:
+    def documents(
+        status: RunStatus,
+        not_run: dict[str, int],
+        hook_errors: list[str],
+        unstarted: Sequence[tuple[str, LoadedTest]] = (),
+        reason: str | None = None,
+    ) -> tuple[EvalRun, RunReport]:
         """The final manifest and the report's summary part."""
-        summaries = tuple(tallies[a].summary(not_run=not_run.get(a, 0), skipped=skipped.get(a, 0)) for a in plan)
+        if reason is None and any(not_run.values()):
+            reason = "interrupted"
+        summaries = tuple(
+            tallies[a].summary(not_run=not_run.get(a, 0), not_run_reason=reason, skipped=skipped.get(a, 0))
+            for a in plan
+        )
+        spend = budget.spend() if budget is not None else None
         final = run.model_copy(
             update={
                 "status": status,
                 "finished_at": time.time(),
                 "summaries": summaries,
                 "not_run": not_run,
+                "not_run_reason": reason,
+                "budget": spend,
                 "hook_errors": tuple(hook_errors),
             }
         )
@@ -249,6 +282,12 @@ async def run_evaluation(
             hook_errors=list(hook_errors),
             not_run=sum(not_run.values()),
             skipped=sum(skipped.values()),
+            not_run_reason=reason,
+            not_run_tests=[
+                NotRunTest(agent=a, test_id=t.case.id, name=t.case.name, suite=t.case.suite, reason=reason or "")
+                for a, t in unstarted
+            ],
+            budget=spend,
         )
         return final, report
 
@@ -299,6 +338,7 @@ async def run_evaluation(
         return control.reason if control is not None else None
 
     outcome = None
+    planned_outcome = PlanOutcome()  # filled in by run_plan even when the run is cancelled
     try:
         await sink.begin(run, planned)
         outcome = await run_plan(
@@ -309,6 +349,8 @@ async def run_evaluation(
             fail_fast=settings.fail_fast,
             running=running,
             stop_reason=stop_reason,
+            budget=budget,
+            outcome=planned_outcome,
         )
     finally:
         watchdog.stop()
@@ -323,7 +365,9 @@ async def run_evaluation(
                 if agent not in done:
                     done.add(agent)
                     await sink.agent_done(agent)
-            final, report = documents(status, not_run, hook_errors)
+            unstarted = planned_outcome.unstarted
+            reason = planned_outcome.not_run_reason
+            final, report = documents(status, not_run, hook_errors, unstarted, reason)
             await sink.finish(final, report)
             await sink.close()
             await _close(closers)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_health.config import Config
 from agent_health.errors import ConfigError
-from agent_health.model import JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
+from agent_health.model import BudgetSettings, JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
 from agent_health.model.limits import PLANNED_WORK_MAX, Concurrency, Epochs, Timeout
 from agent_health.model.settings import check_store_settings
 
@@ -57,6 +57,13 @@ def _float(raw: str, name: str) -> float:
         return float(raw.strip())
     except ValueError:
         raise ConfigError(f"{name}={raw!r}: expected a number of seconds") from None
+
+
+def _usd(raw: str, name: str) -> float:
+    try:
+        return float(raw.strip().removeprefix("$"))
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected an amount in USD") from None
 
 
 def parse_store(value: Any, name: str) -> StoreSettings | None:
@@ -98,10 +105,20 @@ ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AGENT_HEALTH_REPLAY": ("replay", lambda raw, name: check_replay_mode(raw, name)),
     "AGENT_HEALTH_STORE": ("store", parse_store),
     "AGENT_HEALTH_ALLOW_LARGE_RUN": ("allow_large_run", _bool),
+    "AGENT_HEALTH_MAX_COST": ("budget.max_cost_usd", _usd),
+    "AGENT_HEALTH_MAX_JUDGE_COST": ("budget.max_judge_cost_usd", _usd),
+    "AGENT_HEALTH_MAX_TOKENS": ("budget.max_tokens", _int),
+    "AGENT_HEALTH_BUDGET_EXIT": ("budget.exit_code", _int),
 }
 
 # Names callers may use in `overrides` for nested or negated settings (CLI flags, run config).
 _ALIASES = {
+    "max_cost": "budget.max_cost_usd",
+    "max_cost_usd": "budget.max_cost_usd",
+    "max_judge_cost": "budget.max_judge_cost_usd",
+    "max_judge_cost_usd": "budget.max_judge_cost_usd",
+    "max_tokens": "budget.max_tokens",
+    "budget_exit": "budget.exit_code",
     "timeout": "timeout_s",
     "skip_judge": "judge.skip",
     "judge_model": "judge.model",
@@ -109,14 +126,25 @@ _ALIASES = {
     "cache": "judge.cache",
     "no_store": "store",
 }
-_FIELDS = set(RunSettings.model_fields) - {"judge"} | {f"judge.{k}" for k in JudgeRunSettings.model_fields}
+_NESTED: dict[str, type[BaseModel]] = {
+    "judge": JudgeRunSettings,
+    "budget": BudgetSettings,
+}  # settings given as a mapping of their own
+_FIELDS = set(RunSettings.model_fields) - set(_NESTED)
+_FIELDS |= {f"{group}.{k}" for group, model in _NESTED.items() for k in model.model_fields}
 
 
 def _explicit(overrides: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     out: dict[str, tuple[Any, str]] = {}
     for key, value in overrides.items():
-        if key == "judge" and isinstance(value, Mapping):
-            out.update({f"judge.{k}": (v, f"judge.{k}") for k, v in value.items() if v is not None})
+        if key in _NESTED and isinstance(value, Mapping):
+            for k, v in value.items():
+                if v is None:
+                    continue
+                if key == "budget" and f"{key}.{k}" not in _FIELDS:  # a typo would silently lift the budget
+                    known = ", ".join(sorted(_NESTED[key].model_fields))
+                    raise ConfigError(f"unknown run setting {key}.{k!r}; known: {known}")
+                out[f"{key}.{k}"] = (v, f"{key}.{k}")
             continue
         if value is None:  # not given (a CLI flag left out)
             continue
@@ -154,6 +182,10 @@ def _from_config(config: Config) -> dict[str, tuple[Any, str]]:
         "replay": (config.replay, "configuration replay"),
         "store": (config.store, "configuration store"),
         "judge.cache": (config.judge.cache, "configuration judge.cache"),
+        **{
+            f"budget.{k}": (getattr(config.budget, k), f"configuration budget.{k}")
+            for k in config.budget.model_fields_set
+        },
     }
 
 
@@ -165,17 +197,19 @@ def build_settings(
 ) -> RunSettings:
     """The run's settings: `overrides` (flags or run config; None values mean "not given"), then
     the environment, then the configuration, then the defaults. Keys of `overrides` are RunSettings
-    field names (`judge` as a nested mapping) or the aliases `timeout`, `skip_judge`, `judge_model`,
-    `no_cache`, `no_store`; `store` takes a type name, `none`, a JSON object or StoreSettings."""
+    field names (`judge` and `budget` as nested mappings) or the aliases `timeout`, `skip_judge`,
+    `judge_model`, `no_cache`, `no_store`, `max_cost`, `max_judge_cost`, `max_tokens`, `budget_exit`;
+    `store` takes a type name, `none`, a JSON object or StoreSettings."""
     layers = [_explicit(overrides or {}), _from_env(os.environ if environ is None else environ), _from_config(config)]
     chosen: dict[str, tuple[Any, str]] = {}
     for layer in reversed(layers):  # later (higher) layers overwrite
         chosen.update(layer)
     values: dict[str, Any] = {}
-    judge: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {group: {} for group in _NESTED}
     for name, (value, _) in chosen.items():
-        if name.startswith("judge."):
-            judge[name.removeprefix("judge.")] = value
+        group, dot, key = name.partition(".")
+        if dot and group in nested:
+            nested[group][key] = value
         else:
             values[name] = value
     for key in ("agents", "labels", "only"):
@@ -187,11 +221,11 @@ def build_settings(
         values["agents"] = tuple(dict.fromkeys(config.agent(str(ref)).ref for ref in values["agents"]))
     try:
         _Bounded.model_validate({k: values[k] for k in _Bounded.model_fields if k in values})
-        settings = RunSettings(**values, judge=judge)
+        settings = RunSettings(**values, **nested)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err.get("loc", ())]
-        field = ".".join(loc[:2]) if loc[:1] == ["judge"] else (loc[0] if loc else "")
+        field = ".".join(loc[:2]) if loc[:1] and loc[0] in _NESTED else (loc[0] if loc else "")
         source = chosen.get(field, (None, field))[1]
         message = str(err.get("msg", exc)).removeprefix("Value error, ")
         raise ConfigError(f"{source}: {message} (got {err.get('input')!r})") from None

@@ -95,3 +95,36 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
     )
     judges.settings_hash = judge_settings_hash(config)
     return judges
+
+
+def check_budget_prices(config: Config, judges: JudgeService, plan: Any = ()) -> None:
+    """With a budget in USD every model the run will call needs a price (`prices`, the demo prices
+    or the bundled price database): a ConfigError naming the first one without, and how to add it,
+    instead of counting its spend as zero. Checks the judge models the configuration names (the
+    run's, `per_test`, `judge.providers`) and an agent version's `model` setting, when it has one."""
+    from agent_health.errors import ConfigError
+    from agent_health.pricing import price_source
+
+    wanted: list[tuple[str, str]] = []  # (model id, where it is named)
+    if judges.settings is not None and not judges.skip:
+        s = judges.settings
+        specs = [(s.model, "judge.model"), *((spec, f"judge.per_test[{p!r}]") for p, spec in s.per_test.items())]
+        specs += [(f"{name}:", f"judge.providers[{name!r}]") for name in s.providers]
+        for spec, where in specs:
+            try:
+                kind, model = judges.provider_model(spec)
+            except ConfigError:
+                continue  # a provider without a model: the run names it when the judge is used
+            if kind != "demo" and model:
+                wanted.append((model, where))
+    for ref in plan:
+        model = config.agent(ref).settings.get("model")
+        if isinstance(model, str) and model:
+            wanted.append((model, f"agent {ref} settings.model"))
+    for model, where in wanted:
+        if price_source(model, config.prices) is None:
+            raise ConfigError(
+                f"budget: model {model!r} ({where}) has no price, so its spend cannot be counted; add it to "
+                f"the configuration: define_config(prices={{{model!r}: (USD per 1M input tokens, "
+                "USD per 1M output tokens)}) (docs/budgets.md)"
+            )

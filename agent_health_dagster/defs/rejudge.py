@@ -20,7 +20,7 @@ from pydantic import Field
 from agent_health.errors import AgentHealthError
 from agent_health.pipeline import TestResult, rejudge_partitions
 from agent_health_dagster.defs.partitions import multi_key, split_keys, test_id_of, test_key
-from agent_health_dagster.defs.resources import AgentHealthResource
+from agent_health_dagster.defs.resources import AgentHealthResource, BudgetConfig
 from agent_health_dagster.defs.suite_assets import SuiteAssets, outcome_metadata
 
 
@@ -31,6 +31,9 @@ class RejudgeConfig(Config):
     cache: bool = Field(False, description="Reuse verdicts from the judge cache (default: ask the judges again).")
     labels: list[str] = Field(default_factory=list, description="Only tests carrying every one of these labels.")
     grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
+    budget: BudgetConfig | None = Field(
+        None, description="Spend budget of the re-judging: only new judge spend counts (docs/budgets.md)."
+    )
 
 
 def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
@@ -55,6 +58,7 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
                 "cache": config.cache,
                 "labels": tuple(config.labels),
                 "grep": config.grep,
+                "budget": config.budget,
             }
         )
         try:
@@ -76,6 +80,8 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
             context.log.warning(
                 f"{suite.suite}: {done.missing} selected partition(s) have no stored result to re-judge"
             )
+        if done.not_run_reason:  # e.g. the budget was reached
+            context.log.warning(f"{suite.suite}: {done.not_run} result(s) not re-judged: {done.not_run_reason}")
         context.log.info(
             f"{suite.suite}: {len(done.results)} result(s) re-judged"
             + (f" and stored in {done.store} (run {done.run_id})" if done.store else "")

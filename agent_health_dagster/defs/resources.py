@@ -20,6 +20,19 @@ from agent_health.errors import ConfigError
 from agent_health.pipeline import Project, RunSettings, Thresholds, build_settings, env_number
 
 
+class BudgetConfig(Config):
+    """A spend budget (docs/budgets.md): once the next test could pass it, the run starts no more
+    tests and the rest are reported as not run, "budget reached"."""
+
+    max_cost_usd: float | None = Field(None, gt=0, description="Agent and judge spend together, in USD.")
+    max_judge_cost_usd: float | None = Field(None, gt=0, description="Judge spend alone, in USD.")
+    max_tokens: int | None = Field(None, ge=1, description="Agent and judge tokens together.")
+
+
+def _budget(config: BudgetConfig | None) -> dict[str, Any] | None:
+    return config.model_dump(exclude_none=True) or None if config is not None else None
+
+
 class EvaluateConfig(Config):
     """Run settings of one evaluation run (the Launchpad's config of an `evaluate__*` step).
     Unset fields come from the resource, then the configuration file."""
@@ -30,6 +43,9 @@ class EvaluateConfig(Config):
     skip_judge: bool | None = Field(None, description="Skip every judge() call (neutral verdicts).")
     judge_model: str | None = Field(None, description="Judge model for this run (`provider:model`).")
     replay: str | None = Field(None, description="Record/replay mode: off, record, auto or strict.")
+    budget: BudgetConfig | None = Field(
+        None, description="Spend budget of this run: max_cost_usd, max_judge_cost_usd, max_tokens."
+    )
 
 
 class AgentHealthResource(ConfigurableResource):
@@ -54,6 +70,9 @@ class AgentHealthResource(ConfigurableResource):
     replay: str | None = Field(
         default=None, description="Record/replay mode (else $AGENT_HEALTH_REPLAY, else the config's)."
     )
+    budget: BudgetConfig | None = Field(
+        default=None, description="Spend budget of every run (else the configuration's budget)."
+    )
     min_pass_rate: float = Field(0.5, description="Rollup check: pass rate at least this (0..1).")
     suite_min_pass_rate: dict[str, float] = Field(
         default_factory=dict, description="Per-suite pass-rate thresholds (suite -> 0..1)."
@@ -74,10 +93,16 @@ class AgentHealthResource(ConfigurableResource):
         (and `more` settings of another job's run config, as `build_settings` names them), then this
         resource, then the environment, then the configuration file, then defaults."""
         fields = ("concurrency", "timeout_s", "epochs", "skip_judge", "judge_model", "replay")
-        overrides = {name: getattr(self, name) for name in fields}
+        overrides: dict[str, Any] = {name: getattr(self, name) for name in fields}
+        budget = _budget(self.budget) or {}
         if run is not None:
             overrides.update({name: getattr(run, name) for name in fields if getattr(run, name) is not None})
-        overrides.update({name: value for name, value in (more or {}).items() if value is not None})
+            budget.update(_budget(run.budget) or {})  # the run's limits over the resource's, one by one
+        more = dict(more or {})
+        if isinstance(more.get("budget"), BudgetConfig):
+            budget.update(_budget(more.pop("budget")) or {})
+        overrides["budget"] = budget or None
+        overrides.update({name: value for name, value in more.items() if value is not None})
         return build_settings(self.project().config, overrides)
 
     def thresholds(self) -> Thresholds:

@@ -226,6 +226,12 @@ def build_suite_assets(
                 raise Failure(f"{suite}: {exc}") from exc
             counts = {s: sum(r.status == s for r in out) for s in ("passed", "failed", "errored")}
             context.log.info(f"{suite}: {len(out)} results stored in {project.store.location}: {counts}")
+            asked = sum(len(ids) for ids in by_agent.values())
+            if len(out) < asked:  # a budget reached (docs/budgets.md): those partitions got no new result
+                context.log.warning(
+                    f"{suite}: {asked - len(out)} of {asked} test(s) not run (the run's budget was reached): "
+                    "their partitions have no new result"
+                )
             context.log.info(worker_settings_message())
             results_key = key("results")
             for r in out:

@@ -70,6 +70,20 @@ EXERCISED = {
     ("traces.md", '{"trace_id": "'): "test_the_documented_span_line_is_read_by_the_local_source",
     ("traces.md", "traces = {"): "test_the_opensearch_traces_settings_build_a_source",
     ("traces.md", "async def my_synthesizer(data)"): "test_the_synthesizer_example_adds_its_insights",
+    **{
+        ("budgets.md", head): "tests/engine/test_budget.py::test_the_budgets_doc_examples_run_as_written"
+        for head in (
+            "# agent_health_config.py",
+            "agent-health run evals --reporter junit=budget.xml",
+            "budget:",
+            "stopped early:",
+            "# evals/outages.eval.py",
+            "agent-health run evals --grep cheap",
+            "! errored outages::cheap-triage",
+            "agent-health run evals --judge-model acme-judge-2",
+            "error: budget: model",
+        )
+    },
 }
 
 

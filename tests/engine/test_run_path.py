@@ -204,7 +204,9 @@ def test_fail_fast_across_agents_reports_what_never_ran_per_agent(write_eval, tm
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
     assert report.not_run == 9 and len(report.results) == 1
     assert [(s.agent, s.total, s.not_run) for s in report.summaries] == [("demo@v1", 1, 4), ("demo@v2", 0, 5)]
-    assert "9 test(s) not run (demo@v1: 4, demo@v2: 5)" in p.stdout
+    assert "9 test(s) not run (demo@v1: 4, demo@v2: 5), fail-fast" in p.stdout
+    assert len(report.not_run_tests) == 9 and {t.reason for t in report.not_run_tests} == {"fail-fast"}
+    assert [t.agent for t in report.not_run_tests] == ["demo@v1"] * 4 + ["demo@v2"] * 5  # in plan order
     (run,) = _store(tmp_path).list_runs()
     assert run.not_run == {"demo@v1": 4, "demo@v2": 5} and run.status == "finished"
 
@@ -358,6 +360,8 @@ def test_interrupting_a_run_keeps_its_results_finishes_its_reports_and_says_so(w
         assert "Traceback" not in err
         summary = read_jsonl(report)  # finished: it has its summary line
         assert summary.not_run > 0 and summary.not_run + len(summary.results) == 60
+        assert len(summary.not_run_tests) == summary.not_run and summary.not_run_reason == "interrupted"
+        assert {t.reason for t in summary.not_run_tests} == {"interrupted"}
         run = _store(tmp_path).get_run(summary.eval_run_id)
         assert run.status == "interrupted" and run.not_run == {"demo@v2": summary.not_run}
         assert len(list(_store(tmp_path).run_results(run.id))) == len(summary.results)

@@ -31,6 +31,8 @@ GOOD = f'  {{"name": "fine", "prompt": "{PROMPT}"}}'
         ('"timeout": Infinity', "timeout: expected a finite number (got inf)"),
         ('"timeout": -Infinity', "timeout: expected a finite number (got -inf)"),
         ('"timeout": 1e9', "timeout: Input should be less than or equal to 86400"),
+        ('"maxCostUsd": Infinity', "maxCostUsd: expected a finite number (got inf)"),
+        ('"max_cost_usd": 0', "max_cost_usd: Input should be greater than 0"),
     ],
 )
 def test_a_data_case_number_past_its_bound_is_a_load_error(tmp_path, evals, field, expected):
@@ -48,6 +50,8 @@ def test_a_data_case_number_past_its_bound_is_a_load_error(tmp_path, evals, fiel
         ("epochs=10**9", "epochs: Input should be less than or equal to 1000"),
         ('timeout=float("inf")', "timeout: expected a finite number (got inf)"),
         ('timeout=float("nan")', "timeout: expected a finite number (got nan)"),
+        ('max_cost_usd=float("nan")', "max_cost_usd: expected a finite number (got nan)"),
+        ("max_cost_usd=1e9", "max_cost_usd: Input should be less than or equal to 1000000"),
     ],
 )
 def test_a_test_option_past_its_bound_is_a_load_error(tmp_path, evals, option, expected):
@@ -138,6 +142,9 @@ def test_an_agent_setting_past_its_bound_is_an_error_before_any_test(tmp_path, e
         ("AGENT_HEALTH_DEMO_LATENCY_MS", "abc", "$AGENT_HEALTH_DEMO_LATENCY_MS: expected a number from 0 to 600000"),
         ("AGENT_HEALTH_DEMO_LATENCY_MS", "inf", "$AGENT_HEALTH_DEMO_LATENCY_MS: expected a number from 0 to 600000"),
         ("AGENT_HEALTH_DEMO_LATENCY_MS", "-5", "$AGENT_HEALTH_DEMO_LATENCY_MS: expected a number from 0 to 600000"),
+        ("AGENT_HEALTH_MAX_COST", "nan", "$AGENT_HEALTH_MAX_COST: expected a finite number (got nan)"),
+        ("AGENT_HEALTH_MAX_JUDGE_COST", "inf", "$AGENT_HEALTH_MAX_JUDGE_COST: expected a finite number (got inf)"),
+        ("AGENT_HEALTH_MAX_TOKENS", "0", "$AGENT_HEALTH_MAX_TOKENS: Input should be greater than or equal to 1"),
     ],
 )
 def test_an_environment_number_past_its_bound_is_exit_2_naming_the_variable(tmp_path, evals, variable, value, expected):
@@ -158,6 +165,10 @@ def test_an_environment_number_past_its_bound_is_exit_2_naming_the_variable(tmp_
         (("--timeout", "inf"), "inf is not in the range 0<x<=86400"),
         (("--concurrency", "100000"), "100000 is not in the range 1<=x<=1024"),
         (("rejudge", "--timeout", "inf"), "inf is not in the range 0<x<=86400"),
+        (("--max-cost", "inf"), "inf is not in the range 0<x<=1000000"),
+        (("--max-cost", "nan"), "expected a finite number, not nan"),
+        (("--max-tokens", "0"), "0 is not in the range 1<=x<=100000000000"),
+        (("rejudge", "--max-judge-cost", "nan"), "expected a finite number, not nan"),
         (("compare", "a", "b", "--resamples", "10000000000"), "10000000000 is not in the range 1<=x<=1000000"),
     ],
 )
