@@ -25,7 +25,7 @@ from agent_health.judges.cache import JudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
 from agent_health.judges.identity import custom_identity, definition_hash, fallback_identity
 from agent_health.judges.llm import CachedLLM
-from agent_health.model import Verdict
+from agent_health.model import JudgeIdentity, Verdict
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.settings import StoreSettings
 
@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_health.config.model import JudgeSettings
 
 ProviderFactory = Callable[[JudgeRequest], JudgeProvider]
+# A judge identity -> None when it may gate, else why not (the `judge.calibration` gate).
+CalibrationCheck = Callable[[JudgeIdentity], str | None]
 BUILTIN_PROVIDERS = ("demo", "openai", "bedrock")
 
 
@@ -66,6 +68,11 @@ class JudgeService:
         self._judges: dict[tuple[str, str], JudgeProvider] = {}
         self._definitions: dict[str, str] = {}  # custom evaluator -> hash of its definition
         self.settings_hash = ""  # hash of the judge settings it was built from (results' provenance)
+        # The calibration gate (session wiring sets it from judge.calibration and the store): a
+        # gating verdict of a judge it refuses is demoted to observe, or errored when required.
+        self.calibration: CalibrationCheck | None = None
+        self.require_calibrated = False
+        self.uncalibrated: dict[str, str] = {}  # judge label -> why it was refused, for warnings
         if settings is not None and not skip:
             # fail fast on a missing model or key, naming the setting (skip mode needs no credentials)
             self.resolve(settings.model)
@@ -239,7 +246,29 @@ class JudgeService:
             )
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
+        if request.role == "gate" and self.calibration is not None and verdict.identity is not None:
+            verdict = self._gate(verdict, verdict.identity, request)
         return verdict
+
+    def _gate(self, verdict: Verdict, identity: JudgeIdentity, request: JudgeRequest) -> Verdict:
+        """The calibration gate: a verdict of an uncalibrated judge observes (or errors)."""
+        assert self.calibration is not None
+        reason = self.calibration(identity)
+        if reason is None:
+            return verdict
+        self.uncalibrated.setdefault(identity.label, reason)
+        if self.require_calibrated:
+            where = f" in test {request.test_id}" if request.test_id else ""
+            return verdict.model_copy(
+                update={
+                    "passed": False,
+                    "errored": True,
+                    "error": f"judge {identity.label} is not calibrated{where}: {reason}; "
+                    "--require-calibrated refuses its verdicts",
+                    "calibration": reason,
+                }
+            )
+        return verdict.model_copy(update={"role": "observe", "calibration": reason})
 
     async def _custom(self, request: JudgeRequest) -> Verdict:
         from agent_health.judges.custom import run_custom

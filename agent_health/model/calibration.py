@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -113,9 +112,6 @@ class CalibrationGate(BaseModel):
 
     min_kappa: float = Field(0.6, ge=-1, le=1, description="Lowest acceptable Cohen's kappa.")
     min_labels: int = Field(30, ge=1, description="Fewest labelled verdicts a calibration must compare.")
-    on_uncalibrated: Literal["observe", "error"] = Field(
-        "observe", description="observe: demote the judge's verdicts to observe; error: as --require-calibrated."
-    )
 
     def check(self, calibration: Calibration | None) -> str | None:
         """None when `calibration` passes the gate, else why not (one sentence)."""

@@ -111,3 +111,7 @@ class RunReport(BaseModel):
     load_errors: list[str] = Field(default_factory=list, description="Eval files or tests that failed to load.")
     hook_errors: list[str] = Field(default_factory=list, description="after_all hooks that failed.")
     not_run: int = Field(0, description="Tests never started (--fail-fast, interruption), over every agent version.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Run-level warnings: gating judges demoted to observe because they miss judge.calibration.",
+    )

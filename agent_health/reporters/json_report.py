@@ -19,7 +19,7 @@ from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.output import ReportOutput
 
-_TAIL_FIELDS = ("finished_at", "summaries", "load_errors", "hook_errors", "not_run")
+_TAIL_FIELDS = ("finished_at", "summaries", "load_errors", "hook_errors", "not_run", "warnings")
 
 
 def _tail(report: RunReport) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
 from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
-from agent_health.session.wiring import build_analyzers, build_judges, build_runtime
+from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, gate_judges
 from agent_health.stores import ResultStore, open_store
 
 Tests = Sequence[LoadedTest] | Mapping[str, Sequence[LoadedTest]]
@@ -57,6 +57,11 @@ class RunOutcome:
     store: str | None = None  # the store's location, when there was one
 
     @property
+    def uncalibrated(self) -> tuple[str, ...]:
+        """Warnings of the judges the calibration gate refused (demoted to observe, or errored)."""
+        return self.run.warnings
+
+    @property
     def all_passed(self) -> bool:
         """Every test that ran passed, every test ran, and no after_all hook failed."""
         return (
@@ -65,6 +70,12 @@ class RunOutcome:
             and not any(self.run.not_run.values())
             and all(s.failed == 0 and s.errored == 0 for s in self.run.summaries)
         )
+
+
+def calibration_warnings(judges: JudgeService) -> list[str]:
+    """One line per judge the calibration gate refused: what became of its verdicts and why."""
+    fate = "its verdicts errored (--require-calibrated)" if judges.require_calibrated else "its verdicts only observe"
+    return [f"judge {who} is not calibrated: {why}; {fate}" for who, why in sorted(judges.uncalibrated.items())]
 
 
 def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: str | None = None) -> list[LoadedTest]:
@@ -171,6 +182,7 @@ async def run_evaluation(
             closers.insert(0, runtimes[-1].aclose)
         if store is None and settings.store is not None:
             store = open_store(config, settings.store)
+        gate_judges(judges, run_config, store, require=settings.judge.require_calibrated)
         analyzers = build_analyzers(run_config, judges)
     except BaseException:
         await _close(closers)
@@ -214,6 +226,7 @@ async def run_evaluation(
                 "summaries": summaries,
                 "not_run": not_run,
                 "hook_errors": tuple(hook_errors),
+                "warnings": tuple(calibration_warnings(judges)),
             }
         )
         report = RunReport(
@@ -225,6 +238,7 @@ async def run_evaluation(
             load_errors=list(load_errors),
             hook_errors=list(hook_errors),
             not_run=sum(not_run.values()),
+            warnings=calibration_warnings(judges),
         )
         return final, report
 

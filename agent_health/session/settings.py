@@ -108,6 +108,7 @@ _ALIASES = {
     "no_cache": "judge.cache",
     "cache": "judge.cache",
     "no_store": "store",
+    "require_calibrated": "judge.require_calibrated",
 }
 _FIELDS = set(RunSettings.model_fields) - {"judge"} | {f"judge.{k}" for k in JudgeRunSettings.model_fields}
 
