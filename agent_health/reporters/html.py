@@ -186,6 +186,7 @@ class ReportBuilder:
         finished_at: float | None = None,
         load_errors: Iterable[str] = (),
         hook_errors: Iterable[str] = (),
+        warnings: Iterable[str] = (),
         source: str = "",
     ) -> None:
         """Stream the page into `out` and release the spool."""
@@ -220,6 +221,8 @@ class ReportBuilder:
             "details": self._details(),
             "load_errors": list(load_errors),
             "hook_errors": list(hook_errors),
+            # judges the calibration gate refused: their verdicts did not gate
+            "warnings": list(warnings) or (list(run.warnings) if run else []),
             "settings_json": run.settings.model_dump_json(indent=1) if run else None,
             **_assets("common.js", "report.js"),
         }
@@ -268,6 +271,7 @@ def report_page(report: RunReport) -> dict[str, Any]:
         "finished_at": report.finished_at,
         "load_errors": report.load_errors,
         "hook_errors": report.hook_errors,
+        "warnings": report.warnings,
     }
 
 

@@ -32,16 +32,22 @@ def test_an_uncalibrated_gating_judge_only_observes_and_every_output_says_so(cal
     project.judge.passes = JUDGE_PASS  # fails cases 5 and 8-11
     project.configure(calibration=GATE)
 
-    p, report = run(project, expect=0)  # the failing verdicts did not gate
+    p, report = run(project, "--reporter", "html=report.html", expect=0)  # the failing verdicts did not gate
     warning = "judge openai:judge-a (builtin:contextual) is not calibrated: it has no calibration"
+    page = (project.root / "report.html").read_text()
+    assert 'id="run-warnings"' in page and warning in page.replace("&#39;", "'")
     assert f"warning: {warning}" in p.stdout and "its verdicts only observe" in p.stdout
     assert any(warning in w for w in report["warnings"])
     failed = verdicts(report)[case_id(9)]
     assert failed["passed"] is False and failed["role"] == "observe"
     assert "no calibration" in failed["evidence"]["calibration"]
     assert all(r["status"] == "passed" for r in report["results"])
-    (manifest,) = LocalResultStore(project.store_root).list_runs()
+    store = LocalResultStore(project.store_root)
+    (manifest,) = store.list_runs()
     assert any(warning in w for w in manifest.warnings)
+    # each result says which judge did not gate, in the part rollups read
+    (summary,) = store.get_summaries([next(k for k in store.list() if k.test_id == case_id(9))])
+    assert summary.uncalibrated_judges == ("openai:judge-a (builtin:contextual): " + failed["evidence"]["calibration"],)
 
     # a calibration with kappa 0.5 (hand-computed in test_calibrate_cli) is below min_kappa 0.6
     assert run_cli("calibrate", "--labels", str(labels(project)), cwd=project.root).returncode == 0

@@ -1,0 +1,56 @@
+"""The Dagster rollup checks of a suite judged by an uncalibrated gating judge (a real judge server
+on 127.0.0.1) say that its verdicts only observed, against a temporary SQLite instance."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from dagster import AssetCheckKey, AssetKey, instance_for_test
+
+from agent_health_dagster.defs.build import build_pipeline
+from agent_health_dagster.defs.partitions import range_tags, version_range_tags
+from agent_health_dagster.headless import QUIET, register
+
+from .test_calibrate_cli import JUDGE_PASS
+from .test_gate import GATE
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+warnings.filterwarnings("ignore", module="dagster")
+
+
+@pytest.fixture
+def instance(tmp_path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with instance_for_test(temp_dir=str(home)) as inst:
+        yield inst
+
+
+def test_the_rollup_check_says_the_judge_was_not_calibrated(calib_project, instance):
+    from agent_health_dagster.defs.resources import AgentHealthResource
+
+    project = calib_project
+    project.judge.passes = JUDGE_PASS
+    project.configure(calibration=GATE, cache=False)
+    pipeline = build_pipeline(AgentHealthResource(config_path=str(project.root / "agent_health_config.py")))
+    assert register(instance, pipeline) == []
+    (suite,) = pipeline.suites
+    tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
+    job = pipeline.defs.resolve_job_def(suite.names.job)
+    assert job.execute_in_process(instance=instance, tags=range_tags(["sre@v1"], tests), run_config=QUIET).success
+    refresh = pipeline.defs.resolve_job_def("refresh").execute_in_process(
+        instance=instance, tags=version_range_tags(["sre@v1"]), run_config=QUIET, raise_on_error=False
+    )
+    assert refresh.success
+    history = instance.event_log_storage.get_asset_check_execution_history(
+        AssetCheckKey(AssetKey(["cases", "rollup"]), "pass_rate_threshold"), limit=5
+    )
+    (check,) = [h for h in history if h.partition == "sre@v1"][:1]
+    evaluation = check.evaluation
+    assert evaluation.passed  # the judge's failing verdicts only observed
+    assert "Not calibrated, its verdicts only observed: judge openai:judge-a (builtin:contextual)" in (
+        evaluation.description
+    )
+    assert "it has no calibration" in evaluation.description and "(12 test(s))" in evaluation.description
+    assert "uncalibrated_judges" in evaluation.metadata
