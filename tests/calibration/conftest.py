@@ -37,6 +37,7 @@ config = define_config(
     agents=[
         {{"key": "sre", "connector": "http", "settings": {{"endpoint": {endpoint!r}}}, "versions": {{"v1": {{}}}}}}
     ],
+    default_agent="sre@v1",
     judge={judge},
 )
 """

@@ -60,6 +60,14 @@ EXERCISED = {
     ("traces.md", '{"trace_id": "'): "test_the_documented_span_line_is_read_by_the_local_source",
     ("traces.md", "traces = {"): "test_the_opensearch_traces_settings_build_a_source",
     ("traces.md", "async def my_synthesizer(data)"): "test_the_synthesizer_example_adds_its_insights",
+    ("judges.md", '{"test_id": "cases::case-05"'): "tests/calibration/test_docs_judges.py",
+    ("judges.md", "error: labels file labels.jsonl"): "tests/calibration/test_docs_judges.py (the real message)",
+    ("judges.md", "agent-health calibrate --labels labels.csv"): "tests/calibration/test_docs_judges.py",
+    ("judges.md", "test_id,agent,label,note"): "tests/calibration/test_docs_judges.py (the worked example)",
+    ("judges.md", "judge pass   judge fail"): "tests/calibration/test_docs_judges.py (against calibrate's output)",
+    ("judges.md", "# agent_health_config.py"): "tests/calibration/test_docs_judges.py",
+    ("judges.md", "warning: judge openai:judge-a"): "tests/calibration/test_docs_judges.py (the real warning)",
+    ("judges.md", "agent-health run evals --require-calibrated"): "tests/calibration/test_docs_judges.py",
 }
 
 
