@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from agent_health.model.calibration import Calibration, Label
     from agent_health.stores.summary import ResultSummary
 
-__all__ = ["ResultKey", "ResultStore", "StoreError"]
+__all__ = ["ResultKey", "ResultStore", "StoreError", "newest_labels"]
+
+
+def newest_labels(labels: Iterable[Label]) -> builtins.list[Label]:
+    """Labels in storing order reduced to the newest of each (result, claim, judge, labeller)."""
+    newest: dict[tuple[object, ...], Label] = {}
+    for label in labels:
+        newest.pop(label.key, None)  # the newer goes last, as if written in the older's place
+        newest[label.key] = label
+    return builtins.list(newest.values())
 
 
 @dataclass(frozen=True, order=True)

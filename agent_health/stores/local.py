@@ -31,7 +31,7 @@ from agent_health.config import Config
 from agent_health.files import append_whole, fsync_folder, replace_file, write_atomic
 from agent_health.model import EvalRun, StoreSettings, TestResult
 from agent_health.model.validation import describe_errors
-from agent_health.stores.base import ResultKey, ResultStore, StoreError
+from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
 
 if TYPE_CHECKING:
     from agent_health.model.calibration import Calibration, Label
@@ -363,11 +363,7 @@ class LocalResultStore(ResultStore):
     def labels(self) -> builtins.list[Label]:
         from agent_health.model.calibration import Label
 
-        newest: dict[tuple[object, ...], Label] = {}
-        for label in self._read_lines("labels.jsonl", Label):
-            newest.pop(label.key, None)
-            newest[label.key] = label
-        return list(newest.values())
+        return newest_labels(self._read_lines("labels.jsonl", Label))
 
     def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
         lines = [c.model_dump_json().encode() for c in calibrations]
