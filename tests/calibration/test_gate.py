@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent_health.stores import LocalResultStore
 
 from ..conftest import run_cli
@@ -86,3 +88,36 @@ def test_require_calibrated_without_a_configured_gate_uses_the_default_one(calib
     project.judge.passes = HUMAN_PASS
     p, _ = run(project, "--require-calibrated", expect=2)
     assert "it has no calibration" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "gate, message",
+    [
+        ({"min_kappa": 2}, "judge.calibration.min_kappa: Input should be less than or equal to 1"),
+        ({"min_kapa": 0.5}, "judge.calibration.min_kapa: unknown field"),
+        ({"min_labels": 0}, "judge.calibration.min_labels: Input should be greater than or equal to 1"),
+    ],
+)
+def test_a_bad_gate_setting_is_one_error_naming_it(tmp_path, gate, message):
+    from agent_health import load_config
+    from agent_health.errors import ConfigError
+
+    path = tmp_path / "agent_health_config.py"
+    path.write_text(
+        f"from agent_health import define_config\nconfig = define_config(judge={{'calibration': {gate!r}}})\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(str(path))
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_a_damaged_calibrations_file_stops_the_run_before_any_test_naming_the_line(calib_project):
+    project = calib_project
+    project.configure(calibration=GATE)
+    folder = project.store_root / "_calibration"
+    folder.mkdir(parents=True)
+    (folder / "calibrations.jsonl").write_text('{"judge_key": "x"}\n')
+    p = run_cli("run", "evals", cwd=project.root)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "calibrations.jsonl, line 1" in p.stderr
+    assert project.agent.calls == 0  # nothing ran
