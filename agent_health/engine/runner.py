@@ -368,6 +368,7 @@ class AgentEngine:
                 ),
                 judged_at=time.time(),
                 uncalibrated_judges=uncalibrated_judges(last.signals),
+                calibrated_judges=calibrated_judges(last.signals),
             ),
         }
         if trials.tally.count > 1:
@@ -387,6 +388,16 @@ def uncalibrated_judges(signals: Iterable[Signal]) -> tuple[str, ...]:
             raw = evidence.get("provenance")
             who = JudgeIdentity.model_validate(raw).label if isinstance(raw, dict) else str(evidence.get("evaluator"))
             out[f"{who}: {why}"] = None
+    return tuple(out)
+
+
+def calibrated_judges(signals: Iterable[Signal]) -> tuple[str, ...]:
+    """The judges whose gating verdicts the calibration gate let gate, each once."""
+    out: dict[str, None] = {}
+    for s in signals:
+        evidence = s.evidence or {}
+        if s.kind == "judge" and evidence.get("calibrated") and isinstance(raw := evidence.get("provenance"), dict):
+            out[JudgeIdentity.model_validate(raw).label] = None
     return tuple(out)
 
 

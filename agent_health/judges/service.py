@@ -255,7 +255,7 @@ class JudgeService:
         assert self.calibration is not None
         reason = self.calibration(identity)
         if reason is None:
-            return verdict
+            return verdict.model_copy(update={"calibrated": True})
         self.uncalibrated.setdefault(identity.label, reason)
         if self.require_calibrated:
             where = f" in test {request.test_id}" if request.test_id else ""

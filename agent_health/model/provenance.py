@@ -75,3 +75,6 @@ class Provenance(BaseModel):
         description="Judges whose gating verdicts here did not gate because they miss judge.calibration, each as "
         "'<judge>: <why>' (rollups and the Dagster checks read it from the stored summary).",
     )
+    calibrated_judges: tuple[str, ...] = Field(
+        (), description="Judges whose gating verdicts here gated because they meet judge.calibration."
+    )

@@ -65,6 +65,9 @@ class Verdict(BaseModel):
         description="Why a gating verdict was demoted to observe: its judge misses `judge.calibration` "
         "(no calibration, too few labels, kappa too low).",
     )
+    calibrated: bool = Field(
+        False, description="The judge met `judge.calibration`, so this gating verdict gated (False: no gate applied)."
+    )
 
     def or_throw(self) -> Verdict:
         """Stop the test body when this verdict failed (or errored); return self otherwise."""
@@ -95,6 +98,7 @@ class Verdict(BaseModel):
                 **({"usage": self.usage.model_dump()} if self.usage.total_tokens else {}),
                 **({"provenance": self.identity.model_dump(mode="json")} if self.identity else {}),
                 **({"calibration": self.calibration} if self.calibration else {}),
+                **({"calibrated": True} if self.calibrated else {}),
             },
             skipped=self.skipped,
             errored=self.errored,

@@ -222,7 +222,8 @@ def summarize_version(
     failed = [ResultKey(agent, suite, t) for t in ru.failing[:FAILURE_REASONS_READ]]
     failures = {r.test_id: failure_reason(r) for r in store.get_many(failed)}
     uncalibrated = Counter(j for r in results for j in r.uncalibrated_judges)
-    gates = rollup_gates(ru, thresholds, comparison, missing=missing, uncalibrated=uncalibrated)
+    calibrated = Counter(j for r in results for j in r.calibrated_judges)
+    gates = rollup_gates(ru, thresholds, comparison, missing=missing, uncalibrated=uncalibrated, calibrated=calibrated)
     return SuiteVersion(
         suite=suite,
         agent=agent,

@@ -111,6 +111,10 @@ class ResultSummary:
         default=(),
         validation_alias=AliasChoices("uncalibrated_judges", AliasPath("provenance", "uncalibrated_judges")),
     )
+    calibrated_judges: tuple[str, ...] = Field(
+        default=(),
+        validation_alias=AliasChoices("calibrated_judges", AliasPath("provenance", "calibrated_judges")),
+    )
 
     @classmethod
     def of(cls, result: TestResult) -> ResultSummary:
@@ -144,5 +148,5 @@ class ResultSummary:
 
 _ADAPTER: TypeAdapter[ResultSummary] = TypeAdapter(ResultSummary)
 _FIELDS = tuple(f.name for f in _dataclass_fields(ResultSummary))
-_PROVENANCE = ("agent_settings_hash", "judge_settings_hash", "uncalibrated_judges")
-_EMPTY: dict[str, Any] = {"agent_settings_hash": "", "judge_settings_hash": "", "uncalibrated_judges": ()}
+_PROVENANCE = ("agent_settings_hash", "judge_settings_hash", "uncalibrated_judges", "calibrated_judges")
+_EMPTY: dict[str, Any] = {n: () for n in _PROVENANCE} | {"agent_settings_hash": "", "judge_settings_hash": ""}

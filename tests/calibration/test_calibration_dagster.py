@@ -93,3 +93,41 @@ def test_the_calibration_asset_per_judge_identity_and_its_check(calib_project, i
     assert "kappa 0.500 is below min_kappa 0.6" in evaluation.description
     # the calibration is stored: the gate of the next run reads it
     assert [c.kappa for c in pipeline.project.store.calibrations()] == [0.5]
+
+
+def test_the_rollup_check_says_the_judge_was_calibrated(calib_project, instance):
+    from agent_health.analysis.labels import load_labels
+    from agent_health_dagster.defs.resources import AgentHealthResource
+
+    from .test_calibrate_cli import HUMAN_PASS, labels
+
+    project = calib_project
+    project.judge.passes = HUMAN_PASS  # agrees with every label
+    project.configure(calibration=GATE, cache=False)
+    pipeline = build_pipeline(AgentHealthResource(config_path=str(project.root / "agent_health_config.py")))
+    assert register(instance, pipeline) == []
+    (suite,) = pipeline.suites
+    tests = list(instance.get_dynamic_partitions(suite.names.tests_partitions))
+    evaluate = pipeline.defs.resolve_job_def(suite.names.job)
+    assert evaluate.execute_in_process(instance=instance, tags=range_tags(["sre@v1"], tests), run_config=QUIET).success
+    pipeline.project.store.put_labels(load_labels(labels(project)))
+    calibrate = pipeline.defs.resolve_job_def("calibrate")
+    assert calibrate.execute_in_process(instance=instance, run_config=QUIET, raise_on_error=False).success
+    (check,) = instance.event_log_storage.get_asset_check_execution_history(
+        AssetCheckKey(AssetKey(["judges", "calibration"]), "judges_calibrated"), limit=1
+    )
+    assert check.evaluation.passed and "every labelled judge is calibrated" in check.evaluation.description
+
+    # the next evaluation gates on the calibrated judge, and its rollup check says so
+    assert evaluate.execute_in_process(instance=instance, tags=range_tags(["sre@v1"], tests), run_config=QUIET).success
+    refresh = pipeline.defs.resolve_job_def("refresh").execute_in_process(
+        instance=instance, tags=version_range_tags(["sre@v1"]), run_config=QUIET, raise_on_error=False
+    )
+    assert refresh.success
+    history = instance.event_log_storage.get_asset_check_execution_history(
+        AssetCheckKey(AssetKey(["cases", "rollup"]), "pass_rate_threshold"), limit=5
+    )
+    description = next(h for h in history if h.partition == "sre@v1").evaluation.description
+    assert "pass rate 50.0%" in description  # cases 6-11 failed: the judge gated
+    assert "Calibrated judges (judge.calibration): openai:judge-a (builtin:contextual) (12 test(s))" in description
+    assert "Not calibrated" not in description

@@ -68,7 +68,10 @@ def test_a_calibrated_judge_gates(calib_project):
     p, report = run(project, expect=1)  # now its failing verdicts fail their tests
     assert report["warnings"] == [] and "not calibrated" not in p.stdout + p.stderr
     v = verdicts(report)[case_id(9)]
-    assert v["role"] == "gate" and "calibration" not in v["evidence"]
+    assert v["role"] == "gate" and "calibration" not in v["evidence"] and v["evidence"]["calibrated"] is True
+    store = LocalResultStore(project.store_root)
+    (summary,) = store.get_summaries([next(k for k in store.list() if k.test_id == case_id(9))])
+    assert summary.calibrated_judges == ("openai:judge-a (builtin:contextual)",) and not summary.uncalibrated_judges
     assert {r["test_id"] for r in report["results"] if r["status"] == "failed"} == {case_id(i) for i in range(6, 12)}
 
 
