@@ -38,6 +38,11 @@ CalibrationCheck = Callable[[JudgeIdentity], str | None]
 BUILTIN_PROVIDERS = ("demo", "openai", "bedrock")
 
 
+def _refusal(identity: JudgeIdentity, request: JudgeRequest, reason: str) -> str:
+    where = f" in test {request.test_id}" if request.test_id else ""
+    return f"judge {identity.label} is not calibrated{where}: {reason}; --require-calibrated refuses its verdicts"
+
+
 class JudgeService:
     """Shared by the tests of one engine run."""
 
@@ -230,6 +235,8 @@ class JudgeService:
                     provider = self._select(request) if self._select else self.resolve(spec)
                     who = provider.name or type(provider).__name__
                     described = provider.describe(request)
+                    if described is not None and (refused := self._refuse_early(request, described)):
+                        return refused  # --require-calibrated: the judge is never called
                     verdict = await provider.evaluate(request)
                     if verdict.identity is None:  # a provider that does not describe itself
                         verdict = verdict.model_copy(update={"identity": fallback_identity(request, who, verdict)})
@@ -250,6 +257,27 @@ class JudgeService:
             verdict = self._gate(verdict, verdict.identity, request)
         return verdict
 
+    def _refuse_early(self, request: JudgeRequest, identity: JudgeIdentity) -> Verdict | None:
+        """Under --require-calibrated, the errored verdict of a gating judge known (before it is
+        asked) to miss the gate; None otherwise."""
+        if not self.require_calibrated or request.role != "gate" or self.calibration is None:
+            return None
+        reason = self.calibration(identity)
+        if reason is None:
+            return None
+        self.uncalibrated.setdefault(identity.label, reason)
+        return Verdict(
+            passed=False,
+            errored=True,
+            criteria=request.criteria,
+            role=request.role,
+            error=_refusal(identity, request, reason),
+            evaluator=identity.evaluator,
+            model=identity.model,
+            identity=identity,
+            calibration=reason,
+        )
+
     def _gate(self, verdict: Verdict, identity: JudgeIdentity, request: JudgeRequest) -> Verdict:
         """The calibration gate: a verdict of an uncalibrated judge observes (or errors)."""
         assert self.calibration is not None
@@ -258,13 +286,11 @@ class JudgeService:
             return verdict.model_copy(update={"calibrated": True})
         self.uncalibrated.setdefault(identity.label, reason)
         if self.require_calibrated:
-            where = f" in test {request.test_id}" if request.test_id else ""
             return verdict.model_copy(
                 update={
                     "passed": False,
                     "errored": True,
-                    "error": f"judge {identity.label} is not calibrated{where}: {reason}; "
-                    "--require-calibrated refuses its verdicts",
+                    "error": _refusal(identity, request, reason),
                     "calibration": reason,
                 }
             )

@@ -82,8 +82,9 @@ def test_require_calibrated_exits_2_naming_the_judge(calib_project):
     p, report = run(project, "--require-calibrated", expect=2)
     assert "error: judge openai:judge-a (builtin:contextual) is not calibrated: it has no calibration" in p.stderr
     assert "--require-calibrated" in p.stderr
-    v = verdicts(report)[case_id(0)]  # even its passing verdicts are refused
+    v = verdicts(report)[case_id(0)]
     assert v["errored"] is True and "--require-calibrated refuses its verdicts" in v["reasoning"]
+    assert project.judge.server.posts() == []  # refused before it was asked: nothing spent on it
 
 
 def test_require_calibrated_without_a_configured_gate_uses_the_default_one(calib_project):
