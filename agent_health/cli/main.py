@@ -60,6 +60,7 @@ def _register() -> None:
     cli.add_lazy_command("report", "agent_health.cli.report:report_command")
     cli.add_lazy_command("rejudge", "agent_health.cli.rejudge:rejudge_command")
     cli.add_lazy_command("schema", "agent_health.cli.schema:schema_command")
+    cli.add_lazy_command("calibrate", "agent_health.cli.calibrate:calibrate_command")
 
 
 _register()

@@ -188,6 +188,13 @@ def budget_overrides(
 @click.option("--judge-model", metavar="[PROVIDER:]MODEL", help="Judge model for this run, over judge.model.")
 @click.option("--no-cache", is_flag=True, default=None, help="Bypass the judge cache (neither read nor write).")
 @click.option(
+    "--require-calibrated",
+    is_flag=True,
+    default=None,
+    help="A gating judge that misses judge.calibration errors its verdicts and the run exits 2 (default: it "
+    "only observes, with a warning).",
+)
+@click.option(
     "--replay",
     type=click.Choice(["off", "record", "auto", "strict"]),
     help="Record agent runs, replay recordings (auto: replay when recorded, else record; strict: a "
@@ -235,6 +242,7 @@ def run_command(
     no_judge: bool | None,
     judge_model: str | None,
     no_cache: bool | None,
+    require_calibrated: bool | None,
     replay: str | None,
     store: str | None,
     no_store: bool,
@@ -283,6 +291,7 @@ def run_command(
             "skip_judge": no_judge,
             "judge_model": judge_model,
             "no_cache": no_cache,
+            "require_calibrated": require_calibrated,
             "replay": replay,
             "store": store,
             "no_store": no_store or None,
@@ -341,5 +350,9 @@ def run_command(
     if outcome.store and outcome.stored:
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
     if load_errors or outcome.output_errors:
+        ctx.exit(EXIT_USAGE)
+    if outcome.uncalibrated and settings.judge.require_calibrated:
+        for warning in outcome.uncalibrated:
+            click.echo(f"error: {warning}", err=True)
         ctx.exit(EXIT_USAGE)
     ctx.exit(EXIT_OK if outcome.exit_ok else EXIT_FAILED)

@@ -99,6 +99,11 @@ def _from_store(store: ResultStore, label: str, agent: str | None = None) -> Sou
     return Source("agent" if agent else "store", label, agents, lambda: store.get_many(keys), store=store)
 
 
+def store_source(store: ResultStore) -> Source:
+    """Every latest result in `store` (all agent versions)."""
+    return _from_store(store, f"store {store.location}")
+
+
 def _from_run(store: ResultStore, run: EvalRun) -> Source:
     agents = list(run.agents)
     if not agents:  # a manifest written before its agents were known: read them off the results

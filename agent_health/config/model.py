@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.errors import ConfigError
 from agent_health.model.agent import ResolvedAgent
+from agent_health.model.calibration import CalibrationGate
 from agent_health.model.limits import (
     PRICE_MAX,
     STEPS_MAX,
@@ -98,6 +99,11 @@ class JudgeSettings(KnownKeys):
     max_trace_chars: Chars = Field(12000, ge=100, description="Characters of spans/logs, and per judge tool result.")
     max_tool_steps: int = Field(
         6, ge=1, le=TOOL_STEPS_MAX, description="Model turns an agentic judge may spend calling tools."
+    )
+    calibration: CalibrationGate | None = Field(
+        None,
+        description="{min_kappa, min_labels}: a gating judge whose newest calibration (agent-health calibrate) "
+        "misses it, or that has none, runs but only observes (docs/judges.md).",
     )
 
     @field_validator("settings", "providers")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,16 @@ from agent_health.interrupts import Interrupted, describe, must_propagate, where
 from agent_health.judges.service import JudgeService
 from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
-from agent_health.model import Provenance, RunResult, Signal, TestResult, TrialResult, Usage, harness_version
+from agent_health.model import (
+    JudgeIdentity,
+    Provenance,
+    RunResult,
+    Signal,
+    TestResult,
+    TrialResult,
+    Usage,
+    harness_version,
+)
 from agent_health.model.encodable import encodable
 from agent_health.model.result import TRIALS_KEPT
 from agent_health.offloop import call, is_async_callable, run_off_loop
@@ -364,6 +373,8 @@ class AgentEngine:
                     self.options.eval_run_id if trials.last_run and not trials.last_run.replayed else None
                 ),
                 judged_at=time.time(),
+                uncalibrated_judges=uncalibrated_judges(last.signals),
+                calibrated_judges=calibrated_judges(last.signals),
             ),
         }
         if trials.tally.count > 1:
@@ -373,6 +384,29 @@ class AgentEngine:
         if (over := _over_cap(test.case.max_cost_usd, trials)) is not None:
             fields.update(status="errored", score=None, error=over)
         return TestResult.for_case(test.case, self.agent_ref, **fields)
+
+
+def uncalibrated_judges(signals: Iterable[Signal]) -> tuple[str, ...]:
+    """'<judge>: <why>' of each judge whose verdicts the calibration gate refused, each once."""
+    out: dict[str, None] = {}
+    for s in signals:
+        evidence = s.evidence or {}
+        why = evidence.get("calibration") if s.kind == "judge" else None
+        if why:
+            raw = evidence.get("provenance")
+            who = JudgeIdentity.model_validate(raw).label if isinstance(raw, dict) else str(evidence.get("evaluator"))
+            out[f"{who}: {why}"] = None
+    return tuple(out)
+
+
+def calibrated_judges(signals: Iterable[Signal]) -> tuple[str, ...]:
+    """The judges whose gating verdicts the calibration gate let gate, each once."""
+    out: dict[str, None] = {}
+    for s in signals:
+        evidence = s.evidence or {}
+        if s.kind == "judge" and evidence.get("calibrated") and isinstance(raw := evidence.get("provenance"), dict):
+            out[JudgeIdentity.model_validate(raw).label] = None
+    return tuple(out)
 
 
 class _Trials:

@@ -27,7 +27,7 @@ from agent_health.judges.chat import Backoff, ChatClient
 from agent_health.judges.identity import custom_identity, definition_hash, fallback_identity
 from agent_health.judges.llm import CachedLLM
 from agent_health.judges.registry import REGISTRY
-from agent_health.model import Verdict
+from agent_health.model import JudgeIdentity, Verdict
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.settings import StoreSettings
 
@@ -35,8 +35,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_health.config.model import JudgeSettings
 
 ProviderFactory = Callable[[JudgeRequest], JudgeProvider]
+# A judge identity -> None when it may gate, else why not (the `judge.calibration` gate).
+CalibrationCheck = Callable[[JudgeIdentity], str | None]
 # the built-in kinds, which `judge(..., evaluator=...)` may name (before any custom evaluator)
 BUILTIN_PROVIDERS = tuple(REGISTRY.builtins)
+
+
+def _refusal(identity: JudgeIdentity, request: JudgeRequest, reason: str) -> str:
+    where = f" in test {request.test_id}" if request.test_id else ""
+    return f"judge {identity.label} is not calibrated{where}: {reason}; --require-calibrated refuses its verdicts"
 
 
 class JudgeService:
@@ -69,6 +76,11 @@ class JudgeService:
         self._judges: dict[tuple[str, str], JudgeProvider] = {}
         self._definitions: dict[str, str] = {}  # custom evaluator -> hash of its definition
         self.settings_hash = ""  # hash of the judge settings it was built from (results' provenance)
+        # The calibration gate (session wiring sets it from judge.calibration and the store): a
+        # gating verdict of a judge it refuses is demoted to observe, or errored when required.
+        self.calibration: CalibrationCheck | None = None
+        self.require_calibrated = False
+        self.uncalibrated: dict[str, str] = {}  # judge label -> why it was refused, for warnings
         if settings is not None and not skip:
             # fail fast on a missing model or key, naming the setting (skip mode needs no credentials)
             self.resolve(settings.model)
@@ -252,6 +264,8 @@ class JudgeService:
                     provider = self._select(request) if self._select else self.resolve(spec)
                     who = provider.name or type(provider).__name__
                     described = provider.describe(request)
+                    if described is not None and (refused := self._refuse_early(request, described)):
+                        return refused  # --require-calibrated: the judge is never called
                     verdict = await provider.evaluate(request)
                     if verdict.identity is None:  # a provider that does not describe itself
                         verdict = verdict.model_copy(update={"identity": fallback_identity(request, who, verdict)})
@@ -268,12 +282,53 @@ class JudgeService:
             )
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
+        if request.role == "gate" and self.calibration is not None and verdict.identity is not None:
+            verdict = self._gate(verdict, verdict.identity, request)
         return verdict
 
     def _evaluator_is_kind(self, evaluator: str) -> bool:
         """Whether `judge(..., evaluator=...)` names a provider kind: a built-in kind wins over a
         custom evaluator of the same name, which wins over an installed package's kind."""
         return evaluator in BUILTIN_PROVIDERS or (evaluator not in self.evaluators and evaluator in REGISTRY)
+
+    def _refuse_early(self, request: JudgeRequest, identity: JudgeIdentity) -> Verdict | None:
+        """Under --require-calibrated, the errored verdict of a gating judge known (before it is
+        asked) to miss the gate; None otherwise."""
+        if not self.require_calibrated or request.role != "gate" or self.calibration is None:
+            return None
+        reason = self.calibration(identity)
+        if reason is None:
+            return None
+        self.uncalibrated.setdefault(identity.label, reason)
+        return Verdict(
+            passed=False,
+            errored=True,
+            criteria=request.criteria,
+            role=request.role,
+            error=_refusal(identity, request, reason),
+            evaluator=identity.evaluator,
+            model=identity.model,
+            identity=identity,
+            calibration=reason,
+        )
+
+    def _gate(self, verdict: Verdict, identity: JudgeIdentity, request: JudgeRequest) -> Verdict:
+        """The calibration gate: a verdict of an uncalibrated judge observes (or errors)."""
+        assert self.calibration is not None
+        reason = self.calibration(identity)
+        if reason is None:
+            return verdict.model_copy(update={"calibrated": True})
+        self.uncalibrated.setdefault(identity.label, reason)
+        if self.require_calibrated:
+            return verdict.model_copy(
+                update={
+                    "passed": False,
+                    "errored": True,
+                    "error": _refusal(identity, request, reason),
+                    "calibration": reason,
+                }
+            )
+        return verdict.model_copy(update={"role": "observe", "calibration": reason})
 
     async def _custom(self, request: JudgeRequest) -> Verdict:
         from agent_health.judges.custom import run_custom

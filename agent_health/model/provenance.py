@@ -70,3 +70,11 @@ class Provenance(BaseModel):
         None, description="The evaluation run that ran the agent: the result's own run, or the one re-judged."
     )
     judged_at: float = Field(0.0, description="Unix time the verdicts of this result were made.")
+    uncalibrated_judges: tuple[str, ...] = Field(
+        (),
+        description="Judges whose gating verdicts here did not gate because they miss judge.calibration, each as "
+        "'<judge>: <why>' (rollups and the Dagster checks read it from the stored summary).",
+    )
+    calibrated_judges: tuple[str, ...] = Field(
+        (), description="Judges whose gating verdicts here gated because they meet judge.calibration."
+    )

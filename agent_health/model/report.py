@@ -178,3 +178,7 @@ class RunReport(BaseModel):
         default_factory=list, description="The tests never started, each with its reason."
     )
     budget: BudgetSpend | None = Field(None, description="Spend against the budget, when the run had one.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Run-level warnings: gating judges demoted to observe because they miss judge.calibration.",
+    )

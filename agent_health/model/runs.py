@@ -51,6 +51,9 @@ class EvalRun(BaseModel):
     budget: BudgetSpend | None = Field(None, description="Spend against the budget, when the run had one.")
     load_errors: tuple[str, ...] = Field((), description="Eval files or tests that failed to load.")
     hook_errors: tuple[str, ...] = Field((), description="after_all hooks that failed.")
+    warnings: tuple[str, ...] = Field(
+        (), description="Gating judges demoted to observe (or refused) because they miss judge.calibration."
+    )
     rejudge_of: str | None = Field(
         None,
         description="For a re-judging run: what it re-judged (a run id, an agent version's latest results, a store).",

@@ -116,6 +116,11 @@ class JudgeRunSettings(BaseModel):
     skip: bool = Field(False, description="Skip every judge() call (neutral, skipped verdicts).")
     model: str | None = Field(None, description="Judge model for this run (`provider:model`), over judge.model.")
     cache: bool = Field(True, description="Read and write the persistent judge cache.")
+    require_calibrated: bool = Field(
+        False,
+        description="A gating judge that misses judge.calibration errors its verdicts and the run exits 2, "
+        "instead of observing.",
+    )
 
 
 class BudgetSettings(BaseModel):

@@ -60,6 +60,14 @@ class Verdict(BaseModel):
         description="Which judge gave it (provider, model, evaluator, definition hash, cache keys); "
         "the judge service fills it.",
     )
+    calibration: str | None = Field(
+        None,
+        description="Why a gating verdict was demoted to observe: its judge misses `judge.calibration` "
+        "(no calibration, too few labels, kappa too low).",
+    )
+    calibrated: bool = Field(
+        False, description="The judge met `judge.calibration`, so this gating verdict gated (False: no gate applied)."
+    )
 
     def or_throw(self) -> Verdict:
         """Stop the test body when this verdict failed (or errored); return self otherwise."""
@@ -89,6 +97,8 @@ class Verdict(BaseModel):
                 **({"details": self.details} if self.details else {}),
                 **({"usage": self.usage.model_dump()} if self.usage.total_tokens else {}),
                 **({"provenance": self.identity.model_dump(mode="json")} if self.identity else {}),
+                **({"calibration": self.calibration} if self.calibration else {}),
+                **({"calibrated": True} if self.calibrated else {}),
             },
             skipped=self.skipped,
             errored=self.errored,

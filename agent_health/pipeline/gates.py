@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,10 +42,14 @@ def rollup_gates(
     thresholds: Thresholds,
     comparison: Comparison | None = None,
     missing: Sequence[str] = (),
+    uncalibrated: Mapping[str, int] | None = None,
+    calibrated: Mapping[str, int] | None = None,
 ) -> list[Gate]:
     """pass_rate_threshold, errored_share_threshold and no_regression, in that order. Current
     tests without a stored result (`missing`) fail the pass-rate gate: a rollup over part of the
-    suite is not a pass."""
+    suite is not a pass. `uncalibrated` ('<judge>: <why>' -> tests) names the judges whose verdicts
+    did not gate (judge.calibration): the pass-rate check says so, since its rate left them out;
+    `calibrated` (judge -> tests) the judges that met the gate, said too."""
     need = thresholds.pass_rate_for(rollup.suite)
     rate = rollup.pass_rate
     where = f"for {rollup.suite} @ {rollup.agent}"
@@ -64,6 +68,22 @@ def rollup_gates(
             description=(f"pass rate {rate:.1%} " if rate is not None else "no gradable tests ")
             + f"(threshold {need:.1%}) {where}",
             metadata={"pass_rate": rate, "threshold": need, "failing": rollup.failing[:50]},
+        )
+    if uncalibrated:
+        said = "; ".join(f"judge {who} ({n} test(s))" for who, n in sorted(uncalibrated.items()))
+        rate_gate = rate_gate.model_copy(
+            update={
+                "description": f"{rate_gate.description}. Not calibrated, its verdicts only observed: {said}",
+                "metadata": {**rate_gate.metadata, "uncalibrated_judges": sorted(uncalibrated)},
+            }
+        )
+    if calibrated:
+        said = "; ".join(f"{who} ({n} test(s))" for who, n in sorted(calibrated.items()))
+        rate_gate = rate_gate.model_copy(
+            update={
+                "description": f"{rate_gate.description}. Calibrated judges (judge.calibration): {said}",
+                "metadata": {**rate_gate.metadata, "calibrated_judges": sorted(calibrated)},
+            }
         )
     gates = [
         rate_gate,

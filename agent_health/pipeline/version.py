@@ -6,6 +6,7 @@ assets, metadata and checks."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -220,7 +221,9 @@ def summarize_version(
         comparison = compare(base_results, results, base, agent) if base_results else None
     failed = [ResultKey(agent, suite, t) for t in ru.failing[:FAILURE_REASONS_READ]]
     failures = {r.test_id: failure_reason(r) for r in store.get_many(failed)}
-    gates = rollup_gates(ru, thresholds, comparison, missing=missing)
+    uncalibrated = Counter(j for r in results for j in r.uncalibrated_judges)
+    calibrated = Counter(j for r in results for j in r.calibrated_judges)
+    gates = rollup_gates(ru, thresholds, comparison, missing=missing, uncalibrated=uncalibrated, calibrated=calibrated)
     return SuiteVersion(
         suite=suite,
         agent=agent,

@@ -28,10 +28,12 @@ from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from agent_health.analysis.calibration import criterion_of
 from agent_health.analysis.rollup import SuiteRollup, rollup
 from agent_health.errors import UsageError
 from agent_health.files import open_atomic, remove_stale_temps
-from agent_health.model import BudgetSpend, EvalRun, NotRunTest, RunReport, RunSummary, TestResult
+from agent_health.model import BudgetSpend, EvalRun, JudgeIdentity, NotRunTest, RunReport, RunSummary, TestResult
+from agent_health.model.calibration import judge_key
 from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores.summary import ResultSummary
 
@@ -57,7 +59,15 @@ def result_details(result: TestResult) -> dict[str, Any]:
     exclude: dict[str, Any] = {"run": {"raw_events"}}
     if result.trials:
         exclude["trials"] = {"__all__": {"run": {"raw_events"}}}
-    return result.model_dump(mode="json", exclude=exclude)
+    out = result.model_dump(mode="json", exclude=exclude)
+    # what a human label of a verdict names (the labels file's criterion and judge fields)
+    for data, signal in zip(out.get("signals") or [], result.signals):
+        if signal.kind == "judge":
+            data["criterion"] = criterion_of(signal)
+            raw = (signal.evidence or {}).get("provenance")
+            if isinstance(raw, dict):
+                data["judge_key"] = judge_key(JudgeIdentity.model_validate(raw))
+    return out
 
 
 def anchor(result: ResultSummary | TestResult, many_agents: bool) -> str:
@@ -186,6 +196,7 @@ class ReportBuilder:
         finished_at: float | None = None,
         load_errors: Iterable[str] = (),
         hook_errors: Iterable[str] = (),
+        warnings: Iterable[str] = (),
         source: str = "",
         not_run_tests: Iterable[NotRunTest] = (),
         budget: BudgetSpend | None = None,
@@ -224,6 +235,8 @@ class ReportBuilder:
             "hook_errors": list(hook_errors),
             "not_run_tests": list(not_run_tests),
             "budget": budget.describe() if budget is not None else None,
+            # judges the calibration gate refused: their verdicts did not gate
+            "warnings": list(warnings) or (list(run.warnings) if run else []),
             "settings_json": run.settings.model_dump_json(indent=1) if run else None,
             **_assets("common.js", "report.js"),
         }
@@ -274,6 +287,7 @@ def report_page(report: RunReport) -> dict[str, Any]:
         "hook_errors": report.hook_errors,
         "not_run_tests": report.not_run_tests,
         "budget": report.budget,
+        "warnings": report.warnings,
     }
 
 

@@ -28,6 +28,7 @@ _TAIL_FIELDS = (
     "not_run_reason",
     "not_run_tests",
     "budget",
+    "warnings",
 )
 
 

@@ -8,6 +8,8 @@ import json
 import sys
 from typing import Any, TextIO
 
+from rich.markup import escape
+
 from agent_health.model import EvalRun, RunReport, Signal, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.text import terminal_safe
@@ -162,6 +164,8 @@ class SummaryReporter(Reporter):
             )
             for err in report.load_errors:
                 self.console.print(f"  [red]{terminal_safe(err)}[/red]")
+        for warning in report.warnings:  # a judge the calibration gate refused: its verdicts did not gate
+            self.console.print(f"[yellow]warning: {escape(terminal_safe(warning))}[/yellow]")
         if report.not_run:
             per_agent = ", ".join(f"{s.agent}: {s.not_run}" for s in report.summaries if s.not_run)
             why = f", {report.not_run_reason}" if report.not_run_reason else ""

@@ -37,7 +37,7 @@ from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
 from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
-from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, check_budget_prices
+from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, check_budget_prices, gate_judges
 from agent_health.stores import ResultStore, open_store
 
 Tests = Sequence[LoadedTest] | Mapping[str, Sequence[LoadedTest]]
@@ -55,6 +55,11 @@ class RunOutcome:
     output_errors: tuple[str, ...] = ()  # a reporter or the store failed (the run went on)
     stored: int = 0  # results written to the store
     store: str | None = None  # the store's location, when there was one
+
+    @property
+    def uncalibrated(self) -> tuple[str, ...]:
+        """Warnings of the judges the calibration gate refused (demoted to observe, or errored)."""
+        return self.run.warnings
 
     @property
     def all_passed(self) -> bool:
@@ -77,6 +82,12 @@ class RunOutcome:
         """What the exit code says: every test passed, or the budget stopped a run that otherwise
         passed and the run's `budget.exit_code` is 0."""
         return self.all_passed or (self.run.settings.budget.exit_code == 0 and self.passed_but_budget)
+
+
+def calibration_warnings(judges: JudgeService) -> list[str]:
+    """One line per judge the calibration gate refused: what became of its verdicts and why."""
+    fate = "its verdicts errored (--require-calibrated)" if judges.require_calibrated else "its verdicts only observe"
+    return [f"judge {who} is not calibrated: {why}; {fate}" for who, why in sorted(judges.uncalibrated.items())]
 
 
 def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: str | None = None) -> list[LoadedTest]:
@@ -212,6 +223,7 @@ async def run_evaluation(
             closers.insert(0, runtimes[-1].aclose)
         if store is None and settings.store is not None:
             store = open_store(config, settings.store)
+        gate_judges(judges, run_config, store, require=settings.judge.require_calibrated)
         analyzers = build_analyzers(run_config, judges)
     except BaseException:
         await _close(closers)
@@ -270,6 +282,7 @@ async def run_evaluation(
                 "not_run_reason": reason,
                 "budget": spend,
                 "hook_errors": tuple(hook_errors),
+                "warnings": tuple(calibration_warnings(judges)),
             }
         )
         report = RunReport(
@@ -288,6 +301,7 @@ async def run_evaluation(
                 for a, t in unstarted
             ],
             budget=spend,
+            warnings=calibration_warnings(judges),
         )
         return final, report
 

@@ -125,6 +125,7 @@ _ALIASES = {
     "no_cache": "judge.cache",
     "cache": "judge.cache",
     "no_store": "store",
+    "require_calibrated": "judge.require_calibrated",
 }
 _NESTED: dict[str, type[BaseModel]] = {
     "judge": JudgeRunSettings,

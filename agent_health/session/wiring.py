@@ -128,3 +128,24 @@ def check_budget_prices(config: Config, judges: JudgeService, plan: Any = ()) ->
                 f"the configuration: define_config(prices={{{model!r}: (USD per 1M input tokens, "
                 "USD per 1M output tokens)}) (docs/budgets.md)"
             )
+
+
+def gate_judges(judges: JudgeService, config: Config, store: Any, *, require: bool = False) -> None:
+    """Arm the calibration gate (`judge.calibration`, or the default gate when `require`): each
+    gating verdict of a judge whose newest calibration in `store` (the run's, else the configured
+    one) misses it is demoted to observe, or errored when `require` (--require-calibrated). A
+    store that cannot be read is a StoreError before anything runs."""
+    from agent_health.analysis.calibration import latest_calibrations
+    from agent_health.model.calibration import CalibrationGate, judge_key
+
+    gate = config.judge.calibration
+    if gate is None and not require:
+        return
+    gate = gate or CalibrationGate()
+    if store is None:
+        from agent_health.stores import open_store
+
+        store = open_store(config)
+    latest = latest_calibrations(store.calibrations())
+    judges.calibration = lambda identity: gate.check(latest.get(judge_key(identity)))
+    judges.require_calibrated = require

@@ -18,9 +18,19 @@ from agent_health.errors import StoreError
 from agent_health.model import EvalRun, TestResult
 
 if TYPE_CHECKING:
+    from agent_health.model.calibration import Calibration, Label
     from agent_health.stores.summary import ResultSummary
 
-__all__ = ["ResultKey", "ResultStore", "StoreError"]
+__all__ = ["ResultKey", "ResultStore", "StoreError", "newest_labels"]
+
+
+def newest_labels(labels: Iterable[Label]) -> builtins.list[Label]:
+    """Labels in storing order reduced to the newest of each (result, claim, judge, labeller)."""
+    newest: dict[tuple[object, ...], Label] = {}
+    for label in labels:
+        newest.pop(label.key, None)  # the newer goes last, as if written in the older's place
+        newest[label.key] = label
+    return builtins.list(newest.values())
 
 
 @dataclass(frozen=True, order=True)
@@ -96,6 +106,24 @@ class ResultStore(abc.ABC):
 
         for result in self.get_many(keys):
             yield ResultSummary.of(result)
+
+    # -- calibration: human labels and judge calibrations, kept beside the results ---------------
+    def put_labels(self, labels: Iterable[Label]) -> int:
+        """Add human labels (a newer label of the same result, claim, judge and labeller wins on
+        reading; the older stays stored). Stores that keep no labels say so."""
+        raise StoreError(f"result store {self.location} does not keep labels yet; use a local store")
+
+    def labels(self) -> builtins.list[Label]:
+        """Every stored label, the newest of each (result, claim, judge, labeller)."""
+        return []
+
+    def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
+        """Add judge calibrations (the newest per judge is the one gates read)."""
+        raise StoreError(f"result store {self.location} does not keep calibrations yet; use a local store")
+
+    def calibrations(self) -> builtins.list[Calibration]:
+        """Every stored calibration, oldest first (none: no judge was calibrated here)."""
+        return []
 
     def load(self, agent: str | None = None, suite: str | None = None) -> builtins.list[TestResult]:
         """Every stored result of one agent version and/or suite."""

@@ -16,6 +16,7 @@ Durability (what `put` and `put_many` promise once they return):
 
 from __future__ import annotations
 
+import builtins
 import functools
 import os
 import re
@@ -24,19 +25,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, unquote
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent_health.config import Config
 from agent_health.files import append_whole, fsync_folder, replace_file, write_atomic
 from agent_health.model import EvalRun, StoreSettings, TestResult
 from agent_health.model.validation import describe_errors
-from agent_health.stores.base import ResultKey, ResultStore, StoreError
+from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
 
 if TYPE_CHECKING:
+    from agent_health.model.calibration import Calibration, Label
     from agent_health.stores.summary import ResultSummary
 
 # summaries (what rollups read) load on the first read of them, never in a run that only writes
 M = TypeVar("M", TestResult, "ResultSummary")
+T = TypeVar("T", bound=BaseModel)
 
 
 def _summary_type() -> type[ResultSummary]:
@@ -47,6 +50,7 @@ def _summary_type() -> type[ResultSummary]:
 
 _SUFFIX = ".json"
 RUNS_DIR = "_runs"  # never an agent folder: those are KEY@VERSION
+CALIBRATION_DIR = "_calibration"  # labels.jsonl and calibrations.jsonl, appended (never an agent folder)
 _UNSAFE_NAME = re.compile(r"^\.+$")
 
 
@@ -292,7 +296,7 @@ class LocalResultStore(ResultStore):
         agents = (
             [self.root / encode_part(agent)]
             if agent
-            else [p for p in self.root.iterdir() if p.is_dir() and p.name != RUNS_DIR]
+            else [p for p in self.root.iterdir() if p.is_dir() and p.name not in (RUNS_DIR, CALIBRATION_DIR)]
         )
         keys: list[ResultKey] = []
         for adir in agents:
@@ -309,6 +313,66 @@ class LocalResultStore(ResultStore):
                         if name.endswith(_SUFFIX) and not name.startswith(".tmp-"):
                             keys.append(ResultKey(a, s, unquote(name[: -len(_SUFFIX)])))
         return sorted(keys)
+
+    # -- calibration ---------------------------------------------------------------------
+    def _append_lines(self, name: str, lines: builtins.list[bytes], what: str) -> None:
+        """Append whole lines to `_calibration/<name>` in one write, fsynced (appended, never
+        rewritten: nothing stored earlier can be lost)."""
+        if not lines:
+            return
+        folder = str(self.root / CALIBRATION_DIR)
+        try:
+            to_sync = self._ensure_folder(folder)
+            fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                append_whole(fd, b"\n".join(lines) + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            for path in to_sync:
+                fsync_folder(path)
+        except OSError as exc:
+            raise StoreError(f"result store {self.root}: cannot write {what}: {exc.strerror or exc}") from exc
+
+    def _read_lines(self, name: str, model: type[T]) -> builtins.list[T]:
+        path = self.root / CALIBRATION_DIR / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"result store {self.root}: cannot read {path}: {exc.strerror or exc}") from exc
+        out = []
+        lines = data.split(b"\n")
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(model.model_validate_json(line))
+            except ValidationError as exc:
+                if n == len(lines):  # the torn last line of a killed writer (no newline after it)
+                    continue
+                raise StoreError(f"result store {self.root}: {path}, line {n}: {describe_errors(exc)}") from None
+        return out
+
+    def put_labels(self, labels: Iterable[Label]) -> int:
+        lines = [label.model_dump_json().encode() for label in labels]
+        self._append_lines("labels.jsonl", lines, f"{len(lines)} label(s)")
+        return len(lines)
+
+    def labels(self) -> builtins.list[Label]:
+        from agent_health.model.calibration import Label
+
+        return newest_labels(self._read_lines("labels.jsonl", Label))
+
+    def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
+        lines = [c.model_dump_json().encode() for c in calibrations]
+        self._append_lines("calibrations.jsonl", lines, f"{len(lines)} calibration(s)")
+
+    def calibrations(self) -> builtins.list[Calibration]:
+        from agent_health.model.calibration import Calibration
+
+        return self._read_lines("calibrations.jsonl", Calibration)
 
     def delete(self, key: ResultKey) -> bool:
         try:

@@ -7,8 +7,9 @@ rollups read is stored, not indexed. `<index>-full` holds each full result (stor
 so the bulk summary read never makes the node parse trajectories. The document id is the key in
 both, so a rewrite replaces the documents (idempotent: a retried step never duplicates a result);
 the full result is written first, so a summary never points at a result that is not there yet.
-`<index>-runs` holds typed documents: `run` (a manifest) and `result` (each result a run stored,
-with the time it was stored).
+`<index>-runs` holds typed documents: `run` (a manifest), `result` (each result a run stored,
+with the time it was stored), `label` (a human label; one per result, claim, judge and labeller:
+a newer one replaces it) and `calibration` (each judge calibration, kept).
 
 Reads by key use `mget` (realtime: they see every acknowledged write); listings refresh the index
 first, so a listing right after a write includes it. A summary read asking for most of a large
@@ -18,16 +19,21 @@ suite (a rollup) refreshes and reads the suite with one sorted search instead of
 from __future__ import annotations
 
 import builtins
+import json
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from agent_health.backends.opensearch import OpenSearchIndex, doc_id
 from agent_health.model import EvalRun, TestResult
-from agent_health.stores.base import ResultKey, ResultStore, StoreError
+from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
 from agent_health.stores.summary import ResultSummary
+
+if TYPE_CHECKING:
+    from agent_health.model.calibration import Calibration, Label
 
 DEFAULT_INDEX = "agent-health-results"
 _STORED = {"type": "object", "enabled": False}  # kept in _source, never indexed
@@ -64,6 +70,8 @@ RUNS_MAPPING: dict[str, Any] = {
         "stored_ns": {"type": "long"},
         "run": _STORED,
         "result": _STORED,
+        "label": _STORED,
+        "calibration": _STORED,
     },
 }
 
@@ -238,3 +246,50 @@ class OpenSearchResultStore(ResultStore):
             result = self._parse(f"run {run_id}", doc, "result", TestResult)
             if result is not None:
                 yield result
+
+    # -- calibration: typed documents in the runs index (its mapping stores them, never indexes) ----
+    def _typed(self, kind: str, model: type[Any]) -> builtins.list[Any]:
+        self.runs.refresh()
+        docs = self.runs.search({"term": {"kind": kind}}, sort=[{"stored_ns": "asc"}, {"key": "asc"}], source=[kind])
+        out = [self._parse(kind, d, kind, model) for d in docs]
+        return [x for x in out if x is not None]
+
+    def put_labels(self, labels: Iterable[Label]) -> int:
+        docs = []
+        for label in labels:
+            key = doc_id("label", json.dumps(label.key))
+            docs.append(
+                (
+                    key,
+                    {"kind": "label", "key": key, "stored_ns": time.time_ns(), "label": label.model_dump(mode="json")},
+                )
+            )
+        return self.runs.put_many(docs) if docs else 0
+
+    def labels(self) -> builtins.list[Label]:
+        from agent_health.model.calibration import Label
+
+        return newest_labels(self._typed("label", Label))
+
+    def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
+        docs = []
+        for c in calibrations:
+            key = doc_id("calibration", c.judge_key, c.criterion or "", f"{time.time_ns()}-{os.urandom(4).hex()}")
+            docs.append(
+                (
+                    key,
+                    {
+                        "kind": "calibration",
+                        "key": key,
+                        "stored_ns": time.time_ns(),
+                        "calibration": c.model_dump(mode="json"),
+                    },
+                )
+            )
+        if docs:
+            self.runs.put_many(docs)
+
+    def calibrations(self) -> builtins.list[Calibration]:
+        from agent_health.model.calibration import Calibration
+
+        return self._typed("calibration", Calibration)

@@ -7,6 +7,9 @@ Layout under `s3://<bucket>/<prefix>/`:
     _runs/<run id>/run.json                     a run's manifest
     _runs/<run id>/results/<ns>-<key hash>.json each result the run stored, in the order it stored them
     _summary_log/<agent>/<suite>/               the suite's summary log (see stores/s3_log.py)
+    _calibration/{labels,calibrations}/<ns>-<random>.jsonl
+                                                human labels and judge calibrations, one object
+                                                per batch (never rewritten, read in storing order)
 
 Key parts are percent-quoted as in the local store. Every write of results goes through the
 summary log (a pending chunk, the objects, the chunk committed), so a rollup over 10,000 results
@@ -19,23 +22,30 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from pydantic import ValidationError
 
 from agent_health.backends.s3 import S3Bucket
 from agent_health.model import EvalRun, TestResult
-from agent_health.stores.base import ResultKey, ResultStore, StoreError
+from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
 from agent_health.stores.local import encode_part
 from agent_health.stores.s3_log import LOG, LogSettings, SummaryLog, Write
 from agent_health.stores.summary import ResultSummary
 
+if TYPE_CHECKING:
+    from agent_health.model.calibration import Calibration, Label
+
+M = TypeVar("M")
+
 RESULTS = "results"
 RUNS = "_runs"
+CALIBRATION = "_calibration"
 # Below this many keys of one (agent, suite), reading them one by one beats reading the log.
 LIST_THRESHOLD = 64
 _CHUNK = 256  # objects in flight per bulk read: memory stays flat in the number of results
@@ -195,3 +205,42 @@ class S3ResultStore(ResultStore):
                 result = self._parse(name, data, TestResult)
                 if result is not None:
                     yield result
+
+    # -- calibration: one object per batch, so writers never race and nothing is rewritten ----------
+    def _put_batch(self, kind: str, lines: builtins.list[bytes]) -> None:
+        if lines:
+            name = self.bucket.key(CALIBRATION, kind, f"{time.time_ns():020d}-{os.urandom(4).hex()}.jsonl")
+            self.bucket.put(name, b"\n".join(lines) + b"\n", content_type="application/x-ndjson")
+
+    def _read_batches(self, kind: str, model: type[M]) -> builtins.list[M]:
+        names = sorted(n for n, _ in self.bucket.list(self.bucket.key(CALIBRATION, kind) + "/"))
+        out: builtins.list[M] = []
+        for name, data in self.bucket.get_many(names):
+            for n, line in enumerate((data or b"").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    out.append(model.model_validate_json(line))  # type: ignore[attr-defined]
+                except ValidationError as exc:
+                    raise StoreError(
+                        f"result store {self.location}: {name}, line {n}: {exc.errors()[0].get('msg', exc)}"
+                    ) from exc
+        return out
+
+    def put_labels(self, labels: Iterable[Label]) -> int:
+        lines = [label.model_dump_json().encode() for label in labels]
+        self._put_batch("labels", lines)
+        return len(lines)
+
+    def labels(self) -> builtins.list[Label]:
+        from agent_health.model.calibration import Label
+
+        return newest_labels(self._read_batches("labels", Label))
+
+    def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
+        self._put_batch("calibrations", [c.model_dump_json().encode() for c in calibrations])
+
+    def calibrations(self) -> builtins.list[Calibration]:
+        from agent_health.model.calibration import Calibration
+
+        return self._read_batches("calibrations", Calibration)

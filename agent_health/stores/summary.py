@@ -106,12 +106,21 @@ class ResultSummary:
     judge_settings_hash: str = Field(
         default="", validation_alias=AliasChoices("judge_settings_hash", AliasPath("provenance", "judge_settings_hash"))
     )
+    # judges whose gating verdicts did not gate (judge.calibration): the rollup checks say so
+    uncalibrated_judges: tuple[str, ...] = Field(
+        default=(),
+        validation_alias=AliasChoices("uncalibrated_judges", AliasPath("provenance", "uncalibrated_judges")),
+    )
+    calibrated_judges: tuple[str, ...] = Field(
+        default=(),
+        validation_alias=AliasChoices("calibrated_judges", AliasPath("provenance", "calibrated_judges")),
+    )
 
     @classmethod
     def of(cls, result: TestResult) -> ResultSummary:
         fields = {name: getattr(result, name) for name in _FIELDS if name not in _PROVENANCE}
         prov = result.provenance
-        fields |= {name: getattr(prov, name) if prov else "" for name in _PROVENANCE}
+        fields |= {name: getattr(prov, name) if prov else _EMPTY[name] for name in _PROVENANCE}
         for name in ("usage", "judge_usage"):
             u = fields[name]
             fields[name] = TokenCounts(u.input_tokens, u.output_tokens, u.total_tokens, u.model)
@@ -139,4 +148,5 @@ class ResultSummary:
 
 _ADAPTER: TypeAdapter[ResultSummary] = TypeAdapter(ResultSummary)
 _FIELDS = tuple(f.name for f in _dataclass_fields(ResultSummary))
-_PROVENANCE = ("agent_settings_hash", "judge_settings_hash")
+_PROVENANCE = ("agent_settings_hash", "judge_settings_hash", "uncalibrated_judges", "calibrated_judges")
+_EMPTY: dict[str, Any] = {n: () for n in _PROVENANCE} | {"agent_settings_hash": "", "judge_settings_hash": ""}

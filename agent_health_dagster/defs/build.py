@@ -10,7 +10,15 @@ from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 from agent_health.pipeline import Project, env_whole
 from agent_health_dagster.defs.automation import build_automation
 from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
-from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY, REFRESH_JOB, suite_names
+from agent_health_dagster.defs.calibration_assets import build_calibration_assets
+from agent_health_dagster.defs.names import (
+    CALIBRATE_JOB,
+    CALIBRATION_KEY,
+    COMPARISON_KEY,
+    LEADERBOARD_KEY,
+    REFRESH_JOB,
+    suite_names,
+)
 from agent_health_dagster.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
 from agent_health_dagster.defs.rejudge import build_rejudge_jobs
 from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
@@ -63,6 +71,11 @@ def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
         selection=AssetSelection.assets(LEADERBOARD_KEY),
         description="The leaderboard across suites and agent versions.",
     )
+    jobs[CALIBRATE_JOB] = define_asset_job(
+        CALIBRATE_JOB,
+        selection=AssetSelection.assets(CALIBRATION_KEY),
+        description="Calibrate every judge identity against the stored human labels (docs/judges.md).",
+    )
     return jobs
 
 
@@ -92,7 +105,12 @@ def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
     resource = resource or resource_from_env()
     project = resource.project()
     suites = build_suites(project)
-    assets = [AGENT_SETTINGS, *[a for s in suites for a in s.definitions], *build_benchmark_assets(suites)]
+    assets = [
+        AGENT_SETTINGS,
+        *[a for s in suites for a in s.definitions],
+        *build_benchmark_assets(suites),
+        *build_calibration_assets(suites),
+    ]
     jobs = build_jobs(suites)
     sensors, schedules = build_automation(suites, jobs)
     defs = Definitions(

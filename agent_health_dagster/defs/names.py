@@ -11,10 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
-RESERVED_PREFIXES = ("benchmark", "agents")  # asset key prefixes the code location uses itself
+RESERVED_PREFIXES = ("benchmark", "agents", "judges")  # asset key prefixes the code location uses itself
 REFRESH_JOB = "refresh"  # everything downstream of the results, for a range of agent versions
 LEADERBOARD_KEY = ["benchmark", "leaderboard"]
 COMPARISON_KEY = ["benchmark", "comparison"]
+LABELS_KEY = ["judges", "labels"]
+CALIBRATION_KEY = ["judges", "calibration"]
+CALIBRATE_JOB = "calibrate"
 
 
 def safe(part: str) -> str:

@@ -84,6 +84,14 @@ EXERCISED = {
             "error: budget: model",
         )
     },
+    ("judges.md", '{"test_id": "cases::case-05"'): "tests/calibration/test_docs_judges.py",
+    ("judges.md", "error: labels file labels.jsonl"): "tests/calibration/test_docs_judges.py (the real message)",
+    ("judges.md", "agent-health calibrate --labels labels.csv"): "tests/calibration/test_docs_judges.py",
+    ("judges.md", "test_id,agent,label,note"): "tests/calibration/test_docs_judges.py (the worked example)",
+    ("judges.md", "judge pass   judge fail"): "tests/calibration/test_docs_judges.py (against calibrate's output)",
+    ("judges.md", "# agent_health_config.py"): "tests/calibration/test_docs_judges.py",
+    ("judges.md", "warning: judge openai:judge-a"): "tests/calibration/test_docs_judges.py (the real warning)",
+    ("judges.md", "agent-health run evals --require-calibrated"): "tests/calibration/test_docs_judges.py",
 }
 
 

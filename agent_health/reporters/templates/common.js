@@ -84,14 +84,18 @@ var AH = (function () {
     return out;
   }
 
-  function renderVerdict(sig) {
+  /* Page-specific additions (the run report adds a human label control to each current verdict). */
+  var hooks = { verdict: null };
+
+  function renderVerdict(sig, d) {
     var ev = sig.evidence || {};
     var who = [ev.evaluator, ev.model].filter(Boolean).join(" \u00b7 ");
     return el("div", { class: "verdict" },
       el("div", null, outcome(sig), " ", el("b", { text: sig.name }), sig.score !== null && sig.score !== undefined ? "  score " + num(sig.score) : "",
         "  ", el("span", { class: "muted", text: [sig.role, who, sig.cached ? "cached" : ""].filter(Boolean).join(" \u00b7 ") })),
       sig.reasoning ? pre(sig.reasoning) : el("div", { class: "muted", text: "(no reasoning)" }),
-      ev.provenance ? kv(Object.entries(ev.provenance)) : null);
+      ev.provenance ? kv(Object.entries(ev.provenance)) : null,
+      d && hooks.verdict ? hooks.verdict(sig, d) : null);
   }
 
   function renderSignals(signals) {
@@ -152,7 +156,7 @@ var AH = (function () {
           el("span", { class: "muted", text: [when(j.judged_at), j.eval_run_id ? "run " + j.eval_run_id : "",
             judges.filter(function (x, n) { return judges.indexOf(x) === n; }).join(", ")].filter(Boolean).join(" \u00b7 ") })),
         j.error ? pre(j.error, "error-text") : null,
-        (j.signals || []).map(renderVerdict));
+        (j.signals || []).map(function (s) { return renderVerdict(s); }));
     });
   }
 
@@ -170,7 +174,7 @@ var AH = (function () {
     ])));
     if (d.error) root.append(section("Error", pre(d.error, "error-text")));
     if (d.run) root.append(section("Trajectory", renderRun(d.run)));
-    if (verdicts.length) root.append(section("Verdicts", verdicts.map(renderVerdict)));
+    if (verdicts.length) root.append(section("Verdicts", verdicts.map(function (s) { return renderVerdict(s, d); })));
     if (signals.length) root.append(section("Signals", renderSignals(signals)));
     var metrics = d.metrics || {};
     if (Object.keys(metrics).length) root.append(section("Derived metrics", kv(Object.keys(metrics).sort().map(function (k) { return [k, metrics[k]]; }))));
@@ -300,5 +304,5 @@ var AH = (function () {
   }
 
   return { el: el, pre: pre, json: json, badge: badge, num: num, ms: ms, usd: usd, kv: kv, section: section,
-    renderDetail: renderDetail, renderRun: renderRun, renderSignals: renderSignals, details: details, table: table };
+    hooks: hooks, renderDetail: renderDetail, renderRun: renderRun, renderSignals: renderSignals, details: details, table: table };
 })();
