@@ -16,6 +16,7 @@ from agent_health.pipeline.benchmark import (
     compare_version,
     write_report,
 )
+from agent_health.pipeline.calibration import JUDGES_CALIBRATED, CalibrationView, calibrate_judges
 from agent_health.pipeline.environment import env_number, env_whole
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
 from agent_health.pipeline.freshness import (
@@ -42,7 +43,9 @@ from agent_health.pipeline.version import (
 from agent_health.session import build_settings
 
 __all__ = [
+    "JUDGES_CALIBRATED",
     "UP_TO_DATE",
+    "CalibrationView",
     "Column",
     "Current",
     "Gate",
@@ -61,6 +64,7 @@ __all__ = [
     "agent_version_data_version",
     "build_leaderboard",
     "build_settings",
+    "calibrate_judges",
     "clear_project_cache",
     "compare_version",
     "current_summaries",

@@ -15,7 +15,7 @@ from dagster import (
     asset,
 )
 
-from agent_health.pipeline.calibration import JUDGES_CALIBRATED, calibrate_judges
+from agent_health.pipeline import JUDGES_CALIBRATED, calibrate_judges
 from agent_health_dagster.defs.names import CALIBRATION_KEY, LABELS_KEY
 from agent_health_dagster.defs.resources import AgentHealthResource
 from agent_health_dagster.defs.suite_assets import OWNERS, SuiteAssets, clean
