@@ -11,6 +11,8 @@ import hashlib
 import json
 from typing import Any
 
+from pydantic import BaseModel
+
 from agent_health.config.model import Config, JudgeSettings, verdict_fields
 from agent_health.config.secrets import display_value as _public  # env refs by name, credentials redacted
 
@@ -35,6 +37,8 @@ def judge_settings(config: Config) -> dict[str, Any]:
             value = {rubric: _file_digest(config, path) for rubric, path in sorted(value.items())}
         elif name in ("settings", "providers"):
             value = _public(value)
+        elif isinstance(value, BaseModel):  # a nested settings model (judge.calibration): by its fields
+            value = value.model_dump(mode="json")
         values[name] = value
     values["evaluators"] = sorted(config.evaluators)
     return values

@@ -16,6 +16,7 @@ from agent_health.judges.cache import LocalJudgeCache
 from agent_health.judges.prompt import PROMPT_VERSION
 from agent_health.judges.rubric import Rubric
 from agent_health.model import JudgeIdentity, RunSettings
+from agent_health.model.calibration import CalibrationGate
 from agent_health.pipeline import partition_metadata
 from agent_health.stores import LocalResultStore, ResultKey
 from tests.judges.helpers import NONCE, ScriptedServer, chat, verdict_json
@@ -266,6 +267,7 @@ CHANGED_JUDGE_SETTINGS = {
     "max_steps": 20,
     "max_trace_chars": 3000,
     "max_tool_steps": 2,
+    "calibration": CalibrationGate(min_kappa=0.7, min_labels=10),
 }
 OPERATIONAL_JUDGE_SETTINGS = {
     "concurrency": 2,
