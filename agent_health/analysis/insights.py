@@ -9,7 +9,7 @@ import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_health.judges.prompt import FENCE_RULES, content_nonce, fence
 from agent_health.model import Insight, Step, TestResult
@@ -322,7 +322,7 @@ def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
             )
         return LLMSynthesizer(llm)
     if callable(setting):
-        return setting
+        return cast(Synthesizer, setting)  # a user's callable: its signature cannot be checked here
     raise ConfigError(f"insights: expected None, 'llm' or a callable, got {setting!r}")
 
 

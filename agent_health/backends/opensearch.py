@@ -161,7 +161,7 @@ class OpenSearchIndex:
             resp = self.ensure().delete(index=self.index, id=id, ignore=[404])
         except Exception as exc:
             raise self.fail(f"cannot delete {id}", exc) from exc
-        return resp.get("result") == "deleted"
+        return bool(resp.get("result") == "deleted")
 
     def count(self, query: dict[str, Any]) -> int:
         """How many documents match `query` (as of the last refresh)."""

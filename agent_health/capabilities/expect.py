@@ -39,7 +39,7 @@ def _subset(expected: Any, actual: Any) -> bool:
     """Expected args match when every expected key is present with a matching value."""
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and _subset(v, actual[k]) for k, v in expected.items())
-    return expected == actual
+    return bool(expected == actual)  # user values: __eq__ may return anything
 
 
 def _run(value: Any, matcher: str) -> RunResult:

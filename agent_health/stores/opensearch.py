@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -28,6 +28,8 @@ from agent_health.backends.opensearch import OpenSearchIndex, doc_id
 from agent_health.model import EvalRun, TestResult
 from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.summary import ResultSummary
+
+M = TypeVar("M", TestResult, EvalRun, ResultSummary)  # what _parse reads back
 
 DEFAULT_INDEX = "agent-health-results"
 _STORED = {"type": "object", "enabled": False}  # kept in _source, never indexed
@@ -143,7 +145,7 @@ class OpenSearchResultStore(ResultStore):
         self.runs.put_many(self._run_doc(r) for r in results if r.eval_run_id)
         return [ResultKey.of(r) for r in results]
 
-    def _parse(self, what: str, doc: Mapping[str, Any] | None, field: str, model: type[Any]) -> Any:
+    def _parse(self, what: str, doc: Mapping[str, Any] | None, field: str, model: type[M]) -> M | None:
         if doc is None or field not in doc:
             return None
         try:

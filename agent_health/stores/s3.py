@@ -22,7 +22,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 from urllib.parse import unquote
 
 from pydantic import ValidationError
@@ -33,6 +33,8 @@ from agent_health.stores.base import ResultKey, ResultStore, StoreError
 from agent_health.stores.local import encode_part
 from agent_health.stores.s3_log import LOG, LogSettings, SummaryLog, Write
 from agent_health.stores.summary import ResultSummary
+
+M = TypeVar("M", TestResult, EvalRun, ResultSummary)  # what _parse reads back
 
 RESULTS = "results"
 RUNS = "_runs"
@@ -115,7 +117,11 @@ class S3ResultStore(ResultStore):
     def get(self, key: ResultKey) -> TestResult | None:
         return self._parse(self.object_key(key), self.bucket.get(self.object_key(key)), TestResult)
 
-    def _parse(self, name: str, data: bytes | None, model: type[Any]) -> Any:
+    @overload
+    def _parse(self, name: str, data: bytes, model: type[M]) -> M: ...
+    @overload
+    def _parse(self, name: str, data: bytes | None, model: type[M]) -> M | None: ...
+    def _parse(self, name: str, data: bytes | None, model: type[M]) -> M | None:
         if data is None:
             return None
         try:

@@ -132,7 +132,8 @@ class TracesView:
     @property
     def cost(self) -> float | None:
         """USD from the price table; None when a model has no price (never guessed)."""
-        return self.metrics()["cost_usd"]
+        cost: float | None = self.metrics()["cost_usd"]
+        return cost
 
     @property
     def llm_calls(self) -> int:
