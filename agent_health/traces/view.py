@@ -87,7 +87,7 @@ class TracesView:
             return self._found
         try:
             found = self.source.peek(self.run)
-        except Exception:  # the slow path below reports what is wrong
+        except Exception:  # the slow path below reports what is wrong  # noqa: BLE001
             found = None
         if found is not None and found.spans:
             self._found = found
