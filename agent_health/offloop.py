@@ -76,7 +76,7 @@ class DaemonThreadPool(ThreadPoolExecutor):
                 if future.set_running_or_notify_cancel():
                     try:
                         future.set_result(fn(*args, **kwargs))
-                    except BaseException as exc:  # the caller sees it, as with any executor
+                    except BaseException as exc:  # the caller sees it, as with any executor  # noqa: BLE001
                         future.set_exception(exc)
                 del future, fn, args, kwargs
                 self._idle.release()

@@ -67,7 +67,7 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[
     if seconds is not None:
         settings["max_runtime_seconds"] = seconds
     settings.update(run_monitoring or {})
-    return yaml.safe_dump(
+    text: str = yaml.safe_dump(  # PyYAML ships no stubs: typed here
         {
             "telemetry": {"enabled": False},
             "run_monitoring": settings,
@@ -77,6 +77,7 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[
         },
         sort_keys=False,
     )
+    return text
 
 
 def prepare_home(path: Path) -> Path:

@@ -86,9 +86,10 @@ def start_server(latency_s: float) -> tuple[subprocess.Popen, str]:
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}/agent"
         except OSError:
             time.sleep(0.05)
+        else:
+            return proc, f"http://127.0.0.1:{port}/agent"
     proc.kill()
     raise SystemExit("benchmark agent server did not start")
 

@@ -9,7 +9,7 @@ import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_health.judges.prompt import FENCE_RULES, content_nonce, fence
 from agent_health.model import Insight, Step, TestResult
@@ -231,7 +231,7 @@ class LLMSynthesizer:
                     {"name": s.get("name"), "ms": s.get("duration_ms"), "status": s.get("status")}
                     for s in spans[: self.max_spans]
                 ]
-            except Exception as exc:  # traces missing: say so rather than pretend
+            except Exception as exc:  # traces missing: say so rather than pretend  # noqa: BLE001
                 doc["spans"] = f"unavailable: {exc}"
         body = json.dumps(doc, default=str, sort_keys=True)
         return (
@@ -246,7 +246,8 @@ class LLMSynthesizer:
         text = await self.llm.complete(await self.prompt(data), system=_SYSTEM, json_mode=True)
         parsed = parse_json_output(text)
         if not isinstance(parsed, Mapping):
-            raise ValueError(f"insight synthesizer: the model did not return a JSON object: {text[:200]!r}")
+            # The model's answer is bad data, not a caller's wrong type.
+            raise ValueError(f"insight synthesizer: the model did not return a JSON object: {text[:200]!r}")  # noqa: TRY004
         return parsed
 
 
@@ -297,7 +298,7 @@ async def synthesize(
     try:
         out = await call(synthesizer, data)  # a sync synthesizer runs in a worker thread, off the loop
         return _to_insights(out)
-    except Exception as exc:
+    except Exception as exc:  # a user's synthesizer: its failure is an insight, not a crash  # noqa: BLE001
         return (
             Insight(
                 rule="synthesizer_error",
@@ -322,7 +323,7 @@ def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
             )
         return LLMSynthesizer(llm)
     if callable(setting):
-        return setting
+        return cast(Synthesizer, setting)  # a user's callable: its signature cannot be checked here
     raise ConfigError(f"insights: expected None, 'llm' or a callable, got {setting!r}")
 
 

@@ -31,7 +31,7 @@ def _text(value: Any, field: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise ValueError(f"{field} must be text, got {type(value).__name__}")
+        raise ValueError(f"{field} must be text, got {type(value).__name__}")  # noqa: TRY004 -- bad data in a labels file, reported with its line
     return value.strip() or None
 
 

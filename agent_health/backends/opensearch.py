@@ -103,7 +103,7 @@ class OpenSearchIndex:
             self.ensure().indices.refresh(index=self.index)
         except StoreError:
             raise
-        except Exception:
+        except Exception:  # best effort: the next request reports a real problem  # noqa: BLE001
             pass
 
     def get(self, id: str, source: list[str] | None = None) -> dict[str, Any] | None:
@@ -134,11 +134,12 @@ class OpenSearchIndex:
                 self.ensure().index(index=self.index, id=id, body=body, op_type="create")
             else:
                 self.ensure().index(index=self.index, id=id, body=body)
-            return True
         except Exception as exc:
             if if_absent and getattr(exc, "status_code", None) == 409:
                 return False
             raise self.fail(f"cannot write {id}", exc) from exc
+        else:
+            return True
 
     def put_many(self, docs: Iterable[tuple[str, dict[str, Any]]]) -> int:
         """Index many documents with the bulk API (`helpers.bulk`); every failure is reported."""
@@ -161,7 +162,7 @@ class OpenSearchIndex:
             resp = self.ensure().delete(index=self.index, id=id, ignore=[404])
         except Exception as exc:
             raise self.fail(f"cannot delete {id}", exc) from exc
-        return resp.get("result") == "deleted"
+        return bool(resp.get("result") == "deleted")
 
     def count(self, query: dict[str, Any]) -> int:
         """How many documents match `query` (as of the last refresh)."""

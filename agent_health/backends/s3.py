@@ -315,7 +315,7 @@ class S3Bucket:
         def call(item: T) -> R | Exception:
             try:
                 return fn(item)
-            except Exception as exc:
+            except Exception as exc:  # handed back per item: the caller decides  # noqa: BLE001
                 return exc
 
         if len(items) <= 1:

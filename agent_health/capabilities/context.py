@@ -127,9 +127,10 @@ def bridge(ctx: TestContext, coro: Any) -> Any:
 
     try:
         asyncio.get_running_loop()
-        return coro
     except RuntimeError:
         return asyncio.run_coroutine_threadsafe(coro, ctx.loop).result()
+    else:
+        return coro
 
 
 def running_test() -> TestContext | None:

@@ -39,7 +39,7 @@ def _subset(expected: Any, actual: Any) -> bool:
     """Expected args match when every expected key is present with a matching value."""
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and _subset(v, actual[k]) for k, v in expected.items())
-    return expected == actual
+    return bool(expected == actual)  # user values: __eq__ may return anything
 
 
 def _run(value: Any, matcher: str) -> RunResult:
@@ -263,10 +263,11 @@ def _schema_problem(schema: Any, data: Any, max_errors: int = 5) -> str | None:
     if isinstance(schema, type) and hasattr(schema, "model_validate"):
         try:
             schema.model_validate(data)
-            return None
         except pydantic.ValidationError as exc:
             details = "; ".join(f"{_json_path(e['loc'])}: {e['msg']}" for e in exc.errors()[:max_errors])
             return str(exc).splitlines()[0] + ": " + details
+        else:
+            return None
     if not isinstance(schema, (dict, bool)):
         raise TypeError(
             f"to_match_schema() needs a pydantic model class or a JSON schema (dict), got {type(schema).__name__}"

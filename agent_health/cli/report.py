@@ -4,6 +4,7 @@ a store's latest results or one agent version's."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -37,7 +38,7 @@ def report_command(ctx: click.Context, source: str | None, output: Path, title: 
         damaged: StoreError | None = exc
     else:
         damaged = None
-    page: dict = {"title": title or f"agent-health report: {src.label}", "source": src.label}
+    page: dict[str, Any] = {"title": title or f"agent-health report: {src.label}", "source": src.label}
     if src.report is not None:
         page.update(report_page(src.report))
     elif src.run is not None:

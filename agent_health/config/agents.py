@@ -59,7 +59,8 @@ class AgentSpec(KnownKeys):
             if not name or "@" in name or "/" in name:
                 raise ValueError(f"version name {name!r} must be non-empty, without '@' or '/'")
             if not isinstance(overrides, dict):
-                raise ValueError(f"version {name!r}: overrides must be a mapping of settings")
+                # Pydantic validator: only ValueError becomes a ValidationError.
+                raise ValueError(f"version {name!r}: overrides must be a mapping of settings")  # noqa: TRY004
         return value
 
     def resolve(self, version: str | None = None) -> ResolvedAgent:

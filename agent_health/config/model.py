@@ -268,7 +268,8 @@ class Config(KnownKeys):
             for i, agent in enumerate(value):
                 key = agent.key if isinstance(agent, AgentSpec) else dict(agent).get("key")
                 if not isinstance(key, str):
-                    raise ValueError(f"agents[{i}]: every agent needs a 'key' (the part before '@' in KEY@VERSION)")
+                    # Pydantic validator: only ValueError becomes a ValidationError.
+                    raise ValueError(f"agents[{i}]: every agent needs a 'key' (the part before '@' in KEY@VERSION)")  # noqa: TRY004
                 if key in keyed:
                     raise ValueError(
                         f"agents[{i}]: duplicate agent key {key!r}; give each agent its own key "

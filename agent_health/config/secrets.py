@@ -238,7 +238,7 @@ class SecretSet:
         try:
             if not self.found_in(model.model_dump_json()):
                 return model
-        except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field
+        except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
             pass
         return self._scrub_fields(model, _TOP_IDENTIFIERS)
 
@@ -250,7 +250,7 @@ class SecretSet:
             value = getattr(model, name)
             try:
                 new = self._scrub_nested(value)
-            except Exception as exc:  # e.g. RecursionError on absurdly nested raw events
+            except Exception as exc:  # e.g. RecursionError on absurdly nested raw events  # noqa: BLE001
                 new = _emptied(field)
                 _log.warning("warning: %s.%s could not be scrubbed of secrets (%s); it was emptied",
                              type(model).__name__, name, type(exc).__name__)  # fmt: skip
@@ -465,6 +465,6 @@ def register_credentials(credentials: Any, setting: str = "the AWS credentials (
         return
     try:
         frozen = credentials.get_frozen_credentials()
-    except Exception:  # resolution failed: the client call will say why
+    except Exception:  # resolution failed: the client call will say why  # noqa: BLE001
         return
     register_secret(frozen.secret_key, frozen.token, setting=setting)

@@ -45,7 +45,7 @@ class ConnectorSettings(BaseModel):
     )
 
 
-def load_callable(spec: Any, setting: str, root: str = ".") -> Callable[..., Any] | None:
+def load_callable(spec: object, setting: str, root: str = ".") -> Callable[..., Any] | None:
     """A callable from a callable or a 'module:function' string (imported with `root` on sys.path)."""
     if spec is None or callable(spec):
         return spec
@@ -59,7 +59,7 @@ def load_callable(spec: Any, setting: str, root: str = ".") -> Callable[..., Any
         module = importlib.import_module(module_name)
     except Exception as exc:
         raise ConfigError(f"setting {setting}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    fn: Any = module
+    fn: object = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
         if fn is None:

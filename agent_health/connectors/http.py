@@ -246,7 +246,8 @@ def readable_answer_type(mime: str) -> bool:
 
 def media_type(response: httpx.Response) -> str:
     """The response's media type (`application/json`), lower case, without parameters; '' if none."""
-    return response.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type: str = response.headers.get("content-type", "")  # httpx types Headers.get as Any
+    return content_type.split(";")[0].strip().lower()
 
 
 class HttpBase(RealConnector):

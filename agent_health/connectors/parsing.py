@@ -46,8 +46,8 @@ def as_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping) and isinstance(value.get("content"), str):  # {"role":..,"content":..}
-        return value["content"]
+    if isinstance(value, Mapping) and isinstance(content := value.get("content"), str):  # {"role":..,"content":..}
+        return content
     if isinstance(value, list) and all(isinstance(p, Mapping) for p in value):  # content parts
         texts = [str(p.get("text", "")) for p in value if p.get("type", "text") in ("text", "output_text")]
         if texts:

@@ -67,7 +67,8 @@ class FixtureScope:
             else:
                 value = await call(fdef.fn, **kwargs)
             if value is _DONE:
-                raise RuntimeError("the generator fixture never yielded a value")
+                # Wrapped just below, as any setup failure is.
+                raise RuntimeError("the generator fixture never yielded a value")  # noqa: TRY301
         except FixtureError:
             raise
         except BaseException as exc:  # sys.exit() in a fixture errors the test, not the run

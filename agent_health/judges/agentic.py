@@ -101,7 +101,7 @@ async def run_agentic(
                 text = json.dumps(result, sort_keys=True, default=str)
                 entry.update(ok=True, result_chars=len(text), records=len(result) if isinstance(result, list) else None)
                 is_error = False
-            except Exception as exc:  # reported to the model, which may try another way
+            except Exception as exc:  # reported to the model, which may try another way  # noqa: BLE001
                 text = f"tool failed: {type(exc).__name__}: {exc}"
                 entry.update(ok=False, error=text)
                 is_error = True

@@ -50,12 +50,13 @@ def _use_wal(db: sqlite3.Connection, timeout_s: float) -> None:
         try:
             if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
                 db.execute("PRAGMA journal_mode=WAL")
-            return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
+        else:
+            return
 
 
 class JudgeCache(abc.ABC):

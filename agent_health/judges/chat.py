@@ -121,7 +121,7 @@ class Backoff(BaseModel):
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_s)
-        return min(self.max_s, self.base_s * (2**attempt)) * (0.5 + random.random() / 2)
+        return min(self.max_s, self.base_s * (2.0**attempt)) * (0.5 + random.random() / 2)
 
     async def run(self, call: Callable[[], Awaitable[T]], what: str) -> tuple[T, int]:
         """Run `call`, retrying on RateLimited; returns (result, retries made)."""

@@ -51,9 +51,9 @@ class CachedLLM(LLM):
         self.keys.append(key)
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)  # SQLite or a shared store: off the loop
-            if hit is not None and isinstance(hit.get("text"), str):
+            if hit is not None and isinstance(text := hit.get("text"), str):
                 self.hits += 1
-                return hit["text"]
+                return text
         response = await self.client.chat(
             [ChatMessage(role="user", content=prompt)], system=system, json_mode=json_mode, schema=schema
         )

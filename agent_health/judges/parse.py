@@ -96,7 +96,7 @@ def decode(candidate: str) -> Any:
 
     try:
         repaired = json_repair.loads(candidate, skip_json_loads=True)
-    except Exception:  # json-repair gives up on some inputs by raising; nothing to use then
+    except Exception:  # json-repair gives up on some inputs by raising; nothing to use then  # noqa: BLE001
         return None
     return repaired if isinstance(repaired, dict) else None
 
@@ -191,7 +191,8 @@ def pick_answer(text: str, nonce: str, fields: Callable[[dict[str, Any]], T]) ->
         signed = str(obj.get("nonce", "")).strip().lower() == nonce
         try:
             if copied := template_words(candidate):
-                raise AnswerError(f"the answer repeats its template ({copied!r}) instead of filling it in")
+                # Handled just below with fields()' own AnswerError.
+                raise AnswerError(f"the answer repeats its template ({copied!r}) instead of filling it in")  # noqa: TRY301
             value = fields(obj)
         except AnswerError as exc:
             if signed:

@@ -269,7 +269,7 @@ class JudgeService:
                     verdict = await provider.evaluate(request)
                     if verdict.identity is None:  # a provider that does not describe itself
                         verdict = verdict.model_copy(update={"identity": fallback_identity(request, who, verdict)})
-        except Exception as exc:  # provider failure: errored, never a silent pass or zero
+        except Exception as exc:  # provider failure: errored, never a silent pass or zero  # noqa: BLE001
             where = f" in test {request.test_id}" if request.test_id else ""
             return Verdict(
                 passed=False,

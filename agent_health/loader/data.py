@@ -24,7 +24,7 @@ required tool deterministically, and judges each expected outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -181,10 +181,10 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     }
 
 
-def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]):
+def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Callable[..., Awaitable[None]]:
     """The body every data test runs: agent once, required tools checked, outcomes judged."""
 
-    async def body(agent, expect, judge):
+    async def body(agent: Any, expect: Any, judge: Any) -> None:  # the engine's fixtures (capabilities: a layer above)
         result = await agent.run()
         for tool in required_tools:
             expect.soft(result).to_have_called_tool(tool)

@@ -73,7 +73,7 @@ def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[
         except OSError as exc:
             result.errors.append(EvalFileError(rel, f"cannot read: {exc.strerror or exc}"))
             continue
-        except Exception as exc:  # a loader bug must not take the other files down with it
+        except Exception as exc:  # a loader bug must not take the other files down with it  # noqa: BLE001
             result.errors.append(EvalFileError(rel, f"cannot load: {type(exc).__name__}: {exc}"))
             continue
         result.tests.extend(tests)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,11 +109,11 @@ def active_registry(what: str) -> FileRegistry:
     return reg
 
 
-def activate(reg: FileRegistry | None):
+def activate(reg: FileRegistry | None) -> Token[FileRegistry | None]:
     return _active.set(reg)
 
 
-def deactivate(token) -> None:
+def deactivate(token: Token[FileRegistry | None]) -> None:
     _active.reset(token)
 
 

@@ -21,7 +21,7 @@ MAX_ALIAS_NODES = 100_000  # nodes aliases may add: generous for `<<: *defaults`
 MAX_DEPTH = 100
 
 
-class BoundedSafeLoader(yaml.SafeLoader):
+class BoundedSafeLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no stubs: SafeLoader is Any
     """A SafeLoader that refuses alias bombs, recursive aliases and absurd nesting."""
 
     def __init__(self, stream: Any):

@@ -43,7 +43,8 @@ STORED_TEXT_MAX = 20_000  # characters of one stored message (an error, a signal
 def no_bool(value: Any) -> Any:
     """pydantic's lax mode reads `true` as 1: for a timeout or a count that is a mistake, not a value."""
     if isinstance(value, bool):
-        raise ValueError("expected a number, not a boolean")
+        # Pydantic validator: only ValueError becomes a ValidationError.
+        raise ValueError("expected a number, not a boolean")  # noqa: TRY004
     return value
 
 

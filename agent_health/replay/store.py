@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent_health.backends import is_shared
 from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import Connector
@@ -63,7 +65,7 @@ def _document(agent_key: str, version: str, key: str, result: RunResult, request
 def _run_of(doc: Any, where: str) -> RunResult:
     try:
         return RunResult.model_validate(doc["result"])
-    except Exception as exc:
+    except (ValidationError, KeyError, TypeError) as exc:  # not a mapping, no "result", or invalid
         raise AgentError(f"recording {where} is not a valid run: {exc}; delete it or re-record") from None
 
 

@@ -58,7 +58,7 @@ def flush_output() -> None:
     if spans is not None:
         try:
             spans.flush_all()
-        except Exception:  # a full disk was reported where it happened
+        except Exception:  # a full disk was reported where it happened  # noqa: BLE001
             pass
     logging = sys.modules.get("logging")
     if logging is not None:
@@ -66,7 +66,7 @@ def flush_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:
+        except Exception:  # about to os._exit: a broken stream must not stop it  # noqa: BLE001
             pass
 
 

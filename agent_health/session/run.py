@@ -144,7 +144,7 @@ async def _close(closers: Sequence[Callable[[], Any]]) -> None:
             for close in closers:
                 try:
                     await close()
-                except Exception:  # closing a broken connection must not hide the run's outcome
+                except Exception:  # closing a broken connection must not hide the run's outcome  # noqa: BLE001
                     pass
     except TimeoutError:
         pass

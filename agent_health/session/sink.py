@@ -136,7 +136,7 @@ class ResultSink:
         self._queue.put((done, fn, args))
         try:
             done.result(timeout_s)
-        except Exception:
+        except Exception:  # at most timeout_s, never raising: the process is on its way out  # noqa: BLE001
             pass
 
     def put_blocking(self, results: list[TestResult]) -> None:
@@ -215,7 +215,7 @@ class ResultSink:
             # the manifest and the reports must still be written.
             try:
                 value = fn(*args)
-            except BaseException as exc:
+            except BaseException as exc:  # handed to the caller's future, as an executor does  # noqa: BLE001
                 _settle(future, exc=exc)
             else:
                 _settle(future, value)
@@ -258,20 +258,20 @@ class ResultSink:
         try:
             self.store.put_many(batch)
             return len(batch), []
-        except Exception:
+        except Exception:  # any store failure: retried below  # noqa: BLE001
             pass
         if _make_encodable(batch):
             try:
                 self.store.put_many(batch)
                 return len(batch), []
-            except Exception:
+            except Exception:  # any store failure: each result alone below  # noqa: BLE001
                 pass
         stored, failed = 0, []
         for result in batch:
             try:
                 self.store.put(result)
                 stored += 1
-            except Exception as exc:
+            except Exception as exc:  # collected and reported: one result never loses the others  # noqa: BLE001
                 failed.append(exc)
         return stored, failed
 
@@ -307,7 +307,7 @@ class ResultSink:
             try:
                 getattr(rep, method)(*args)
                 continue
-            except Exception as exc:
+            except Exception as exc:  # a failing reporter must not end the run  # noqa: BLE001
                 failure = exc
             # text that cannot be UTF-8 (a lone surrogate): once more, escaped, before giving up
             clean = tuple(encodable(a) if isinstance(a, BaseModel) else a for a in args)
@@ -316,7 +316,7 @@ class ResultSink:
                 try:
                     getattr(rep, method)(*args)
                     continue
-                except Exception as exc:
+                except Exception as exc:  # a failing reporter must not end the run  # noqa: BLE001
                     failure = exc
             self._drop(rep, failure)
 
@@ -324,7 +324,7 @@ class ResultSink:
         self.reporters.remove(rep)
         try:
             rep.abort()
-        except Exception:
+        except Exception:  # cleanup must not mask the reporter's first error  # noqa: BLE001
             pass
         message = str(exc) if isinstance(exc, ReportError) else f"reporter {rep.name}: {type(exc).__name__}: {exc}"
         self._error(f"{message}; its report is incomplete (results are still stored)")
@@ -340,7 +340,7 @@ class ResultSink:
                 if clean is run:
                     raise
                 self.store.put_run(clean)
-        except Exception as exc:
+        except Exception as exc:  # reported; the run goes on  # noqa: BLE001
             self._error(f"{self._store_said(exc)} (the run manifest)")
 
     def _begin(self, run: EvalRun, totals: dict[str, int]) -> None:

@@ -377,9 +377,10 @@ class LocalResultStore(ResultStore):
     def delete(self, key: ResultKey) -> bool:
         try:
             self.path_for(key).unlink()
-            return True
         except FileNotFoundError:
             return False
+        else:
+            return True
 
 
 def default_store(config: Config, settings: StoreSettings | None = None) -> LocalResultStore:

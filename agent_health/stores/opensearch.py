@@ -23,7 +23,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -34,6 +34,8 @@ from agent_health.stores.summary import ResultSummary
 
 if TYPE_CHECKING:
     from agent_health.model.calibration import Calibration, Label
+
+M = TypeVar("M", TestResult, EvalRun, ResultSummary)  # what _parse reads back
 
 DEFAULT_INDEX = "agent-health-results"
 _STORED = {"type": "object", "enabled": False}  # kept in _source, never indexed
@@ -151,7 +153,7 @@ class OpenSearchResultStore(ResultStore):
         self.runs.put_many(self._run_doc(r) for r in results if r.eval_run_id)
         return [ResultKey.of(r) for r in results]
 
-    def _parse(self, what: str, doc: Mapping[str, Any] | None, field: str, model: type[Any]) -> Any:
+    def _parse(self, what: str, doc: Mapping[str, Any] | None, field: str, model: type[M]) -> M | None:
         if doc is None or field not in doc:
             return None
         try:

@@ -26,10 +26,10 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 from urllib.parse import unquote
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent_health.backends.s3 import S3Bucket
 from agent_health.model import EvalRun, TestResult
@@ -41,7 +41,8 @@ from agent_health.stores.summary import ResultSummary
 if TYPE_CHECKING:
     from agent_health.model.calibration import Calibration, Label
 
-M = TypeVar("M")
+M = TypeVar("M", TestResult, EvalRun, ResultSummary)  # what _parse reads back
+B = TypeVar("B", bound=BaseModel)  # what a calibration batch holds (labels, calibrations)
 
 RESULTS = "results"
 RUNS = "_runs"
@@ -125,7 +126,11 @@ class S3ResultStore(ResultStore):
     def get(self, key: ResultKey) -> TestResult | None:
         return self._parse(self.object_key(key), self.bucket.get(self.object_key(key)), TestResult)
 
-    def _parse(self, name: str, data: bytes | None, model: type[Any]) -> Any:
+    @overload
+    def _parse(self, name: str, data: bytes, model: type[M]) -> M: ...
+    @overload
+    def _parse(self, name: str, data: bytes | None, model: type[M]) -> M | None: ...
+    def _parse(self, name: str, data: bytes | None, model: type[M]) -> M | None:
         if data is None:
             return None
         try:
@@ -212,15 +217,15 @@ class S3ResultStore(ResultStore):
             name = self.bucket.key(CALIBRATION, kind, f"{time.time_ns():020d}-{os.urandom(4).hex()}.jsonl")
             self.bucket.put(name, b"\n".join(lines) + b"\n", content_type="application/x-ndjson")
 
-    def _read_batches(self, kind: str, model: type[M]) -> builtins.list[M]:
+    def _read_batches(self, kind: str, model: type[B]) -> builtins.list[B]:
         names = sorted(n for n, _ in self.bucket.list(self.bucket.key(CALIBRATION, kind) + "/"))
-        out: builtins.list[M] = []
+        out: builtins.list[B] = []
         for name, data in self.bucket.get_many(names):
             for n, line in enumerate((data or b"").splitlines(), 1):
                 if not line.strip():
                     continue
                 try:
-                    out.append(model.model_validate_json(line))  # type: ignore[attr-defined]
+                    out.append(model.model_validate_json(line))
                 except ValidationError as exc:
                     raise StoreError(
                         f"result store {self.location}: {name}, line {n}: {exc.errors()[0].get('msg', exc)}"

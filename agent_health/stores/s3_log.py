@@ -306,7 +306,7 @@ class _GroupWriter:
         errors: list[Exception | None] = [StoreError("the write was interrupted")] * len(flat)
         try:
             errors = self._flush(flat)
-        except Exception as exc:
+        except Exception as exc:  # handed to every writer waiting on the batch  # noqa: BLE001
             errors = [exc] * len(flat)
         finally:
             with self._cond:

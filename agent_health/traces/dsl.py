@@ -261,7 +261,7 @@ def _in_range(got: Any, bounds: Any, field: str) -> bool:
         )
     low_open = bounds.get("include_lower", True) is False
     high_open = bounds.get("include_upper", True) is False
-    checks = [
+    checks: list[tuple[str, Any, Callable[[Any, Any], bool]]] = [
         ("gt", bounds.get("gt"), lambda a, b: a > b),
         ("gte", bounds.get("gte"), lambda a, b: a >= b),
         ("lt", bounds.get("lt"), lambda a, b: a < b),

@@ -204,7 +204,7 @@ class _Writer:
         self.sizes[fh.name] = self.flushed[fh.name] = os.fstat(fh.fileno()).st_size
         self.index.offsets.setdefault(fh.name, 0)
         self.index.own.add(fh.name)
-        return fh.name
+        return str(fh.name)  # opened by path, so the name is that path
 
     def _file(self, kind: str) -> str:
         fh = self.files.get(kind)

@@ -199,13 +199,14 @@ class OpenSearchTraceSource(TraceSource):
                 if scroll_id:
                     try:
                         self.client.clear_scroll(scroll_id=scroll_id)
-                    except Exception:  # an expired scroll is already gone
+                    except Exception:  # an expired scroll is already gone  # noqa: BLE001
                         pass
-            return docs
         except (ConfigError, TraceSourceError):
             raise
         except Exception as exc:
             raise TraceSourceError(f"{self.describe()}: {type(exc).__name__}: {redact_url(str(exc))[:500]}") from exc
+        else:
+            return docs
 
     def _spans(self, query: dict[str, Any]) -> list[dict[str, Any]]:
         docs = self._search_all(self.index, {"bool": {"filter": [query], "must_not": self._harness()}})

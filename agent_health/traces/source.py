@@ -62,8 +62,8 @@ def best_trace_in_window(spans: list[dict[str, Any]], run: RunRef) -> list[dict[
 
     def distance(group: list[dict[str, Any]]) -> float:
         top = roots(group) or group
-        s0 = min(s.get("start_ms") or 0 for s in top)
-        e0 = max(s.get("end_ms") or 0 for s in top)
+        s0: float = min(s.get("start_ms") or 0 for s in top)
+        e0: float = max(s.get("end_ms") or 0 for s in top)
         return abs(s0 - start) + abs(e0 - end)
 
     if not by_trace:

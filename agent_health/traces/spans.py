@@ -95,7 +95,8 @@ def span_metrics(
     """
     for s in spans:
         if not isinstance(s, dict) or not isinstance(s.get("attributes") or {}, dict):
-            raise ValueError(f"malformed span {str(s)[:120]}: a span is a mapping with an 'attributes' mapping")
+            # Malformed stored data, not a caller's wrong type.
+            raise ValueError(f"malformed span {str(s)[:120]}: a span is a mapping with an 'attributes' mapping")  # noqa: TRY004
     counted_spans = usage_spans(spans)
     counted = {s.get("span_id") for s in counted_spans}
     input_tokens = output_tokens = 0

@@ -7,7 +7,10 @@ these methods to the model as tools, and custom evaluators receive them as `tool
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_health.traces.view import TracesView
 
 
 class RunTraceTools(abc.ABC):
@@ -36,7 +39,7 @@ class SourceTraceTools(RunTraceTools):
     """`RunTraceTools` over any trace source, through a run's `TracesView` (so every tool sees
     exactly the spans the view resolved, and `query` is filtered to them by the source)."""
 
-    def __init__(self, view: Any):
+    def __init__(self, view: TracesView):
         self.view = view
         self.run_id = view.run_id
 

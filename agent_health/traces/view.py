@@ -87,7 +87,7 @@ class TracesView:
             return self._found
         try:
             found = self.source.peek(self.run)
-        except Exception:  # the slow path below reports what is wrong
+        except Exception:  # the slow path below reports what is wrong  # noqa: BLE001
             found = None
         if found is not None and found.spans:
             self._found = found
@@ -132,7 +132,8 @@ class TracesView:
     @property
     def cost(self) -> float | None:
         """USD from the price table; None when a model has no price (never guessed)."""
-        return self.metrics()["cost_usd"]
+        cost: float | None = self.metrics()["cost_usd"]
+        return cost
 
     @property
     def llm_calls(self) -> int:

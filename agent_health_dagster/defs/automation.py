@@ -33,6 +33,7 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     DeleteDynamicPartitionsRequest,
+    RunRecord,
     RunRequest,
     RunsFilter,
     ScheduleEvaluationContext,
@@ -320,7 +321,9 @@ def is_evaluation(run: Any) -> bool:
     )
 
 
-def _evaluation_runs(instance: Any, statuses: Sequence[DagsterRunStatus], updated_after: float | None = None) -> list:
+def _evaluation_runs(
+    instance: Any, statuses: Sequence[DagsterRunStatus], updated_after: float | None = None
+) -> list[RunRecord]:
     filters = RunsFilter(
         statuses=list(statuses),
         updated_after=datetime.fromtimestamp(updated_after, UTC) if updated_after is not None else None,
@@ -377,7 +380,9 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
         description="Keeps each suite's test partitions in step with its eval file, requests runs for added "
         "and changed tests, and a refresh when tests were removed.",
     )
-    def eval_files_sensor(context: SensorEvaluationContext, agent_health: AgentHealthResource):
+    def eval_files_sensor(
+        context: SensorEvaluationContext, agent_health: AgentHealthResource
+    ) -> SensorResult | SkipReason:
         result, problems = sync_eval_files(
             context.instance, agent_health.project(), suites, json.loads(context.cursor or "{}"), context.log
         )
@@ -397,7 +402,7 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
         "new version gets every suite evaluated); keeps retired versions; removes versions added by hand that "
         "the configuration never had.",
     )
-    def agent_versions_sensor(context: SensorEvaluationContext, agent_health: AgentHealthResource):
+    def agent_versions_sensor(context: SensorEvaluationContext, agent_health: AgentHealthResource) -> SensorResult:
         return sync_agent_versions(context.instance, agent_health.project(), suites, json.loads(context.cursor or "{}"))
 
     @sensor(
@@ -409,7 +414,7 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
         "everything downstream of its results in one run: every suite's metrics, insights and rollup, the "
         "comparison and the leaderboard.",
     )
-    def refresh_sensor(context: SensorEvaluationContext):
+    def refresh_sensor(context: SensorEvaluationContext) -> list[RunRequest] | SkipReason:
         requests, cursor = plan_refresh(context.instance, json.loads(context.cursor or "{}"), time.time())
         context.update_cursor(json.dumps(cursor, sort_keys=True))
         if not requests:
@@ -436,7 +441,7 @@ def nightly_schedule(s: SuiteAssets, job: Any, cron: str) -> Any:
         description=f"Materializes {s.source_file} for the configured agent versions ({cron}, UTC; "
         "$AGENT_HEALTH_SCHEDULE_CRON).",
     )
-    def nightly(context: ScheduleEvaluationContext, agent_health: AgentHealthResource):
+    def nightly(context: ScheduleEvaluationContext, agent_health: AgentHealthResource) -> list[RunRequest] | SkipReason:
         registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
         agents = configured_order(context.instance, agent_health.project())
         tests = s.test_keys(context.instance)

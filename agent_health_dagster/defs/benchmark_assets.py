@@ -2,10 +2,11 @@
 comparison of each version against its baseline, kept per candidate version. The library computes
 both (agent_health.pipeline.benchmark); these assets map them to metadata."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
@@ -63,7 +64,8 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         description="Every agent version x suite in one table (pass rate, mean score, cost, tokens, p95), a total "
         "per version first; versions no longer in the agent configuration stay, marked retired.",
     )
-    def leaderboard(context: AssetExecutionContext, agent_health: AgentHealthResource):
+    # Bare MaterializeResult: Dagster takes only the bare class for an asset with check outputs (not [Any]).
+    def leaderboard(context: AssetExecutionContext, agent_health: AgentHealthResource) -> MaterializeResult:  # type: ignore[type-arg]
         project = agent_health.project()
         agents = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
         tests = suite_tests(context, suites)
@@ -111,7 +113,9 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             partitions_def=agent_versions,
             backfill_policy=BackfillPolicy.single_run(),
         )
-        def comparison(context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource):
+        def comparison(
+            context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource
+        ) -> Iterator[AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
             project = agent_health.project()
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
             tests = suite_tests(context, suites)

@@ -53,7 +53,7 @@ def build_calibration_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         "agreement with the stored human labels over the latest results, Cohen's kappa with its 95% interval, "
         "true positive and negative rates; stored, so the next run's calibration gate reads it.",
     )
-    def calibration(context: AssetExecutionContext, agent_health: AgentHealthResource):
+    def calibration(context: AssetExecutionContext, agent_health: AgentHealthResource) -> MaterializeResult:  # type: ignore[type-arg]  # Dagster rejects MaterializeResult[Any] on an asset with checks
         project = agent_health.project()
         view = calibrate_judges(project.store, project.config.judge.calibration)
         gate = view.gate_result()

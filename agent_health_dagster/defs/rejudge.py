@@ -4,6 +4,7 @@ stays the only one that calls the agent), optionally with another judge model. E
 partition gets a new materialization of its results carrying the new outcome (the stored result
 changed); the refresh sensor then refreshes the rollups, the comparison and the leaderboard."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from dagster import (
@@ -47,7 +48,9 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
         description=f"Re-judge the stored results of `{suite.source_file}` for the run's partitions: test bodies "
         "run again against the stored agent runs (the agent is never called); earlier verdicts are kept.",
     )
-    def rejudge_step(context: OpExecutionContext, config: RejudgeConfig, agent_health: AgentHealthResource):
+    def rejudge_step(
+        context: OpExecutionContext, config: RejudgeConfig, agent_health: AgentHealthResource
+    ) -> Iterator[AssetMaterialization]:
         by_agent = {
             agent: [test_id_of(suite.suite, t) for t in tests]
             for agent, tests in split_keys(context.partition_keys).items()

@@ -48,7 +48,7 @@ class EvaluateConfig(Config):
     )
 
 
-class AgentHealthResource(ConfigurableResource):
+class AgentHealthResource(ConfigurableResource):  # type: ignore[type-arg]  # Dagster's idiom: the resource is its own value
     """agent-health project settings for the code location."""
 
     config_path: str | None = Field(

@@ -210,7 +210,9 @@ def build_suite_assets(
             description=f"Evaluate `{source_file}`: run the engine for exactly the partitions of the run, "
             "concurrently under one limit, and store each result as it finishes.",
         )
-        def evaluate(context: AssetExecutionContext, config: EvaluateConfig, agent_health: AgentHealthResource):
+        def evaluate(
+            context: AssetExecutionContext, config: EvaluateConfig, agent_health: AgentHealthResource
+        ) -> Iterator[MaterializeResult[Any]]:
             project = agent_health.project()
             by_agent = {
                 agent: [test_id_of(suite, k) for k in keys]
@@ -300,7 +302,9 @@ def build_suite_assets(
             description=f"Summarize `{source_file}` per agent version of the run, from the stored summaries: "
             "metrics, insights and the rollup with its checks.",
         )
-        def summarize(context: AssetExecutionContext, agent_health: AgentHealthResource):
+        def summarize(
+            context: AssetExecutionContext, agent_health: AgentHealthResource
+        ) -> Iterator[AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
             project = agent_health.project()
             tests = [test_id_of(suite, k) for k in context.instance.get_dynamic_partitions(names.tests_partitions)]
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))

@@ -163,7 +163,7 @@ def test_concurrent_writers_lose_no_entry_and_agree_on_shared_keys(open_cache):
                 mine.put(f"w{who}-{i}", "verdict", {"who": who, "i": i})
                 if i < shared:
                     mine.put(f"shared-{i}", "verdict", {"who": who})
-        except BaseException as exc:  # reported below, from the main thread
+        except BaseException as exc:  # reported below, from the main thread  # noqa: BLE001
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]

@@ -124,7 +124,7 @@ def test_racing_keep_first_writers_all_replay_the_one_recording(open_store):
             go.wait()
             mine.save("rca", "v1", "k-race", run(f"worker {who}"), REQUEST, replace=False)
             seen[who] = mine.load("rca", "v1", "k-race").output
-        except BaseException as exc:  # reported below, from the main thread
+        except BaseException as exc:  # reported below, from the main thread  # noqa: BLE001
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
