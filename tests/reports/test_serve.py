@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import queue
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 from agent_health.model import EvalRun, RunSummary, Step, TestResult
 from agent_health.stores import LocalResultStore
+from tests.core.test_docs_examples import block
 from tests.support import skip_or_fail
 from tests.support.browser import CHROMIUM, launch_chromium
 from tests.support.net import wait_for_port
@@ -76,12 +78,12 @@ class Server:
         return code, rest + err
 
 
-def start_serve(*args: str, cwd: Path) -> Server:
+def start_serve(*args: str, cwd: Path, port: tuple[str, ...] = ("--port", "0")) -> Server:
     """`agent-health serve ARGS --port 0` in `cwd`, up once it printed its URL."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("AGENT_HEALTH_CONFIG", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agent_health", "serve", *args, "--port", "0"],
+        [sys.executable, "-m", "agent_health", "serve", *args, *port],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -233,6 +235,30 @@ def test_a_source_that_names_nothing_is_one_clear_error(runs_project):
     assert p.returncode == 2
     assert "serve 'no-such-run' is not a store folder, a run folder or a run id" in p.stderr
     assert NEW in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_documented_serve_commands_run(runs_project):
+    """docs/reports.md's and the README's `agent-health serve` lines as written (in a project whose
+    store holds the run the docs name): each serves what its comment says, then stops on SIGTERM."""
+    store = LocalResultStore(runs_project / ".agent_health" / "results")
+    documented = "20260104T000000-0000ddd0"
+    store_run(store, documented, _results(2), started_at=4000.0)
+    lines = [
+        *block("reports.md", "agent-health serve --port 0").strip().splitlines(),
+        *block("README.md", "agent-health serve --port 0").strip().splitlines(),
+    ]
+    expected = [[documented, NEW, OLD], [documented, NEW, OLD], [documented], [documented, NEW, OLD]]
+    assert len(lines) == len(expected), lines
+    for line, ids in zip(lines, expected):
+        words = shlex.split(line.partition("  #")[0])
+        assert words[:2] == ["agent-health", "serve"] and words[-2:] == ["--port", "0"], line
+        server = start_serve(*words[2:], cwd=runs_project, port=())
+        try:
+            assert [r["id"] for r in json.loads(server.get("/api/runs")[1])["runs"]] == ids, line
+            assert server.get(f"/runs/{ids[0]}/report")[0] == 200
+        finally:
+            code, out = server.stop()
+        assert code == 0 and "stopped" in out, (line, out)
 
 
 # -- a running run in a real browser ------------------------------------------------------------
