@@ -52,6 +52,17 @@ def serve_command(ctx: click.Context, source: str | None, host: str, port: int) 
 
     def ready(url: str) -> None:
         click.echo(f"serving {what} at {url} (Ctrl-C to stop)")
+        if not _loopback(host):
+            click.echo(f"warning: --host {host}: anyone who can reach this machine can read these runs", err=True)
 
     serve(store, host=host, port=port, only_run=only, on_ready=ready)
     click.echo("stopped")
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"

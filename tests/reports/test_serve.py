@@ -237,6 +237,19 @@ def test_a_source_that_names_nothing_is_one_clear_error(runs_project):
     assert NEW in p.stderr and "Traceback" not in p.stderr
 
 
+def test_a_port_in_use_is_one_clear_error(runs_project):
+    from ..conftest import run_cli
+
+    server = start_serve(cwd=runs_project)
+    try:
+        p = run_cli("serve", "--port", str(server.port), cwd=runs_project, timeout=30)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert f"serve: cannot listen on 127.0.0.1:{server.port}" in p.stderr and "Traceback" not in p.stderr
+        assert server.get("/api/runs")[0] == 200  # the first server is untouched
+    finally:
+        server.stop()
+
+
 def test_the_documented_serve_commands_run(runs_project):
     """docs/reports.md's and the README's `agent-health serve` lines as written (in a project whose
     store holds the run the docs name): each serves what its comment says, then stops on SIGTERM."""
