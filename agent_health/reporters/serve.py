@@ -196,13 +196,19 @@ class RunServer:
         def read() -> list[dict[str, Any]]:
             return [self.snapshot(r) for r in self.runs()]
 
-        return await asyncio.to_thread(read)
+        try:
+            return await asyncio.to_thread(read)
+        except StoreError as exc:  # unreachable or damaged store: say which, and keep serving
+            raise web.HTTPServiceUnavailable(text=f"{exc}\n") from exc
 
     async def _one(self, request: web.Request) -> tuple[EvalRun, dict[str, Any]]:
         run = await asyncio.to_thread(self.run, request.match_info["run_id"])
         if run is None:
             raise web.HTTPNotFound(text="no such run\n")
-        return run, await asyncio.to_thread(self.snapshot, run)
+        try:
+            return run, await asyncio.to_thread(self.snapshot, run)
+        except StoreError as exc:
+            raise web.HTTPServiceUnavailable(text=f"{exc}\n") from exc
 
     async def _index(self, request: web.Request) -> web.StreamResponse:
         runs = await self._all()

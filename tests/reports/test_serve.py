@@ -237,6 +237,33 @@ def test_a_source_that_names_nothing_is_one_clear_error(runs_project):
     assert NEW in p.stderr and "Traceback" not in p.stderr
 
 
+def test_damaged_runs_are_named_and_the_server_keeps_serving(runs_project):
+    runs = runs_project / ".agent_health" / "results" / "_runs"
+    log = runs / NEW / "results.jsonl"
+    log.write_bytes(log.read_bytes() + b"not a result\n")  # a damaged line in the middle of the log
+    log.write_bytes(log.read_bytes() + log.read_bytes().splitlines(keepends=True)[0])
+    store = LocalResultStore(runs_project / ".agent_health" / "results")
+    running = store.get_run(NEW).model_copy(update={"status": "running", "finished_at": None, "summaries": ()})
+    store.put_run(running)  # counted from its log, as a run still going is
+    server = start_serve(cwd=runs_project)
+    try:
+        newest = json.loads(server.get(f"/api/runs/{NEW}")[1])
+        assert newest["results"] == 5 and "skipped line(s) 6" in newest["error"]
+        status, report = server.get(f"/runs/{NEW}/report")
+        assert status == 200 and "skipped line(s) 6" in report and "s::t3" in report
+
+        manifest = runs / OLD / "run.json"
+        good = manifest.read_bytes()
+        manifest.write_bytes(b"{torn")
+        status, body = server.get("/api/runs")
+        assert status == 503 and f"cannot read run {OLD}" in body
+        manifest.write_bytes(good)
+        assert server.get("/api/runs")[0] == 200
+    finally:
+        code, out = server.stop()
+    assert code == 0 and "Traceback" not in out
+
+
 def test_a_port_in_use_is_one_clear_error(runs_project):
     from ..conftest import run_cli
 
