@@ -371,3 +371,115 @@ def test_a_running_run_updates_in_the_browser_until_it_finishes(runs_project, br
     finally:
         page.close()
         server.stop()
+
+
+GATED_AGENT = """
+import pathlib
+import time
+
+from agent_health.model import RunResult
+
+GATES = pathlib.Path(__file__).parent / "gates"
+
+
+def run(prompt, run_id):
+    # answers once the test opens this prompt's gate, so the test decides when each result lands
+    gate = GATES / prompt.split()[-1]
+    deadline = time.monotonic() + 60
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return RunResult(output="ok " + prompt, run_id=run_id)
+"""
+
+GATED_EVAL = """
+from agent_health import expect, test
+
+
+@test("first", prompt="go 1")
+async def first(agent, judge):
+    expect((await agent.run()).output).to_equal("ok go 1")
+
+
+@test("second", prompt="go 2")
+async def second(agent, judge):
+    expect((await agent.run()).output).to_equal("ok go 2")
+
+
+@test("third fails", prompt="go 3")
+async def third(agent, judge):
+    expect((await agent.run()).output).to_equal("something else")
+"""
+
+GATED_CONFIG = """
+from agent_health import define_config
+
+config = define_config(
+    agents=[{"key": "gated", "connector": "python", "settings": {"function": "gated_agent:run"},
+             "versions": {"v1": {}}}],
+)
+"""
+
+
+def test_a_real_run_is_watched_live_from_start_to_end(tmp_path, browser):
+    """`agent-health run` in progress in one process, `agent-health serve` in another, the page in
+    Chromium: the run appears as running, each result shows up as the engine stores it, and the
+    final status and counts when the run ends."""
+    from playwright.sync_api import expect
+
+    (tmp_path / "agent_health_config.py").write_text(GATED_CONFIG)
+    (tmp_path / "gated_agent.py").write_text(GATED_AGENT)
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "gated.eval.py").write_text(GATED_EVAL)
+    (tmp_path / "gates").mkdir()
+    server = start_serve(cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("AGENT_HEALTH_CONFIG", None)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agent_health",
+            "run",
+            "evals",
+            "--agent",
+            "gated@v1",
+            "--concurrency",
+            "1",
+            "--no-judge",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(server.url)
+        row = page.locator("#runs tbody tr").first
+        expect(row).to_have_attribute("data-status", "running", timeout=30_000)  # the index polls slowly: no run ran
+        expect(row.locator("td.results")).to_have_text("0 / 3", timeout=10_000)
+        (tmp_path / "gates" / "1").touch()
+        expect(row.locator("td.results")).to_have_text("1 / 3", timeout=10_000)
+
+        row.locator("a").click()
+        expect(page.locator("#count")).to_have_text("1 / 3", timeout=10_000)
+        assert page.text_content("#agents") == "gated@v1"
+        (tmp_path / "gates" / "2").touch()
+        expect(page.locator("#count")).to_have_text("2 / 3", timeout=10_000)
+        expect(page.frame_locator("#report").locator(".test")).to_have_count(2, timeout=10_000)
+        (tmp_path / "gates" / "3").touch()
+        expect(page.locator("#status")).to_have_text("finished", timeout=30_000)
+        assert page.text_content("#count") == "3 / 3"
+        assert (page.text_content("#passed"), page.text_content("#failed")) == ("2", "1")
+        expect(page.frame_locator("#report").locator(".test")).to_have_count(3, timeout=10_000)
+        assert run.wait(timeout=30) == 1  # one test fails
+        assert errors == []
+    finally:
+        page.close()
+        if run.poll() is None:
+            stop(run)
+        server.stop()
