@@ -50,6 +50,11 @@ EXERCISED = {
     ("reports.md", "agent-health run evals --agent demo@v1"): "tests/reports/test_docs.py",
     ("reports.md", "agent-health run evals --agent demo@v2"): "tests/reports/test_docs.py",
     ("reports.md", "agent-health schema report"): "tests/reports/test_docs.py",
+    (
+        "reports.md",
+        "agent-health serve --port 0",
+    ): "tests/reports/test_serve.py::test_the_documented_serve_commands_run",
+    ("README.md", "agent-health serve --port 0"): "tests/reports/test_serve.py::test_the_documented_serve_commands_run",
     ("reports.md", ">>> from agent_health import results_frame"): "tests/reports/test_docs.py (doctest)",
     ("reports.md", "agent-health rejudge  # exits 1"): "tests/reports/test_docs.py",
     ("reports.md", ">>> from agent_health.stores import LocalResultStore"): "tests/reports/test_docs.py (doctest)",
