@@ -61,6 +61,7 @@ def _register() -> None:
     cli.add_lazy_command("rejudge", "agent_health.cli.rejudge:rejudge_command")
     cli.add_lazy_command("schema", "agent_health.cli.schema:schema_command")
     cli.add_lazy_command("calibrate", "agent_health.cli.calibrate:calibrate_command")
+    cli.add_lazy_command("merge", "agent_health.cli.merge:merge_command")
 
 
 _register()
