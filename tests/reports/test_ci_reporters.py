@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -248,3 +249,55 @@ def test_f_names_eval_files_and_folders_like_path_arguments(ci):
     assert mixed.stdout.endswith("4 test(s) in 2 file(s)\n") and "smoke::oom-triage" in mixed.stdout
     folder = run_cli("run", "-f", "evals", "--list", cwd=ci)
     assert folder.stdout == run_cli("run", "evals", "--list", cwd=ci).stdout and "rca::" in folder.stdout
+
+
+def _docs_block(head: str, lang: str = r"\w*") -> str:
+    text = (ROOT / "docs" / "reports.md").read_text()
+    m = re.search(rf"^```{lang}\n({re.escape(head)}.*?)^```", text, re.M | re.S)
+    assert m, head
+    return m.group(1)
+
+
+def test_the_documented_annotation_is_what_the_run_prints(ci):
+    line = _docs_block("::error file=evals/rca.eval.py").strip()
+    p = run_cli("run", "evals", "--agent", "demo@v2", "--no-store", "--reporter", "github", cwd=ci,
+                env={"GITHUB_WORKSPACE": str(ci), "GITHUB_STEP_SUMMARY": ""})  # fmt: skip
+    assert line in p.stdout.splitlines()
+
+
+def test_the_documented_workflow_runs_as_written(tmp_path):
+    """Each job's `agent-health` steps run as the runner would: per matrix entry, with
+    GITHUB_STEP_SUMMARY and GITHUB_WORKSPACE set, and the shell's glob expanded."""
+    shutil.copytree(ROOT / "evals", tmp_path / "evals")
+    (tmp_path / "agent_health_config.py").write_text(
+        "from agent_health import define_config\nconfig = define_config()\n"
+    )
+    workflow = yaml.safe_load(_docs_block("# .github/workflows/evals.yml", "yaml"))
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": str(tmp_path)}
+    outputs = []
+    for job in ("evals", "report"):
+        spec = workflow["jobs"][job]
+        matrix = spec.get("strategy", {}).get("matrix", {"shard": [None]})
+        for shard in matrix["shard"]:
+            for step in spec["steps"]:
+                run = step.get("run", "")
+                if not run.startswith("agent-health "):
+                    continue
+                words = []
+                for word in shlex.split(run.replace("${{ matrix.shard }}", str(shard)))[1:]:
+                    words += sorted(str(p.name) for p in tmp_path.glob(word)) if "*" in word else [word]
+                p = run_cli(*words, cwd=tmp_path, env=env)
+                assert p.returncode in (0, 1) and "Traceback" not in p.stderr, (run, p.stderr)
+                outputs.append(p)
+    assert len(outputs) == 5  # four shards, one merge
+    full = run_cli("run", "evals", "--no-store", "--reporter", "json=full.json", cwd=tmp_path)
+    report = RunReport.model_validate_json((tmp_path / "full.json").read_bytes())
+    merged = RunReport.model_validate_json((tmp_path / "merged.json").read_bytes())
+    assert [s.model_dump(exclude={"duration_ms"}) for s in merged.summaries] == [
+        s.model_dump(exclude={"duration_ms"}) for s in report.summaries
+    ]
+    assert outputs[-1].returncode == full.returncode
+    failing = [r for r in report.results if r.status != "passed"]
+    assert len(parse_annotations(outputs[-1].stdout)) == len(failing) > 0
+    assert summary.read_text().count("## agent-health results") == 1  # the merge job's, once
