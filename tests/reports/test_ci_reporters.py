@@ -301,3 +301,46 @@ def test_the_documented_workflow_runs_as_written(tmp_path):
     failing = [r for r in report.results if r.status != "passed"]
     assert len(parse_annotations(outputs[-1].stdout)) == len(failing) > 0
     assert summary.read_text().count("## agent-health results") == 1  # the merge job's, once
+
+
+JUDGED = """
+from agent_health import test
+
+def make(i):
+    @test(f"case {i}", prompt="Diagnose why the payment service is failing.")
+    async def body(agent, judge):
+        await judge(await agent.run(), "identifies that the payment service cannot reach its database")
+
+for i in range(3):
+    make(i)
+"""
+
+
+def test_every_summary_shows_the_judge_cost_apart_from_the_agent_cost(tmp_path):
+    """A priced judge on a real OpenAI-compatible server: its tokens and cost are counted apart in
+    the JSON summaries and said apart by the terminal summary, the job summary and the TAP totals."""
+    from tests.engine.test_budget import CONFIG, JUDGE_CALL_USD, JUDGE_PRICE, JUDGE_USAGE
+    from tests.judges.helpers import ScriptedServer, chat, verdict_json
+
+    server = ScriptedServer()
+    server.default = lambda rec: chat(verdict_json(), usage=JUDGE_USAGE, model=rec.json["model"])
+    try:
+        config = CONFIG.format(price=JUDGE_PRICE, model="judge-model", cache=False, url=server.url)
+        (tmp_path / "agent_health_config.py").write_text(config)
+        (tmp_path / "evals").mkdir()
+        (tmp_path / "evals" / "judged.eval.py").write_text(JUDGED)
+        env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "AGENT_HEALTH_DEMO_LATENCY_MS": "0"}
+        args = ("run", "evals", "--no-store", "--reporter", "json=r.json", "--reporter", "tap=r.tap")
+        p = run_cli(*args, "--reporter", "github", cwd=tmp_path, env=env)
+    finally:
+        server.close()
+    assert p.returncode == 0, p.stderr
+    (s,) = RunReport.model_validate_json((tmp_path / "r.json").read_bytes()).summaries
+    assert s.judge_cost_usd == pytest.approx(3 * JUDGE_CALL_USD) and s.cost_usd > s.judge_cost_usd
+    assert (s.judge_input_tokens, s.judge_output_tokens) == (3 * JUDGE_USAGE[0], 3 * JUDGE_USAGE[1])
+    agent = s.cost_usd - s.judge_cost_usd
+    said = f"${agent:.4f} (agent) + ${s.judge_cost_usd:.4f} (judge) = ${s.cost_usd:.4f}"
+    assert f"Est. cost: {said}" in p.stderr  # the terminal summary (stdout is GitHub's)
+    assert f"**Est. cost:** {said}" in (tmp_path / "summary.md").read_text()
+    assert f"# Est. cost: {said}" in (tmp_path / "r.tap").read_text()
+    assert f"Tokens: {tokens_text([s])} (agent + judge)" in p.stderr
