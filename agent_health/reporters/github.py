@@ -15,7 +15,6 @@ from pathlib import Path
 
 from agent_health.model import RunReport, TestResult
 from agent_health.reporters.base import Reporter, ReportError
-from agent_health.reporters.output import ReportOutput
 from agent_health.reporters.summary import cost_text, tokens_text
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -90,10 +89,8 @@ class GithubReporter(Reporter):
     def finish(self, report: RunReport) -> None:
         if self.summary_path is None:
             return
-        out = ReportOutput(f"github (${SUMMARY_ENV})", None, atomic=False)
-        out.path = Path(self.summary_path)
         try:  # appended, as GitHub expects: earlier steps' summaries stay
-            with out.path.open("a", encoding="utf-8") as fh:
+            with open(self.summary_path, "a", encoding="utf-8") as fh:
                 fh.write(job_summary(report, self._failed, self._more))
         except OSError as exc:
             raise ReportError(

@@ -113,6 +113,11 @@ def test_github_reporter_refuses_a_file_and_writes_no_summary_outside_actions(ci
         "run", "evals/odd.eval.py", "--no-store", "--reporter", "github", cwd=ci, env={"GITHUB_STEP_SUMMARY": ""}
     )
     assert p.returncode == 1 and len(parse_annotations(p.stdout)) == 2 and "Traceback" not in p.stderr
+    # a summary file that cannot be written: said, exit 2, the annotations still printed
+    unwritable = {"GITHUB_STEP_SUMMARY": str(ci / "evals")}
+    p = run_cli("run", "evals/odd.eval.py", "--no-store", "--reporter", "github", cwd=ci, env=unwritable)
+    assert p.returncode == 2 and f"cannot write the job summary {ci / 'evals'}" in p.stderr
+    assert len(parse_annotations(p.stdout)) == 2 and "Traceback" not in p.stderr
 
 
 def test_escaping_follows_the_github_toolkit():
@@ -233,6 +238,11 @@ def test_summary_splits_prompt_and_completion_tokens_and_agent_and_judge_cost(ci
     assert (s.judge_input_tokens, s.judge_output_tokens, s.judge_cost_usd, s.cost_usd) == (4_000, 1_000, 1.25, 6.0)
     assert tokens_text([s]) == "2.4M prompt / 601K completion"
     assert cost_text([s]) == "$4.75 (agent) + $1.25 (judge) = $6.00"
+    # the same from the stores' compact summaries (compare, report, the Dagster rollups read those)
+    from agent_health.stores import ResultSummary
+
+    compact = RunSummary.of("a@v1", [ResultSummary.of(res("x", 5.0, 1.25)), ResultSummary.of(res("y", 1.0, None))])
+    assert compact.model_dump(exclude={"duration_ms"}) == s.model_dump(exclude={"duration_ms"})
     # through the CLI: the totals line of the real run
     p = run_cli("run", "evals", *AGENTS, "--no-store", cwd=ci)
     assert f"Tokens: {tokens_text(full.summaries)} (agent + judge)" in p.stdout
