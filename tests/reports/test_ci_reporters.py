@@ -354,3 +354,19 @@ def test_every_summary_shows_the_judge_cost_apart_from_the_agent_cost(tmp_path):
     assert f"**Est. cost:** {said}" in (tmp_path / "summary.md").read_text()
     assert f"# Est. cost: {said}" in (tmp_path / "r.tap").read_text()
     assert f"Tokens: {tokens_text([s])} (agent + judge)" in p.stderr
+
+
+def test_merge_reads_json_lines_shards_too(ci):
+    one = ("run", "evals/rca.eval.py", "--agent", "demo@v2", "--no-store")
+    assert run_cli(*one, "--reporter", "json=rca.json", cwd=ci).returncode == 1
+    run_cli(*one, "--shard", "1/2", "--reporter", "jsonl=rca-1.jsonl", cwd=ci)
+    run_cli(*one, "--shard", "2/2", "--reporter", "json=rca-2.json", cwd=ci)
+    p = run_cli("merge", "rca-1.jsonl", "rca-2.json", cwd=ci)  # the merged report on stdout
+    merged, full = (
+        RunReport.model_validate_json(p.stdout),
+        RunReport.model_validate_json((ci / "rca.json").read_bytes()),
+    )
+    assert [s.model_dump(exclude={"duration_ms"}) for s in merged.summaries] == [
+        s.model_dump(exclude={"duration_ms"}) for s in full.summaries
+    ]
+    assert "Est. cost:" in p.stderr  # the summary keeps off stdout
