@@ -115,9 +115,12 @@ def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: 
 
 
 def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list[LoadedTest]]:
-    if isinstance(tests, Mapping):
-        return {agent: select_tests(ts, settings.labels, settings.grep) for agent, ts in tests.items()}
     # the shard is taken of the whole selection, here only: the CLI passes the unsharded selection
+    if isinstance(tests, Mapping):
+        return {
+            agent: shard_tests(select_tests(ts, settings.labels, settings.grep), settings.shard)
+            for agent, ts in tests.items()
+        }
     selected = shard_tests(select_tests(tests, settings.labels, settings.grep), settings.shard)
     return {agent: selected for agent in settings.agents or (config.agent(config.default_agent).ref,)}
 

@@ -370,3 +370,17 @@ def test_merge_reads_json_lines_shards_too(ci):
         s.model_dump(exclude={"duration_ms"}) for s in full.summaries
     ]
     assert "Est. cost:" in p.stderr  # the summary keeps off stdout
+
+
+def test_a_library_run_takes_its_shard_from_the_settings():
+    """`run_tests` with RunSettings(shard=...) runs the same split as the CLI."""
+    from agent_health import define_config, load_tests, run_tests
+    from agent_health.model import RunSettings
+
+    loaded = load_tests([ROOT / "evals" / "rca.eval.py"]).tests
+    ids = [t.case.id for t in sorted(loaded, key=lambda t: t.case.id)]
+    runs = []
+    for index in (1, 2, 3):
+        settings = RunSettings(shard=f"{index}/3", store=None)  # type: ignore[arg-type]
+        runs.append(sorted(r.test_id for r in run_tests(loaded, define_config(), "demo@v1", settings)))
+    assert runs == [ids[i::3] for i in range(3)] and all(runs)
