@@ -62,6 +62,7 @@ def _register() -> None:
     cli.add_lazy_command("schema", "agent_health.cli.schema:schema_command")
     cli.add_lazy_command("calibrate", "agent_health.cli.calibrate:calibrate_command")
     cli.add_lazy_command("serve", "agent_health.cli.serve:serve_command")
+    cli.add_lazy_command("merge", "agent_health.cli.merge:merge_command")
 
 
 _register()

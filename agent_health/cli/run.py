@@ -206,6 +206,20 @@ def budget_overrides(
     help='Result store: a type (local, s3, opensearch) or {"type": ..., "settings": {...}}. Default: the config\'s.',
 )
 @click.option("--no-store", is_flag=True, help="Do not store the results (reporters only).")
+@click.option(
+    "--shard",
+    metavar="INDEX/COUNT",
+    help="Run one of COUNT disjoint parts of the selected tests (CI jobs in parallel; `agent-health merge` "
+    "joins their JSON reports).",
+)
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="An eval file or folder to run (repeatable; the same as a PATH argument).",
+)
 @click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
 @click.option("--grep", help="Only tests whose name or id matches this regular expression.")
 @click.option(
@@ -248,6 +262,8 @@ def run_command(
     no_store: bool,
     labels: tuple[str, ...],
     grep: str | None,
+    shard: str | None,
+    files: tuple[Path, ...],
     only: tuple[str, ...],
     list_only: bool,
     reporters: tuple[str, ...],
@@ -269,6 +285,7 @@ def run_command(
     from agent_health.loader import load_tests
     from agent_health.session import build_settings, plan_run, run_evaluation, select_tests
     from agent_health.session.process import EXIT_CODES, run_owned
+    from agent_health.session.run import shard_tests
 
     # Everything imported so far lives for the whole process: keep the collector from walking it
     # again on every collection while thousands of results are built (about 10% of a 1,000-test run).
@@ -297,23 +314,25 @@ def run_command(
             "no_store": no_store or None,
             "labels": labels or None,
             "grep": grep,
+            "shard": shard,
             "only": only or None,
             **budget_overrides(max_cost, max_judge_cost, max_tokens, budget_exit),
         },
     )
     for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
         config.agent(ref)
-    paths = paths or (config.path(config.eval_root),)
+    paths = (*paths, *files) or (config.path(config.eval_root),)
     with real_ctrl_c():  # a Ctrl-C while eval files are imported is not their KeyboardInterrupt
         loaded = load_tests(paths, root=eval_root_for(config, paths))
     load_errors = [str(e) for e in loaded.errors]
-    tests = select_tests(loaded.tests, settings.labels, settings.grep)
+    selected = select_tests(loaded.tests, settings.labels, settings.grep)
+    tests = shard_tests(selected, settings.shard)  # the run takes `selected`: it shards once itself
     if list_only:
         for err in load_errors:
             _say(err)
         if not settings.only:
             print_list(loaded, tests)
-        for agent, chosen in plan_run(tests, config, settings)[0].items() if settings.only else ():
+        for agent, chosen in plan_run(selected, config, settings)[0].items() if settings.only else ():
             click.echo(f"{agent}: {len(tests) - len(chosen)} skipped as up to date")  # what --only would run
             print_list(loaded, chosen)
         ctx.exit(EXIT_USAGE if load_errors else EXIT_OK)
@@ -322,16 +341,19 @@ def run_command(
             _say(err)
         where = ", ".join(map(str, paths))
         filt = " matching the filters" if (settings.labels or settings.grep) and loaded.tests else ""
+        filt += f" in shard {settings.shard} (of {len(selected)} selected)" if settings.shard and selected else ""
         _say(f"no tests found{filt} in {where}")
         ctx.exit(EXIT_USAGE)
     reps = build_reporters(reporters, verbose)
+    for rep in reps:  # where source_file starts (the github reporter names files from the repository)
+        rep.eval_root = loaded.root
     gc.freeze()  # the loaded tests live for the whole run too
 
     def run(control: RunControl) -> Coroutine[Any, Any, RunOutcome]:
         # Ctrl-C and SIGTERM (a CI job cancelled) end the run as interrupted: the tests in flight
         # end errored, every reporter finishes, nothing already stored is lost (session.process)
         return run_evaluation(
-            tests,
+            selected,
             config,
             settings,
             reporters=reps,

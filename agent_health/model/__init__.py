@@ -16,6 +16,7 @@ from agent_health.model.settings import (
     OnlyRule,
     ReplayMode,
     RunSettings,
+    Shard,
     StoreSettings,
     check_replay_mode,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "RunSettings",
     "RunStatus",
     "RunSummary",
+    "Shard",
     "Signal",
     "Step",
     "StoreSettings",

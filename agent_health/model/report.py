@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_health.model.result import SCHEMA_VERSION, TestResult
+from agent_health.model.settings import Shard
 
 
 class RunSummary(BaseModel):
@@ -24,7 +25,10 @@ class RunSummary(BaseModel):
     output_tokens: int = 0
     total_tokens: int = 0
     judge_tokens: int = 0
-    cost_usd: float = Field(0.0, description="Estimated USD of the results whose cost is known.")
+    judge_input_tokens: int = Field(0, description="Judge prompt tokens (judge_tokens = these + judge output).")
+    judge_output_tokens: int = Field(0, description="Judge completion tokens.")
+    cost_usd: float = Field(0.0, description="Estimated USD (agent + judge) of the results whose cost is known.")
+    judge_cost_usd: float = Field(0.0, description="The judge part of cost_usd (agent cost = cost_usd - this).")
     unpriced: int = Field(0, description="Results whose cost is unknown (a model without a price): not in cost_usd.")
     duration_ms: float = Field(0.0, description="Wall-clock time of this agent's run.")
     not_run: int = Field(0, description="Tests of this agent version never started (fail-fast, interruption).")
@@ -53,7 +57,8 @@ class SummaryTally:
         self.scores = 0.0
         self.scored = 0
         self.input_tokens = self.output_tokens = self.total_tokens = self.judge_tokens = 0
-        self.cost_usd = 0.0
+        self.judge_input_tokens = self.judge_output_tokens = 0
+        self.cost_usd = self.judge_cost_usd = 0.0
         self.unpriced = 0
         self.first_start: float | None = None
         self.last_end: float | None = None
@@ -68,10 +73,13 @@ class SummaryTally:
         self.output_tokens += r.usage.output_tokens
         self.total_tokens += r.usage.total_tokens
         self.judge_tokens += r.judge_usage.total_tokens
+        self.judge_input_tokens += r.judge_usage.input_tokens
+        self.judge_output_tokens += r.judge_usage.output_tokens
         if r.cost_usd is None:
             self.unpriced += 1
         else:
             self.cost_usd += r.cost_usd
+            self.judge_cost_usd += getattr(r, "judge_cost_usd", None) or 0.0
         end = r.started_at + r.duration_ms / 1000
         self.first_start = r.started_at if self.first_start is None else min(self.first_start, r.started_at)
         self.last_end = end if self.last_end is None else max(self.last_end, end)
@@ -104,7 +112,10 @@ class SummaryTally:
             output_tokens=self.output_tokens,
             total_tokens=self.total_tokens,
             judge_tokens=self.judge_tokens,
+            judge_input_tokens=self.judge_input_tokens,
+            judge_output_tokens=self.judge_output_tokens,
             cost_usd=round(self.cost_usd, 6),
+            judge_cost_usd=round(self.judge_cost_usd, 6),
             unpriced=self.unpriced,
             duration_ms=round(duration_ms, 1),
             not_run=not_run,
@@ -181,4 +192,9 @@ class RunReport(BaseModel):
     warnings: list[str] = Field(
         default_factory=list,
         description="Run-level warnings: gating judges demoted to observe because they miss judge.calibration.",
+    )
+    shard: Shard | None = Field(None, description="The shard of the selected tests this run ran (--shard), if any.")
+    merged_from: list[str] = Field(
+        default_factory=list,
+        description="The eval runs whose shard reports `agent-health merge` combined into this one (in shard order).",
     )

@@ -97,6 +97,7 @@ class TestResult(BaseModel):
     name: str
     suite: str
     source_file: str
+    line: int | None = Field(None, description="Line of the test definition in source_file (None for older results).")
     labels: tuple[str, ...] = ()
     content_hash: str = Field("", description="Hash of the test definition that produced this result.")
     agent: str = Field(description="Agent version as KEY@VERSION.")
@@ -155,6 +156,7 @@ class TestResult(BaseModel):
             name=case.name,
             suite=case.suite,
             source_file=case.source_file,
+            line=case.line,
             labels=case.labels,
             content_hash=case.content_hash,
             agent=agent,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_health.errors import ConfigError
 from agent_health.model.limits import BudgetTokens, CostUSD, check_setting_numbers
@@ -148,6 +148,37 @@ class BudgetSettings(BaseModel):
         return self.max_cost_usd is not None or self.max_judge_cost_usd is not None
 
 
+class Shard(BaseModel):
+    """One of `count` disjoint parts of a run's selected tests (`--shard INDEX/COUNT`): the tests
+    sorted by id, every `count`-th from the `index`-th, so the shards of one selection are balanced,
+    disjoint, cover every test, and do not depend on the order files were found in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(ge=1, description="Which part, from 1.")
+    count: int = Field(ge=1, description="How many parts the tests are split into.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        """`"2/4"` (the flag's form) as {index: 2, count: 4}."""
+        if isinstance(data, str):
+            index, sep, count = data.partition("/")
+            if not sep or not index.strip().isdigit() or not count.strip().isdigit():
+                raise ValueError("expected INDEX/COUNT, e.g. 1/4")
+            return {"index": int(index), "count": int(count)}
+        return data
+
+    @model_validator(mode="after")
+    def _index_in_range(self) -> Shard:
+        if self.index > self.count:
+            raise ValueError(f"INDEX must be at most COUNT (shard {self.index} of {self.count})")
+        return self
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
 class RunSettings(BaseModel):
     """Everything that decides how a run executes, apart from which tests it runs.
 
@@ -168,6 +199,9 @@ class RunSettings(BaseModel):
     replay: ReplayMode = Field("off", description="Record/replay of agent runs: off, record, auto or strict.")
     labels: tuple[str, ...] = Field((), description="Only tests carrying every one of these labels.")
     grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
+    shard: Shard | None = Field(
+        None, description="Run only this shard of the tests selected by labels and grep (--shard INDEX/COUNT)."
+    )
     only: tuple[OnlyRule, ...] = Field(
         (),
         description=(

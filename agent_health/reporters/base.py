@@ -28,6 +28,8 @@ class Reporter:
 
     keeps_results: bool = True
     name: str = "reporter"
+    # the folder results' source_file is relative to, when the caller knows it (the CLI sets it)
+    eval_root: str = ""
 
     def begin(self, run: EvalRun) -> None:
         """The run starts (its manifest: id, settings, agent versions, tests per agent)."""

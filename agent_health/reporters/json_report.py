@@ -29,6 +29,8 @@ _TAIL_FIELDS = (
     "not_run_tests",
     "budget",
     "warnings",
+    "shard",
+    "merged_from",
 )
 
 

@@ -14,6 +14,8 @@ REGISTRY = Registry(
         "jsonl": "agent_health.reporters.json_report:JsonLinesReporter",
         "junit": "agent_health.reporters.junit:JunitReporter",
         "html": "agent_health.reporters.html:HtmlReporter",
+        "tap": "agent_health.reporters.tap:TapReporter",
+        "github": "agent_health.reporters.github:GithubReporter",
     },
 )
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 from rich.markup import escape
 
-from agent_health.model import EvalRun, RunReport, Signal, TestResult
+from agent_health.model import EvalRun, RunReport, RunSummary, Signal, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.text import terminal_safe
 
@@ -22,6 +23,32 @@ _EVIDENCE_CHARS = 120  # per value on a -v line; the JSON and HTML reports keep 
 
 def _fmt_cost(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def _count(n: int) -> str:
+    """A token count the way the field plan prints it: 1.2M, 340K, 917."""
+    for size, unit in ((1_000_000, "M"), (1_000, "K")):
+        if n >= size:
+            return f"{n / size:.1f}".removesuffix(".0") + unit
+    return str(n)
+
+
+def tokens_text(summaries: Iterable[RunSummary]) -> str:
+    """Agent + judge tokens, prompt and completion apart: `1.2M prompt / 340K completion`."""
+    ss = list(summaries)
+    prompt = sum(s.input_tokens + s.judge_input_tokens for s in ss)
+    completion = sum(s.output_tokens + s.judge_output_tokens for s in ss)
+    return f"{_count(prompt)} prompt / {_count(completion)} completion"
+
+
+def cost_text(summaries: Iterable[RunSummary]) -> str:
+    """Agent and judge cost apart, then the sum: `$4.82 (agent) + $1.20 (judge) = $6.02`."""
+    ss = list(summaries)
+    total = sum(s.cost_usd for s in ss)
+    judge = sum(s.judge_cost_usd for s in ss)
+    unpriced = sum(s.unpriced for s in ss)
+    text = f"{_fmt_cost(max(total - judge, 0.0))} (agent) + {_fmt_cost(judge)} (judge) = {_fmt_cost(total)}"
+    return text + (f" + {unpriced} unpriced" if unpriced else "")
 
 
 def _value_text(value: Any) -> str:
@@ -136,6 +163,7 @@ class SummaryReporter(Reporter):
             title += f" [red](not counted: {len(report.load_errors)} load error(s), below)[/red]"
         table = Table(title=title, title_justify="left")
         columns = ["agent", "tests", "passed", "failed", "errored", "pass rate", "score", "tokens", "cost", "duration"]
+        columns[7:9] = ["tokens (prompt / completion)", "cost (agent + judge)"]
         if report.not_run:
             columns.insert(5, "not run")
         for col in columns:
@@ -149,8 +177,8 @@ class SummaryReporter(Reporter):
                 f"[yellow]{s.errored}[/]",
                 "-" if s.pass_rate is None else f"{s.pass_rate:.0%}",
                 "-" if s.mean_score is None else f"{s.mean_score:.2f}",
-                f"{s.total_tokens:,}" + (f" (+{s.judge_tokens:,} judge)" if s.judge_tokens else ""),
-                _fmt_cost(s.cost_usd) + (f" + {s.unpriced} unpriced" if s.unpriced else ""),
+                tokens_text([s]),
+                cost_text([s]),
                 f"{s.duration_ms / 1000:.2f}s",
             ]
             if report.not_run:
@@ -177,6 +205,9 @@ class SummaryReporter(Reporter):
                 self.console.print(f"[yellow]- not run[/yellow] {terminal_safe(t.test_id)}  [dim]{t.reason}[/dim]")
             if len(report.not_run_tests) > len(shown):
                 self.console.print(f"[dim]  ... and {len(report.not_run_tests) - len(shown)} more (-v lists all)[/dim]")
+        # the totals the field plan asks for: prompt and completion apart, agent and judge cost apart
+        self.console.print(f"Tokens: {tokens_text(report.summaries)} (agent + judge)")
+        self.console.print(f"Est. cost: {escape(cost_text(report.summaries))}")
         if report.budget is not None:
             self.console.print(terminal_safe(report.budget.describe()))
         if report.skipped:  # --only: what did not run because its stored result is up to date

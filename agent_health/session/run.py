@@ -27,6 +27,7 @@ from agent_health.model import (
     RunReport,
     RunSettings,
     RunStatus,
+    Shard,
     TestResult,
     check_replay_mode,
     harness_version,
@@ -90,6 +91,15 @@ def calibration_warnings(judges: JudgeService) -> list[str]:
     return [f"judge {who} is not calibrated: {why}; {fate}" for who, why in sorted(judges.uncalibrated.items())]
 
 
+def shard_tests(tests: Sequence[LoadedTest], shard: Shard | None) -> list[LoadedTest]:
+    """The tests of `shard`: sorted by id, every `count`-th from the `index`-th (all without one).
+    Sorting first makes the split independent of the order files were discovered in."""
+    if shard is None:
+        return list(tests)
+    ordered = sorted(tests, key=lambda t: t.case.id)
+    return ordered[shard.index - 1 :: shard.count]
+
+
 def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: str | None = None) -> list[LoadedTest]:
     """Tests carrying every label whose name or id matches the regular expression `grep`."""
     try:
@@ -105,9 +115,13 @@ def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: 
 
 
 def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list[LoadedTest]]:
+    # the shard is taken of the whole selection, here only: the CLI passes the unsharded selection
     if isinstance(tests, Mapping):
-        return {agent: select_tests(ts, settings.labels, settings.grep) for agent, ts in tests.items()}
-    selected = select_tests(tests, settings.labels, settings.grep)
+        return {
+            agent: shard_tests(select_tests(ts, settings.labels, settings.grep), settings.shard)
+            for agent, ts in tests.items()
+        }
+    selected = shard_tests(select_tests(tests, settings.labels, settings.grep), settings.shard)
     return {agent: selected for agent in settings.agents or (config.agent(config.default_agent).ref,)}
 
 
@@ -302,6 +316,7 @@ async def run_evaluation(
             ],
             budget=spend,
             warnings=calibration_warnings(judges),
+            shard=settings.shard,
         )
         return final, report
 

@@ -89,6 +89,7 @@ class ResultSummary:
     usage: TokenCounts = TokenCounts()
     judge_usage: TokenCounts = TokenCounts()
     cost_usd: float | None = None
+    judge_cost_usd: float | None = None  # the judge part of cost_usd: summaries say it apart
     epochs: int = 1
     pass_at_k: float | None = None
     pass_hat_k: float | None = None

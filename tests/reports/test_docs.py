@@ -88,6 +88,10 @@ def test_every_example_in_docs_reports_runs(docs_project):
     assert "urn:agent-health:schema:result:v1" in (docs_project / "result.schema.json").read_text()
     assert '"regressed_tests"' in (docs_project / "comparison.json").read_text()
     assert (docs_project / "comparison.html").is_file() and (docs_project / "v1.html").is_file()
+    assert (docs_project / "results.tap").read_text().startswith("TAP version 14\n")
+    merged = RunReport.model_validate_json((docs_project / "merged.json").read_bytes())
+    assert merged.summaries[0].total == sum(len(RunReport.model_validate_json(
+        (docs_project / f"shard-{i}.json").read_bytes()).results) for i in (1, 2, 3))  # fmt: skip
 
 
 def test_the_readme_reports_section_runs(docs_project):
