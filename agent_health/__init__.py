@@ -32,6 +32,9 @@ _LAZY: dict[str, str] = {
         ],
         "agent_health.errors",
     ),
+    **dict.fromkeys(
+        ["Factuality", "Judge", "StructuredOutputJudge", "ToolCallJudge", "create_judge"], "agent_health.judges.kit"
+    ),
     **dict.fromkeys(["Rubric", "load_rubric"], "agent_health.judges.rubric"),
     **dict.fromkeys(["LoadedTest", "LoadResult", "load_tests"], "agent_health.loader"),
     **dict.fromkeys(
@@ -92,6 +95,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         TracesUnavailable,
         UsageError,
     )
+    from agent_health.judges.kit import Factuality, Judge, StructuredOutputJudge, ToolCallJudge, create_judge
     from agent_health.judges.rubric import Rubric, load_rubric
     from agent_health.loader import LoadedTest, LoadResult, load_tests
     from agent_health.model import (
@@ -161,8 +165,10 @@ __all__ = [
     "EvalFileError",
     "EvalRun",
     "ExpectedStep",
+    "Factuality",
     "InfrastructureError",
     "Insight",
+    "Judge",
     "JudgeIdentity",
     "JudgeSettings",
     "Judgement",
@@ -178,9 +184,11 @@ __all__ = [
     "RunSummary",
     "Signal",
     "Step",
+    "StructuredOutputJudge",
     "TestCase",
     "TestInfo",
     "TestResult",
+    "ToolCallJudge",
     "TracesNotEnabled",
     "TracesUnavailable",
     "TracesView",
@@ -195,6 +203,7 @@ __all__ = [
     "before_all",
     "before_each",
     "build_settings",
+    "create_judge",
     "define_config",
     "describe",
     "expect",
