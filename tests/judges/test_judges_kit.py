@@ -1,0 +1,266 @@
+"""Judges a test author writes in one line, through the CLI (`agent-health run` on real eval files):
+`judge(result, [...])`, `expect(...).to_satisfy_judge(...)`, the named judges and `create_judge`.
+The LLM judge is a scripted OpenAI-compatible server on 127.0.0.1; it answers each prompt with the
+verdict its criteria ask for (`{pass 0.9}`, `{fail 0.1}`), echoing the prompt's nonce."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agent_health.model import RunReport
+from tests.conftest import run_cli
+
+from .helpers import ScriptedServer, chat, strings, verdict_json
+
+CONFIG = """
+from agent_health import define_config
+
+config = define_config(
+    state_dir="state",
+    prices={{"judge-model": (1.0, 2.0)}},
+    judge={{"provider": "openai", "model": "judge-model", "backoff_s": 0.01, "cache": False,
+            "settings": {{"base_url": "{url}/v1"}}}},
+)
+"""
+
+EVALS = """
+from pydantic import BaseModel
+
+from agent_health import Factuality, StructuredOutputJudge, ToolCallJudge, create_judge, expect, test
+
+PROMPT = "Diagnose why the payment service is failing."
+
+
+@test("criteria list", prompt=PROMPT)
+async def criteria_list(agent, judge):
+    result = await agent.run()
+    verdicts = await judge.observe(result, ["names the database {pass 0.9}", "mentions the weather {fail 0.1}"])
+    expect([v.passed for v in verdicts]).to_equal([True, False])
+
+
+@test("criteria list gates", prompt=PROMPT)
+def criteria_list_sync(agent, judge):
+    verdicts = judge(agent.run(), ["names the database {pass 0.9}", "mentions the weather {fail 0.1}"])
+    expect(len(verdicts)).to_equal(2)
+
+
+@test("matcher hard", prompt=PROMPT)
+async def matcher_hard(agent):
+    result = await agent.run()
+    await expect(result).to_satisfy_judge("mentions the weather {fail 0.1}")
+    expect("never").to_equal("reached")
+
+
+@test("matcher soft", prompt=PROMPT)
+async def matcher_soft(agent):
+    result = await agent.run()
+    await expect.soft(result).to_satisfy_judge("mentions the weather {fail 0.1}")
+    expect("reached").to_equal("reached")
+
+
+@test("matcher threshold", prompt=PROMPT)
+async def matcher_threshold(agent):
+    result = await agent.run()
+    await expect(result).to_satisfy_judge("names the root cause {pass 0.6}", threshold=0.5)
+    await expect.soft(result).to_satisfy_judge("names the root cause {pass 0.6}", threshold=0.8)
+
+
+@test("matcher sync", prompt=PROMPT)
+def matcher_sync(agent):
+    verdict = expect(agent.run()).to_satisfy_judge("names the database {pass 0.9}")
+    expect(verdict.score).to_equal(0.9)
+
+
+@test("tool calls", prompt=PROMPT)
+async def tool_calls(agent, judge):
+    result = await agent.run()
+    await judge(result, ToolCallJudge(
+        ["search_logs", {"name": "get_metrics", "args": {"service": "payment-service"}}, "query_traces"]
+    ))
+    await judge.observe(result, ToolCallJudge(["query_traces", "search_logs", "refund"]))
+    await judge.observe(result, ToolCallJudge([{"name": "search_logs", "args": {"level": "debug"}}]))
+    await expect(result).to_satisfy_judge(ToolCallJudge(["search_logs", "refund"]), threshold=0.5)
+
+
+class Rca(BaseModel):
+    service: str
+    root_cause: str
+    confidence: float
+
+
+@test("structured output", prompt=PROMPT + " Answer in JSON.")
+async def structured(agent, judge):
+    result = await agent.run()
+    await expect(result).to_satisfy_judge(
+        StructuredOutputJudge(Rca, expected={"service": "payment-service", "confidence": lambda c: c > 0.8})
+    )
+    await judge.observe(result, StructuredOutputJudge({"type": "object", "required": ["ticket_id"]}))
+    await judge.observe(result, StructuredOutputJudge(expected={"service": "checkout", "confidence": 0.85}))
+
+
+@test("factuality", prompt=PROMPT)
+async def factuality(agent, judge):
+    result = await agent.run()
+    await judge(result, Factuality(expected="The payment service cannot reach db-primary:5432. {pass 0.8}"))
+    await judge.observe(result, Factuality(expected="The cache is full. {fail 0.2}"))
+
+
+def refund_tools(expected_tools, tool_calls):
+    ok = all(i < len(tool_calls) and tool_calls[i]["name"] == name for i, name in enumerate(expected_tools))
+    return {"score": 1.0 if ok else 0.0, "metadata": {"rationale": "Expected " + " -> ".join(expected_tools)}}
+
+
+RefundToolJudge = create_judge("RefundToolJudge", refund_tools)
+
+
+@test("custom judge", prompt=PROMPT)
+async def custom(agent, judge):
+    result = await agent.run()
+    await judge(result, RefundToolJudge(expected_tools=["search_logs", "get_metrics"]))
+    await judge.observe(result, RefundToolJudge(expected_tools=["lookup_order", "refund"]))
+
+
+@test("custom judge without its option", prompt=PROMPT)
+async def custom_missing(agent, judge):
+    await judge(await agent.run(), RefundToolJudge)
+"""
+
+_ASKED = re.compile(r"\{(pass|fail) ([0-9.]+)\}")
+
+
+def answer(rec):
+    """The verdict the criteria in the prompt ask for."""
+    text = "\n".join(strings(rec.json))
+    m = _ASKED.search(text)
+    assert m, "a prompt without a scripted verdict: " + text[:300]
+    return chat(verdict_json(m.group(1) == "pass", float(m.group(2)), f"scripted {m.group(0)}"), usage=(1000, 100))
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    server = ScriptedServer()
+    server.default = answer
+    root = tmp_path_factory.mktemp("kit")
+    (root / "agent_health_config.py").write_text(CONFIG.format(url=server.url))
+    (root / "evals").mkdir()
+    (root / "evals" / "kit.eval.py").write_text(EVALS)
+    try:
+        p = run_cli(
+            "run",
+            "evals",
+            "--no-store",
+            "--reporter",
+            "json=out.json",
+            cwd=root,
+            env={"AGENT_HEALTH_DEMO_LATENCY_MS": "0"},
+        )
+        assert p.returncode in (0, 1), p.stdout + p.stderr
+        prompts = ["\n".join(strings(r.json)) for r in server.posts()]
+        yield RunReport.model_validate_json((root / "out.json").read_text()), prompts
+    finally:
+        server.close()
+
+
+def result(report, name):
+    (found,) = [r for r in report[0].results if r.name == name]
+    return found
+
+
+def judged(r):
+    return [s for s in r.signals if s.kind == "judge"]
+
+
+def test_a_list_of_criteria_gives_one_verdict_and_one_signal_each(report):
+    observed = result(report, "criteria list")
+    assert observed.status == "passed"  # observe verdicts never gate; the body saw both, in order
+    signals = judged(observed)
+    assert [(s.name, s.role, s.passed, s.score) for s in signals] == [
+        ("judge('names the database {pass 0.9}')", "observe", True, 0.9),
+        ("judge('mentions the weather {fail 0.1}')", "observe", False, 0.1),
+    ]
+    gated = result(report, "criteria list gates")  # a sync body gets the list directly
+    assert gated.status == "failed" and [s.passed for s in judged(gated)] == [True, False]
+    assert gated.judge_usage.input_tokens == 2000  # both calls are counted
+
+
+def test_to_satisfy_judge_gates_like_expect(report):
+    hard = result(report, "matcher hard")
+    assert hard.status == "failed"
+    (only,) = [s for s in hard.signals if s.kind in ("judge", "deterministic")]  # the body stopped there
+    assert only.name == "to_satisfy_judge('mentions the weather {fail 0.1}')" and only.passed is False
+    assert only.score == 0.1 and "scripted {fail 0.1}" in only.reasoning
+    assert only.evidence["actual"] == {"passed": False, "score": 0.1, "reasoning": "scripted {fail 0.1}"}
+    assert only.evidence["usage"]["input_tokens"] == 1000 and hard.judge_usage.input_tokens == 1000
+    assert hard.cost_usd is not None and hard.cost_usd > (1000 * 1.0 + 100 * 2.0) / 1e6
+
+    soft = result(report, "matcher soft")
+    assert soft.status == "failed"
+    matcher, reached = [s for s in soft.signals if s.kind in ("judge", "deterministic")]
+    assert matcher.soft and matcher.passed is False and reached.passed is True  # recorded and went on
+
+
+def test_to_satisfy_judge_threshold_and_sync_body(report):
+    r = result(report, "matcher threshold")
+    assert r.status == "failed"
+    assert [(s.name, s.passed, s.score) for s in judged(r)] == [
+        ("to_satisfy_judge('names the root cause {pass 0.6}', threshold=0.5)", True, 0.6),
+        ("to_satisfy_judge('names the root cause {pass 0.6}', threshold=0.8)", False, 0.6),
+    ]
+    sync = result(report, "matcher sync")
+    assert sync.status == "passed", sync.error  # the verdict came back directly, with its score
+
+
+def test_tool_call_judge_is_deterministic_with_partial_credit(report, request):
+    r = result(report, "tool calls")
+    assert r.status == "passed", r.error
+    full, out_of_order, wrong_args, matcher = judged(r)
+    assert full.passed is True and full.score == 1.0 and full.role == "gate"
+    assert full.name.startswith("judge(\"ToolCallJudge(expected=['search_logs', {'name': 'get_metrics'")
+    assert out_of_order.passed is False and out_of_order.score == pytest.approx(1 / 3)  # in order: only query_traces
+    assert "search_logs not called in order" in out_of_order.reasoning and "refund not called" in out_of_order.reasoning
+    assert wrong_args.score == 0.5 and "expected {'level': 'debug'}" in wrong_args.reasoning  # called, other args
+    assert matcher.passed is True and matcher.score == 0.5
+    assert full.evidence["provenance"]["provider"] == "python" and full.evidence["evaluator"] == "ToolCallJudge"
+    assert r.judge_usage.total_tokens == 0
+    assert not [p for p in report[1] if "ToolCallJudge" in p or "search_logs', 'refund" in p]  # no model asked
+
+
+def test_structured_output_judge_checks_the_schema_then_fields(report):
+    r = result(report, "structured output")
+    assert r.status == "passed", r.error
+    fits, missing, fields = judged(r)
+    assert fits.passed is True and fits.score == 1.0 and "2/2 expected fields match" in fits.reasoning
+    assert (
+        missing.passed is False and missing.score == 0.0 and "'ticket_id' is a required property" in missing.reasoning
+    )
+    assert fields.score == 0.5 and "service: got 'payment-service'" in fields.reasoning
+    assert r.judge_usage.total_tokens == 0 and not [p for p in report[1] if "StructuredOutputJudge" in p]
+
+
+def test_factuality_asks_the_judge_model_with_the_reference_answer(report):
+    r = result(report, "factuality")
+    assert r.status == "passed", r.error
+    good, bad = judged(r)
+    assert good.passed is True and good.score == 0.8 and bad.passed is False and bad.role == "observe"
+    assert good.evidence["provenance"]["evaluator"] == "Factuality"
+    assert good.evidence["provenance"]["model"] == "judge-model"
+    asked = [p for p in report[1] if "db-primary:5432. {pass 0.8}" in p]
+    assert len(asked) == 1 and "Reference answer: The payment service cannot reach" in asked[0]
+    assert "<<<UNTRUSTED OUTPUT" in asked[0]  # the agent's output is fenced, as for judge()
+    assert r.judge_usage.input_tokens == 2000
+
+
+def test_create_judge_makes_a_custom_judge_with_options(report):
+    r = result(report, "custom judge")
+    assert r.status == "passed", r.error
+    good, bad = judged(r)
+    assert good.passed is True and good.score == 1.0 and good.evidence["evaluator"] == "RefundToolJudge"
+    assert good.reasoning == "Expected search_logs -> get_metrics"
+    assert bad.passed is False and bad.reasoning == "Expected lookup_order -> refund"
+    assert good.evidence["provenance"]["definition_hash"] != bad.evidence["provenance"]["definition_hash"]
+
+    missing = result(report, "custom judge without its option")
+    assert missing.status == "errored"
+    assert "RefundToolJudge" in missing.error and "['expected_tools'] are not given" in missing.error
