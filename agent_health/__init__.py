@@ -74,6 +74,7 @@ _LAZY: dict[str, str] = {
             "fixture",
             "judge",
             "test",
+            "use_judges",
         ],
         "agent_health.sdk",
     ),
@@ -131,6 +132,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         fixture,
         judge,
         test,
+        use_judges,
     )
     from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
     from agent_health.session.rejudge import RejudgeOutcome, rejudge
@@ -217,4 +219,5 @@ __all__ = [
     "run_evaluation",
     "run_tests",
     "test",
+    "use_judges",
 ]

@@ -107,7 +107,7 @@ async def _judge(ctx: TestContext, request: JudgeRequest) -> Verdict:
     return verdict
 
 
-async def _judge_all(ctx: TestContext, requests: list[JudgeRequest]) -> list[Verdict]:
+async def judge_all(ctx: TestContext, requests: list[JudgeRequest]) -> list[Verdict]:
     """One verdict per criterion, asked concurrently (the service's limit applies), recorded in order."""
     import asyncio
 
@@ -136,7 +136,7 @@ class JudgeAPI:
         many = criteria_list(criteria)
         if many is not None:
             requests = [build_request(ctx, result, c, gate=gate, **kw) for c in many]
-            out = bridge(ctx, _judge_all(ctx, requests))
+            out = bridge(ctx, judge_all(ctx, requests))
         else:
             out = bridge(ctx, _judge(ctx, build_request(ctx, result, criteria, gate=gate, **kw)))
         if isinstance(out, (Verdict, list)):

@@ -3,7 +3,16 @@ capabilities a body uses (`agent`, `expect`, `judge`, `TestInfo`), and the named
 
 from agent_health.capabilities import AgentProxy, TestInfo, expect, judge
 from agent_health.judges.kit import Factuality, Judge, StructuredOutputJudge, ToolCallJudge, create_judge
-from agent_health.sdk.api import after_all, after_each, before_all, before_each, describe, fixture, test
+from agent_health.sdk.api import (
+    after_all,
+    after_each,
+    before_all,
+    before_each,
+    describe,
+    fixture,
+    test,
+    use_judges,
+)
 
 __all__ = [
     "AgentProxy",
@@ -22,4 +31,5 @@ __all__ = [
     "fixture",
     "judge",
     "test",
+    "use_judges",
 ]

@@ -127,6 +127,34 @@ async def custom_missing(agent, judge):
     await judge(await agent.run(), RefundToolJudge)
 """
 
+SUITE = """
+from agent_health import ToolCallJudge, describe, expect, test, use_judges
+
+use_judges("stays on the incident {pass 0.7}")
+
+PROMPT = "Diagnose why the payment service is failing."
+
+with describe("triage", judges=[ToolCallJudge(["search_logs", "get_metrics"])]):
+
+    @test("judged", prompt=PROMPT)
+    async def judged(agent):
+        expect(await agent.run()).to_have_called_tool("search_logs")
+
+    @test("opted out", prompt=PROMPT, suite_judges=False)
+    async def opted_out(agent):
+        await agent.run()
+
+    @test("stopped body", prompt=PROMPT)
+    async def stopped(agent):
+        expect(await agent.run()).to_have_called_tool("refund")
+        expect("never").to_equal("reached")
+
+
+@test("no agent run")
+def no_run():
+    expect(1).to_equal(1)
+"""
+
 _ASKED = re.compile(r"\{(pass|fail) ([0-9.]+)\}")
 
 
@@ -146,6 +174,7 @@ def report(tmp_path_factory):
     (root / "agent_health_config.py").write_text(CONFIG.format(url=server.url))
     (root / "evals").mkdir()
     (root / "evals" / "kit.eval.py").write_text(EVALS)
+    (root / "evals" / "suite.eval.py").write_text(SUITE)
     try:
         p = run_cli(
             "run",
@@ -264,3 +293,22 @@ def test_create_judge_makes_a_custom_judge_with_options(report):
     missing = result(report, "custom judge without its option")
     assert missing.status == "errored"
     assert "RefundToolJudge" in missing.error and "['expected_tools'] are not given" in missing.error
+
+
+def test_suite_judges_run_on_every_test_after_the_body_each_as_its_own_signal(report):
+    file_judge = ("judge('stays on the incident {pass 0.7}')", True, 0.7)
+    block_judge = ("judge(\"ToolCallJudge(expected=['search_logs', 'get_metrics'])\")", True, 1.0)
+    judged_ = result(report, "triage > judged")
+    assert judged_.status == "passed", judged_.error
+    assert [s.kind for s in judged_.signals if s.kind != "metric"] == ["deterministic", "judge", "judge"]
+    assert [(s.name, s.passed, s.score) for s in judged(judged_)] == [file_judge, block_judge]
+    assert all(s.role == "gate" for s in judged(judged_))
+
+    stopped = result(report, "triage > stopped body")  # a hard failure stops the body, not the suite judges
+    assert stopped.status == "failed"
+    assert [s.name for s in stopped.signals if s.kind == "deterministic"] == ["to_have_called_tool('refund')"]
+    assert [(s.name, s.passed, s.score) for s in judged(stopped)] == [file_judge, block_judge]
+
+    assert judged(result(report, "triage > opted out")) == []
+    no_run = result(report, "no agent run")  # nothing to judge without a run
+    assert no_run.status == "passed" and judged(no_run) == []
