@@ -33,7 +33,7 @@ class JudgeContext:
     """What a judge's `assess` gets: the judged run or value, and the judge model when it needs one."""
 
     request: JudgeRequest
-    ask_model: Callable[[str, str | None], Awaitable[Verdict]]
+    ask_model: Callable[[str, str | None, str | None], Awaitable[Verdict]]
     make_llm: Callable[[], CachedLLM]
     subject: Any = None  # the judged value itself (a dict stays a dict), None when a RunResult
     _llm: CachedLLM | None = None
@@ -69,9 +69,10 @@ class JudgeContext:
             self._llm = self.make_llm()
         return self._llm
 
-    async def ask(self, criteria: str, *, model: str | None = None) -> Verdict:
-        """Ask the judge model whether `criteria` holds of the judged output, as `judge()` does."""
-        return await self.ask_model(criteria, model)
+    async def ask(self, criteria: str, *, model: str | None = None, claim: str | None = None) -> Verdict:
+        """Ask the judge model whether `criteria` holds of the judged output, as `judge()` does.
+        `claim`: the plain claim the offline demo judge checks instead (criteria minus instructions)."""
+        return await self.ask_model(criteria, model, claim)
 
 
 class Judge:
@@ -361,7 +362,7 @@ class Factuality(Judge):
         )
 
     async def assess(self, ctx: JudgeContext) -> Verdict:
-        return await ctx.ask(self.criteria(), model=self.model)
+        return await ctx.ask(self.criteria(), model=self.model, claim=self.expected)
 
 
 # -- custom judges ------------------------------------------------------------------------------

@@ -353,8 +353,10 @@ class JudgeService:
         named = request.judge
         asked: list[JudgeIdentity] = []
 
-        async def ask(criteria: str, model: str | None) -> Verdict:
-            sub = request.model_copy(update={"criteria": criteria, "judge": None, "model": model or request.model})
+        async def ask(criteria: str, model: str | None, claim: str | None) -> Verdict:
+            options = {**request.options, "demo_claim": claim} if claim else request.options
+            update = {"criteria": criteria, "judge": None, "model": model or request.model, "options": options}
+            sub = request.model_copy(update=update)
             verdict = await self._ask(sub)
             if verdict.identity is not None:
                 asked.append(verdict.identity)

@@ -312,3 +312,42 @@ def test_suite_judges_run_on_every_test_after_the_body_each_as_its_own_signal(re
     assert judged(result(report, "triage > opted out")) == []
     no_run = result(report, "no agent run")  # nothing to judge without a run
     assert no_run.status == "passed" and judged(no_run) == []
+
+
+def test_the_eval_files_doc_example_runs_with_the_demo_agent_and_judge(tmp_path):
+    from tests.core.test_docs_examples import block
+
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "judged.eval.py").write_text(block("eval-files.md", "# evals/judged.eval.py"))
+    p = run_cli(
+        "run",
+        "evals",
+        "--agent",
+        "demo@v2",
+        "--no-store",
+        "--reporter",
+        "json=out.json",
+        cwd=tmp_path,
+        env={"AGENT_HEALTH_DEMO_LATENCY_MS": "0"},
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    results = {r.name: r for r in RunReport.model_validate_json((tmp_path / "out.json").read_text()).results}
+    assert all(r.status == "passed" for r in results.values()), {n: r.error for n, r in results.items()}
+    names = {n: [s.name for s in judged(r)] for n, r in results.items()}
+    suite = "judge('names the payment service')"
+    assert names["triage names the database"] == [
+        "judge('names the database db-primary')",
+        "judge('says connections are refused')",
+        "to_satisfy_judge(\"Factuality(expected='The payment service cannot reach db-primary:5432.')\")",
+        "to_satisfy_judge('blames the exhausted connection pool', threshold=0.5)",
+        suite,
+    ]
+    assert names["tool use > checks the error logs, then traces"][1:] == [
+        suite,
+        "judge(\"ToolCallJudge(expected=['search_logs', 'get_metrics'])\")",
+    ]
+    assert len(names["structured RCA"]) == 1  # opted out of the file's judge
+    custom = judged(results["custom judge"])[0]
+    assert (
+        custom.evidence["evaluator"] == "RefundToolJudge" and custom.reasoning == "Expected search_logs -> get_metrics"
+    )
