@@ -351,3 +351,85 @@ def test_the_eval_files_doc_example_runs_with_the_demo_agent_and_judge(tmp_path)
     assert (
         custom.evidence["evaluator"] == "RefundToolJudge" and custom.reasoning == "Expected search_logs -> get_metrics"
     )
+
+
+AGAIN = """
+from agent_health import Factuality, StructuredOutputJudge, ToolCallJudge, expect, test
+
+PROMPT = "Diagnose why the payment service is failing."
+
+
+@test("factuality cached", prompt=PROMPT)
+async def cached(agent, judge):
+    await judge(await agent.run(), Factuality(expected="The payment service cannot reach db-primary:5432. {pass 0.8}"))
+
+
+@test("negated matcher", prompt=PROMPT)
+async def negated(agent):
+    await expect(await agent.run()).not_.to_satisfy_judge("mentions the weather {fail 0.1}")
+
+
+@test("forgotten await", prompt=PROMPT)
+async def forgotten(agent):
+    expect(await agent.run()).to_satisfy_judge("mentions the weather {fail 0.1}")
+
+
+@test("bad tool call judge", prompt=PROMPT)
+async def bad_tools(agent, judge):
+    await judge(await agent.run(), ToolCallJudge([42]))
+
+
+@test("bad schema", prompt=PROMPT)
+async def bad_schema(agent, judge):
+    await judge(await agent.run(), StructuredOutputJudge({"type": "strng"}))
+
+
+@test("empty criteria list", prompt=PROMPT)
+async def empty(agent, judge):
+    await judge(await agent.run(), [])
+"""
+
+
+def test_named_judges_share_the_cache_skip_mode_and_report_bad_input(tmp_path):
+    server = ScriptedServer()
+    server.default = answer
+    (tmp_path / "agent_health_config.py").write_text(
+        CONFIG.format(url=server.url).replace('"cache": False', '"cache": True')
+    )
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "again.eval.py").write_text(AGAIN)
+    env = {"AGENT_HEALTH_DEMO_LATENCY_MS": "0"}
+
+    def run(*flags):
+        p = run_cli("run", "evals", "--no-store", "--reporter", "json=out.json", *flags, cwd=tmp_path, env=env)
+        assert p.returncode in (0, 1, 2), p.stdout + p.stderr
+        report = RunReport.model_validate_json((tmp_path / "out.json").read_text())
+        return {r.name: r for r in report.results}
+
+    try:
+        first = run()
+        asked = len(server.posts())
+        assert asked == 3  # Factuality, the negated matcher, the forgotten await: the errors asked nothing
+        assert first["negated matcher"].status == "passed"
+        (negated,) = judged(first["negated matcher"])
+        assert negated.name.startswith("not_.to_satisfy_judge(") and negated.passed is True and negated.score == 0.1
+        forgotten = first["forgotten await"]  # awaited after the body: recorded and gating all the same
+        assert forgotten.status == "failed" and [s.passed for s in judged(forgotten)] == [False]
+        for name, message in [
+            ("bad tool call judge", "ToolCallJudge: an expected call is a tool name"),
+            ("bad schema", "StructuredOutputJudge: invalid JSON schema at $.type"),
+            ("empty criteria list", "the list of criteria is empty"),
+        ]:
+            assert first[name].status == "errored" and message in first[name].error, first[name].error
+
+        second = run()  # the same verdicts again: from the judge cache, no call, no cost
+        assert len(server.posts()) == asked
+        (fact,) = judged(second["factuality cached"])
+        assert fact.cached and fact.passed and second["factuality cached"].judge_usage.total_tokens == 0
+
+        skipped = run("--no-judge", "--no-cache")  # skip mode skips named judges and matchers, neutrally
+        assert len(server.posts()) == asked
+        assert skipped["factuality cached"].status == "passed" and skipped["forgotten await"].status == "passed"
+        assert all(s.skipped for s in judged(skipped["forgotten await"]))
+    finally:
+        server.close()
