@@ -83,6 +83,7 @@ class Judge:
 
     name: ClassVar[str] = ""
     uses_model: ClassVar[bool] = False  # whether it asks the judge model (documentation, identity)
+    threshold: float | None = None  # also for a subclass whose __init__ does not call super().__init__
 
     def __init__(self, *, threshold: float | None = None):
         if threshold is not None and not 0 <= threshold <= 1:

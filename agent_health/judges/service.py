@@ -24,7 +24,13 @@ from agent_health.errors import ConfigError
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache, LocalJudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
-from agent_health.judges.identity import custom_identity, definition_hash, fallback_identity, named_definition
+from agent_health.judges.identity import (
+    IN_PROCESS,
+    custom_identity,
+    definition_hash,
+    fallback_identity,
+    named_definition,
+)
 from agent_health.judges.llm import CachedLLM
 from agent_health.judges.registry import REGISTRY
 from agent_health.model import JudgeIdentity, Verdict
@@ -285,7 +291,16 @@ class JudgeService:
             )
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
-        if request.role == "gate" and self.calibration is not None and verdict.identity is not None:
+        deterministic = (
+            request.judge is not None and verdict.identity is not None and verdict.identity.provider == IN_PROCESS
+        )
+        if (
+            request.role == "gate"
+            and self.calibration is not None
+            and verdict.identity is not None
+            and not deterministic
+        ):
+            # a named judge that asked no model is a deterministic check: nothing to calibrate
             verdict = self._gate(verdict, verdict.identity, request)
         return verdict
 

@@ -433,3 +433,38 @@ def test_named_judges_share_the_cache_skip_mode_and_report_bad_input(tmp_path):
         assert all(s.skipped for s in judged(skipped["forgotten await"]))
     finally:
         server.close()
+
+
+def test_the_calibration_gate_leaves_deterministic_judges_gating(tmp_path):
+    """With judge.calibration, an uncalibrated model's gate verdict only observes; a named judge
+    that asked no model is a deterministic check with nothing to calibrate, so it still gates."""
+    (tmp_path / "agent_health_config.py").write_text(
+        "from agent_health import define_config\n"
+        'config = define_config(judge={"provider": "demo", "calibration": {"min_kappa": 0.6, "min_labels": 30}})\n'
+    )
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "gate.eval.py").write_text(
+        "from agent_health import ToolCallJudge, test\n\n"
+        '@test("uncalibrated model", prompt="Diagnose why the payment service is failing.")\n'
+        "async def model(agent, judge):\n"
+        '    await judge(await agent.run(), "mentions the weather forecast")\n\n'
+        '@test("deterministic", prompt="Diagnose why the payment service is failing.")\n'
+        "async def deterministic(agent, judge):\n"
+        '    await judge(await agent.run(), ToolCallJudge(["refund"]))\n'
+    )
+    p = run_cli(
+        "run",
+        "evals",
+        "--no-store",
+        "--reporter",
+        "json=out.json",
+        cwd=tmp_path,
+        env={"AGENT_HEALTH_DEMO_LATENCY_MS": "0"},
+    )
+    assert p.returncode == 1, p.stdout + p.stderr
+    results = {r.name: r for r in RunReport.model_validate_json((tmp_path / "out.json").read_text()).results}
+    (observed,) = judged(results["uncalibrated model"])
+    assert observed.role == "observe" and observed.passed is False and results["uncalibrated model"].status == "passed"
+    (gating,) = judged(results["deterministic"])
+    assert gating.role == "gate" and gating.passed is False and results["deterministic"].status == "failed"
+    assert "calibration" not in gating.evidence
