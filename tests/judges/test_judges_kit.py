@@ -468,3 +468,31 @@ def test_the_calibration_gate_leaves_deterministic_judges_gating(tmp_path):
     (gating,) = judged(results["deterministic"])
     assert gating.role == "gate" and gating.passed is False and results["deterministic"].status == "failed"
     assert "calibration" not in gating.evidence
+
+
+def test_suite_judges_count_in_the_content_hash_and_bad_ones_name_the_file(tmp_path):
+    from agent_health import load_tests
+
+    body = (
+        "from agent_health import ToolCallJudge, describe, test, use_judges\n"
+        "{judges}\n"
+        '@test("a")\ndef a():\n    pass\n\n'
+        '@test("b", suite_judges=False)\ndef b():\n    pass\n'
+    )
+
+    def hashes(judges):
+        (tmp_path / "evals").mkdir(exist_ok=True)
+        (tmp_path / "evals" / "h.eval.py").write_text(body.format(judges=judges))
+        loaded = load_tests([tmp_path / "evals"])
+        assert not loaded.errors, loaded.errors
+        return {t.case.name: t.case.content_hash for t in loaded.tests}
+
+    plain = hashes("")
+    judged_once = hashes('use_judges(ToolCallJudge(["search_logs"]))')
+    other = hashes('use_judges(ToolCallJudge(["get_metrics"]))')
+    assert judged_once["a"] != plain["a"] and other["a"] != judged_once["a"]  # a changed judge re-runs its tests
+    assert plain["b"] == judged_once["b"] == other["b"]  # the test that opted out keeps its hash
+
+    (tmp_path / "evals" / "h.eval.py").write_text(body.format(judges='with describe("x", judges=[42]):\n    pass'))
+    (error,) = load_tests([tmp_path / "evals"]).errors
+    assert "h.eval.py" in str(error) and "a suite judge is a criteria string or a named judge, got 42" in str(error)
