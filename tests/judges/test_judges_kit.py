@@ -354,7 +354,7 @@ def test_the_eval_files_doc_example_runs_with_the_demo_agent_and_judge(tmp_path)
 
 
 AGAIN = """
-from agent_health import Factuality, StructuredOutputJudge, ToolCallJudge, expect, test
+from agent_health import Factuality, Judge, StructuredOutputJudge, ToolCallJudge, expect, test
 
 PROMPT = "Diagnose why the payment service is failing."
 
@@ -387,6 +387,25 @@ async def bad_schema(agent, judge):
 @test("empty criteria list", prompt=PROMPT)
 async def empty(agent, judge):
     await judge(await agent.run(), [])
+
+
+class Short(Judge):
+    name = "Short"
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+
+    def options(self):
+        return {"limit": self.limit}
+
+    async def assess(self, ctx):
+        return {"score": 1.0 if len(ctx.output) <= self.limit else 0.0, "reasoning": f"{len(ctx.output)} chars"}
+
+
+@test("subclass judge", prompt=PROMPT)
+async def subclass(agent, judge):
+    await judge.observe(await agent.run(), Short(limit=10))
 """
 
 
@@ -421,6 +440,11 @@ def test_named_judges_share_the_cache_skip_mode_and_report_bad_input(tmp_path):
             ("empty criteria list", "the list of criteria is empty"),
         ]:
             assert first[name].status == "errored" and message in first[name].error, first[name].error
+
+        (short,) = judged(first["subclass judge"])  # a documented Judge subclass, as create_judge's
+        assert short.name == "judge('Short(limit=10)')" and short.passed is False and short.score == 0.0
+        assert short.evidence["evaluator"] == "Short" and short.reasoning.endswith(" chars")
+        assert first["subclass judge"].status == "passed"  # observe
 
         second = run()  # the same verdicts again: from the judge cache, no call, no cost
         assert len(server.posts()) == asked
