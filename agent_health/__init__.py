@@ -32,6 +32,9 @@ _LAZY: dict[str, str] = {
         ],
         "agent_health.errors",
     ),
+    **dict.fromkeys(
+        ["Factuality", "Judge", "StructuredOutputJudge", "ToolCallJudge", "create_judge"], "agent_health.judges.kit"
+    ),
     **dict.fromkeys(["Rubric", "load_rubric"], "agent_health.judges.rubric"),
     **dict.fromkeys(["LoadedTest", "LoadResult", "load_tests"], "agent_health.loader"),
     **dict.fromkeys(
@@ -71,6 +74,7 @@ _LAZY: dict[str, str] = {
             "fixture",
             "judge",
             "test",
+            "use_judges",
         ],
         "agent_health.sdk",
     ),
@@ -92,6 +96,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         TracesUnavailable,
         UsageError,
     )
+    from agent_health.judges.kit import Factuality, Judge, StructuredOutputJudge, ToolCallJudge, create_judge
     from agent_health.judges.rubric import Rubric, load_rubric
     from agent_health.loader import LoadedTest, LoadResult, load_tests
     from agent_health.model import (
@@ -127,6 +132,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         fixture,
         judge,
         test,
+        use_judges,
     )
     from agent_health.session import RunOutcome, build_settings, run_evaluation, run_tests
     from agent_health.session.rejudge import RejudgeOutcome, rejudge
@@ -161,8 +167,10 @@ __all__ = [
     "EvalFileError",
     "EvalRun",
     "ExpectedStep",
+    "Factuality",
     "InfrastructureError",
     "Insight",
+    "Judge",
     "JudgeIdentity",
     "JudgeSettings",
     "Judgement",
@@ -178,9 +186,11 @@ __all__ = [
     "RunSummary",
     "Signal",
     "Step",
+    "StructuredOutputJudge",
     "TestCase",
     "TestInfo",
     "TestResult",
+    "ToolCallJudge",
     "TracesNotEnabled",
     "TracesUnavailable",
     "TracesView",
@@ -195,6 +205,7 @@ __all__ = [
     "before_all",
     "before_each",
     "build_settings",
+    "create_judge",
     "define_config",
     "describe",
     "expect",
@@ -208,4 +219,5 @@ __all__ = [
     "run_evaluation",
     "run_tests",
     "test",
+    "use_judges",
 ]

@@ -10,10 +10,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import pydantic
-
 from agent_health.capabilities.context import TestContext, current_context
 from agent_health.errors import ExpectationFailed
+from agent_health.judges.checks import schema_problem as _schema_problem
+from agent_health.judges.checks import subset as _subset
 from agent_health.model import RunResult, Signal, Verdict
 
 _MAX_EVIDENCE = 400
@@ -33,13 +33,6 @@ def _short(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _short(v) for k, v in list(value.items())[:20]}
     return _short(str(value))
-
-
-def _subset(expected: Any, actual: Any) -> bool:
-    """Expected args match when every expected key is present with a matching value."""
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _subset(v, actual[k]) for k, v in expected.items())
-    return bool(expected == actual)  # user values: __eq__ may return anything
 
 
 def _run(value: Any, matcher: str) -> RunResult:
@@ -155,6 +148,69 @@ class Expectation:
             message=problem or "",
         )
 
+    # -- judge matcher ------------------------------------------------------
+    def to_satisfy_judge(self, judge_or_criteria: Any, *, threshold: float | None = None) -> Any:
+        """Gate on a judge's verdict, as an expectation: a hard failure stops the body, a soft one
+        records and goes on. `judge_or_criteria` is what `judge()` takes (criteria, the rich dict,
+        a named judge). With `threshold` the verdict's score must reach it (its own pass is not
+        used). Await it in an async body; a sync body gets the Verdict directly."""
+        from agent_health.capabilities.context import bridge
+        from agent_health.capabilities.judge import build_request, criteria_list
+
+        if threshold is not None and (isinstance(threshold, bool) or not 0 <= threshold <= 1):
+            raise ValueError(f"to_satisfy_judge(): threshold must be a number from 0 to 1, got {threshold!r}")
+        if criteria_list(judge_or_criteria) is not None:
+            raise TypeError("to_satisfy_judge() takes one criterion or judge; call it once per criterion")
+        request = build_request(self._ctx, self._actual, judge_or_criteria, gate=True)
+        out = bridge(self._ctx, self._satisfy(request, threshold))
+        if isinstance(out, Verdict):
+            return out
+        from agent_health.capabilities.judge import PendingVerdict
+
+        pending = PendingVerdict(out)
+        self._ctx.pending.append(pending)  # a forgotten await still records (and gates) after the body
+        return pending
+
+    async def _satisfy(self, request: Any, threshold: float | None) -> Verdict:
+        from agent_health.capabilities.judge import verdict_for
+
+        verdict = await verdict_for(self._ctx, request)
+        if threshold is None:
+            ok = verdict.passed
+        else:
+            ok = verdict.score is not None and verdict.score >= threshold
+        limit = f", threshold={threshold}" if threshold is not None else ""
+        name = f"to_satisfy_judge({_short(request.criteria)!r}{limit})"
+        if self._negate:
+            ok, name = not ok, f"not_.{name}"
+        neutral = verdict.skipped or verdict.errored
+        signal = verdict.to_signal()
+        evidence = dict(signal.evidence or {})
+        evidence.update(
+            {
+                "expected": {"criteria": _short(request.criteria), "threshold": threshold, "negated": self._negate},
+                "actual": {"passed": verdict.passed, "score": verdict.score, "reasoning": _short(verdict.reasoning)},
+            }
+        )
+        self._ctx.record(
+            signal.model_copy(
+                update={
+                    "name": name,
+                    "passed": None if neutral else ok,
+                    "soft": self._soft,
+                    "evidence": evidence,
+                    "reasoning": signal.reasoning
+                    if ok or neutral
+                    else f"{verdict.reasoning} (score {verdict.score}"
+                    + (f", threshold {threshold})" if threshold is not None else ")"),
+                }
+            )
+        )
+        stop = (verdict.errored or not (ok or verdict.skipped)) and not self._soft
+        if stop:
+            raise ExpectationFailed(f"{name}: {verdict.error if verdict.errored else verdict.reasoning}")
+        return verdict
+
     # -- value matchers -----------------------------------------------------
     def _text(self) -> str:
         v = self._actual
@@ -242,53 +298,6 @@ class Expectation:
 
 def _num(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _json_path(parts: Iterable[Any]) -> str:
-    """`$.items[0].name` from a sequence of keys and indexes (pydantic `loc`, jsonschema `path`)."""
-    out = "$"
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out
-
-
-def _schema_problem(schema: Any, data: Any, max_errors: int = 5) -> str | None:
-    """None when `data` fits a pydantic model class or a JSON schema; else every problem with its JSON path.
-
-    An invalid JSON schema (a typo such as `"type": "strng"`) or a `$ref` that cannot be resolved
-    raises ValueError naming the problem: a broken schema must not pass silently.
-    """
-    if data is None:
-        return "output is not JSON"
-    if isinstance(schema, type) and hasattr(schema, "model_validate"):
-        try:
-            schema.model_validate(data)
-        except pydantic.ValidationError as exc:
-            details = "; ".join(f"{_json_path(e['loc'])}: {e['msg']}" for e in exc.errors()[:max_errors])
-            return str(exc).splitlines()[0] + ": " + details
-        else:
-            return None
-    if not isinstance(schema, (dict, bool)):
-        raise TypeError(
-            f"to_match_schema() needs a pydantic model class or a JSON schema (dict), got {type(schema).__name__}"
-        )
-    import jsonschema
-    from referencing.exceptions import Unresolvable
-
-    validator_class = jsonschema.validators.validator_for(schema)  # the $schema's draft; the latest by default
-    try:
-        validator_class.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ValueError(f"to_match_schema(): invalid JSON schema at {exc.json_path}: {exc.message}") from None
-    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
-    try:
-        errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    except Unresolvable as exc:
-        raise ValueError(f"to_match_schema(): the schema's reference cannot be resolved: {exc}") from None
-    if not errors:
-        return None
-    shown = "; ".join(f"{e.json_path}: {e.message}" for e in errors[:max_errors])
-    return shown + (f" (and {len(errors) - max_errors} more)" if len(errors) > max_errors else "")
 
 
 class ExpectAPI:

@@ -18,6 +18,7 @@ from agent_health.analysis.metrics import run_metrics
 from agent_health.capabilities.agent import AgentFixture
 from agent_health.capabilities.context import TestContext, TestInfo, reset_context, set_context
 from agent_health.capabilities.expect import expect as expect_api
+from agent_health.capabilities.judge import build_request, judge_all
 from agent_health.capabilities.judge import judge as judge_api
 from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import AgentRuntime
@@ -27,7 +28,7 @@ from agent_health.engine.watchdog import LoopBlocked, Watchdog
 from agent_health.errors import BodyStop, InfrastructureError
 from agent_health.interrupts import Interrupted, describe, must_propagate, where
 from agent_health.judges.service import JudgeService
-from agent_health.loader.registry import Scope
+from agent_health.loader.registry import Scope, TestSpec
 from agent_health.loader.types import LoadedTest
 from agent_health.model import (
     JudgeIdentity,
@@ -326,10 +327,23 @@ class AgentEngine:
             for hook in scope.hooks["before_each"]:
                 await self._hook(hook, fixtures, "before_each")
         kwargs = await fixtures.kwargs_for(spec.body)
-        await call(spec.body, **kwargs)
-        for pending in ctx.pending:
-            if not pending.awaited:
-                await pending
+        try:
+            await call(spec.body, **kwargs)
+            for pending in ctx.pending:
+                if not pending.awaited:
+                    await pending
+        except BodyStop:  # a hard failure stopped the body: the run is still judged by its suite judges
+            await self._suite_judges(spec, ctx)
+            raise
+        await self._suite_judges(spec, ctx)
+
+    @staticmethod
+    async def _suite_judges(spec: TestSpec, ctx: TestContext) -> None:
+        """The judges of the test's file and describe blocks, on its run: one gate signal each."""
+        judges = spec.suite_judge_list()
+        if not judges or ctx.run is None:  # nothing to judge: the body never ran the agent
+            return
+        await judge_all(ctx, [build_request(ctx, ctx.run, j, gate=True) for j in judges])
 
     async def _hook(self, hook: Callable[..., Any], fixtures: FixtureScope, kind: str) -> None:
         try:

@@ -69,7 +69,8 @@ class DemoJudge(JudgeProvider):
         return self.identity
 
     async def evaluate(self, request: JudgeRequest) -> Verdict:
-        wanted = terms(request.criteria)
+        # a named judge's plain claim (Factuality's reference answer), without its instructions' words
+        wanted = terms(str(request.options.get("demo_claim") or request.criteria))
         output = _bag(request.output)
         traj = set()
         if request.run is not None and "trajectory" in request.context:

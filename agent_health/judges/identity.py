@@ -35,6 +35,12 @@ def definition_hash(fn: Callable[..., Any]) -> str:
     return digest({"source": text})
 
 
+def named_definition(judge: Any) -> str:
+    """Hash of a named judge's definition: its class's source (a `create_judge` function's) and its options."""
+    fn = getattr(type(judge), "fn", None) or type(judge)
+    return digest({"code": definition_hash(fn), "options": repr(judge.options())})
+
+
 def custom_identity(
     name: str, fn: Callable[..., Any], *, definition: str, llm_client: ChatClient | None, cache_keys: tuple[str, ...]
 ) -> JudgeIdentity:

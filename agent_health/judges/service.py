@@ -24,7 +24,13 @@ from agent_health.errors import ConfigError
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache, LocalJudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
-from agent_health.judges.identity import custom_identity, definition_hash, fallback_identity
+from agent_health.judges.identity import (
+    IN_PROCESS,
+    custom_identity,
+    definition_hash,
+    fallback_identity,
+    named_definition,
+)
 from agent_health.judges.llm import CachedLLM
 from agent_health.judges.registry import REGISTRY
 from agent_health.model import JudgeIdentity, Verdict
@@ -257,7 +263,10 @@ class JudgeService:
         try:
             async with self._limit:
                 kind = request.evaluator is not None and self._evaluator_is_kind(request.evaluator)
-                if request.evaluator is not None and not kind:
+                if request.judge is not None:
+                    who = getattr(request.judge, "judge_name", "judge")
+                    verdict = await self._named(request)
+                elif request.evaluator is not None and not kind:
                     verdict = await self._custom(request)
                 else:
                     spec = request.evaluator if kind and not request.model else self.model_for(request)
@@ -282,7 +291,16 @@ class JudgeService:
             )
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
-        if request.role == "gate" and self.calibration is not None and verdict.identity is not None:
+        deterministic = (
+            request.judge is not None and verdict.identity is not None and verdict.identity.provider == IN_PROCESS
+        )
+        if (
+            request.role == "gate"
+            and self.calibration is not None
+            and verdict.identity is not None
+            and not deterministic
+        ):
+            # a named judge that asked no model is a deterministic check: nothing to calibrate
             verdict = self._gate(verdict, verdict.identity, request)
         return verdict
 
@@ -329,6 +347,53 @@ class JudgeService:
                 }
             )
         return verdict.model_copy(update={"role": "observe", "calibration": reason})
+
+    async def _ask(self, request: JudgeRequest) -> Verdict:
+        """The judge model's verdict on `request` (the provider path of `judge()`: fences, nonce, cache)."""
+        provider = self._select(request) if self._select else self.resolve(self.model_for(request))
+        described = provider.describe(request)
+        if described is not None and (refused := self._refuse_early(request, described)):
+            return refused
+        verdict = await provider.evaluate(request)
+        if verdict.identity is None:
+            who = provider.name or type(provider).__name__
+            verdict = verdict.model_copy(update={"identity": fallback_identity(request, who, verdict)})
+        return verdict
+
+    async def _named(self, request: JudgeRequest) -> Verdict:
+        """A named judge (judges/kit.py): deterministic ones ask no model; the others ask it through
+        `_ask` or the cached `llm` helper. Its identity names the judge and hashes its configuration."""
+        from agent_health.judges.kit import JudgeContext, run_judge
+
+        named = request.judge
+        asked: list[JudgeIdentity] = []
+
+        async def ask(criteria: str, model: str | None, claim: str | None) -> Verdict:
+            options = {**request.options, "demo_claim": claim} if claim else request.options
+            update = {"criteria": criteria, "judge": None, "model": model or request.model, "options": options}
+            sub = request.model_copy(update=update)
+            verdict = await self._ask(sub)
+            if verdict.identity is not None:
+                asked.append(verdict.identity)
+            return verdict
+
+        ctx = JudgeContext(
+            request=request, ask_model=ask, make_llm=lambda: self.llm(self.model_for(request)), subject=request.subject
+        )
+        verdict = await run_judge(named, ctx)
+        definition = named_definition(named)
+        if asked:  # the model that answered, named as this judge
+            identity = asked[-1].model_copy(update={"evaluator": named.judge_name, "definition_hash": definition})
+        else:
+            llm = ctx._llm
+            identity = custom_identity(
+                named.judge_name,
+                type(named).assess,
+                definition=definition,
+                llm_client=llm.client if llm is not None else None,
+                cache_keys=tuple(llm.keys) if llm is not None else (),
+            )
+        return verdict.model_copy(update={"identity": identity})
 
     async def _custom(self, request: JudgeRequest) -> Verdict:
         from agent_health.judges.custom import run_custom

@@ -117,6 +117,8 @@ def code_case(
     }
     if spec.max_cost_usd is not None:  # hashed only when set: tests without a cap keep their hash
         options["max_cost_usd"] = spec.max_cost_usd
+    if suite_judges := spec.suite_judge_list():  # likewise: a test without suite judges keeps its hash
+        options["suite_judges"] = [getattr(j, "label", j) for j in suite_judges]
     return TestCase(
         id=test_id(suite, spec.name),
         name=spec.name,

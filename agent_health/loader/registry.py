@@ -19,11 +19,13 @@ BUILTIN_FIXTURES = ("agent", "expect", "judge", "test_info")
 
 @dataclass(eq=False)
 class Scope:
-    """A file or describe() block: a name and the hooks declared in it."""
+    """A file or describe() block: a name, the hooks declared in it, and its suite judges (criteria
+    or named judges run on every test inside, after the body)."""
 
     name: str | None
     parent: Scope | None = None
     hooks: dict[str, list[Callable[..., Any]]] = field(default_factory=lambda: {k: [] for k in HOOK_KINDS})
+    judges: list[Any] = field(default_factory=list)
 
     def chain(self) -> list[Scope]:
         """Outermost first."""
@@ -65,6 +67,11 @@ class TestSpec:
     epochs: int | None = None
     max_cost_usd: float | None = None
     fixtures: dict[str, FixtureDef] = field(default_factory=dict)
+    suite_judges: bool = True  # False: the suite judges of its file and describe blocks skip this test
+
+    def suite_judge_list(self) -> list[Any]:
+        """The suite judges that run on this test, outermost scope first (none when it opted out)."""
+        return [j for scope in self.scope.chain() for j in scope.judges] if self.suite_judges else []
 
 
 @dataclass

@@ -25,3 +25,5 @@ class JudgeRequest(BaseModel):
     test_id: str | None = Field(None, description="Id of the test that asks.")
     options: dict[str, Any] = Field(default_factory=dict, description="Evaluator-specific options.")
     trace_tools: Any = Field(None, description="RunTraceTools bound to this run, when traces are enabled.")
+    judge: Any = Field(None, description="A named judge (agent_health.judges.kit.Judge) that decides this verdict.")
+    subject: Any = Field(None, description="The judged value itself when it is not a RunResult (a dict stays a dict).")

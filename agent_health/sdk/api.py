@@ -42,6 +42,7 @@ class TestAPI:
         skip_judge: bool | None = None,
         epochs: int | None = None,
         max_cost_usd: float | None = None,
+        suite_judges: bool = True,
     ) -> Any:
         if callable(name):  # bare @test: the function name is the test name
             return self(name.__name__)(name)
@@ -86,6 +87,7 @@ class TestAPI:
                     epochs=options.epochs,
                     max_cost_usd=options.max_cost_usd,
                     fixtures=dict(self._fixtures),
+                    suite_judges=bool(suite_judges),
                 )
             )
             return body
@@ -117,14 +119,18 @@ def body_problem(body: Callable[..., Any]) -> str | None:
 
 
 class describe(contextlib.ContextDecorator):
-    """Group tests: `with describe("checkout"): ...`. Names join with ' > '; hooks apply inside."""
+    """Group tests: `with describe("checkout"): ...`. Names join with ' > '; hooks apply inside.
 
-    def __init__(self, name: str):
+    `judges=[...]` (criteria strings or named judges) run on every test inside, after its body,
+    each as its own gate signal (`@test(..., suite_judges=False)` opts a test out)."""
+
+    def __init__(self, name: str, *, judges: Iterable[Any] = ()):
         self.name = name
+        self.judges = check_judges(judges, f"describe({name!r}, judges=...)")
 
     def __enter__(self) -> describe:
         reg = active_registry("describe()")
-        reg.stack.append(Scope(self.name, parent=reg.scope))
+        reg.stack.append(Scope(self.name, parent=reg.scope, judges=list(self.judges)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -135,6 +141,27 @@ class describe(contextlib.ContextDecorator):
         with self:
             fn()
         return fn
+
+
+def check_judges(judges: Iterable[Any], where: str) -> list[Any]:
+    """Suite judges as given, or TypeError naming `where`: each is a criteria string or a named judge."""
+    from agent_health.judges.kit import as_judge
+
+    if isinstance(judges, str) or as_judge(judges) is not None:
+        judges = [judges]
+    out: list[Any] = []
+    for j in judges:
+        named = as_judge(j)
+        if named is None and not (isinstance(j, str) and j.strip()):
+            raise TypeError(f"{where}: a suite judge is a criteria string or a named judge, got {j!r}")
+        out.append(named or j.strip())
+    return out
+
+
+def use_judges(*judges: Any) -> None:
+    """Suite judges for the current file (or `describe` block): each runs on every test in it after
+    its body, as its own gate signal. A test opts out with `@test(..., suite_judges=False)`."""
+    active_registry("use_judges()").scope.judges.extend(check_judges(judges, "use_judges()"))
 
 
 def _hook(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -46,6 +46,10 @@ EXERCISED = {
     ("limits.md", "cases.json: case #2 'huge'"): "tests/faults/test_faults_limits.py (the real messages)",
     ("limits.md", "error: this run plans"): "tests/faults/test_faults_limits.py (the real message)",
     ("eval-files.md", "["): "test_the_eval_file_formats_load_and_run",
+    (
+        "eval-files.md",
+        "# evals/judged.eval.py",
+    ): "tests/judges/test_judges_kit.py::test_the_eval_files_doc_example_runs_with_the_demo_agent_and_judge",
     ("eval-files.md", "defaults:            # merged into every test"): "test_the_eval_file_formats_load_and_run",
     ("reports.md", "agent-health run evals --agent demo@v1"): "tests/reports/test_docs.py",
     ("reports.md", "agent-health run evals --agent demo@v2"): "tests/reports/test_docs.py",
