@@ -135,7 +135,9 @@ def _run_config(config: Config, settings: RunSettings) -> Config:
     """The configuration with the run's judge model, if it names one."""
     if not settings.judge.model:
         return config
-    return config.model_copy(update={"judge": config.judge.model_copy(update={"model": settings.judge.model})})
+    judge = config.judge.model_copy(update={"model": settings.judge.model})
+    patched: Config = config.model_copy(update={"judge": judge})  # typed: Config's fields base is built at import
+    return patched
 
 
 async def _close(closers: Sequence[Callable[[], Any]]) -> None:
