@@ -10,8 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from agent_health.model.settings import DeclaredSetting, declared_settings
-from agent_health.session.settings import flag_name
+from agent_health.model.settings import DeclaredSetting, declared_settings, flag_name
 
 __all__ = ["setting_options", "settings_for"]
 

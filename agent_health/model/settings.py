@@ -204,6 +204,11 @@ class DeclaredSetting:
         return self.declared.help or self.field.description or self.path
 
 
+def flag_name(flag: str) -> str:
+    """The Python name of a flag: `--max-cost` -> `max_cost`."""
+    return flag.lstrip("-").replace("-", "_")
+
+
 def declare(**where: Any) -> Declared:
     """The declaration of a run setting's flag, variable, configuration key and Dagster name (see
     `Declared`), for a field's `json_schema_extra`."""

@@ -25,7 +25,7 @@ from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.model import BudgetSettings, JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
 from agent_health.model.limits import PLANNED_WORK_MAX
-from agent_health.model.settings import DeclaredSetting, check_store_settings, declared_settings
+from agent_health.model.settings import DeclaredSetting, check_store_settings, declared_settings, flag_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.loader.types import LoadedTest
@@ -122,11 +122,6 @@ def parser_for(setting: DeclaredSetting) -> Callable[[str, str], Any]:
 def env_vars() -> dict[str, tuple[str, Callable[[str, str], Any]]]:
     """Variable -> (setting, parser), from the declarations (`judge.*`, `budget.*` are nested)."""
     return {d.declared.env: (d.path, parser_for(d)) for d in declared_settings() if d.declared.env}
-
-
-def flag_name(flag: str) -> str:
-    """The Python name of a flag: `--max-cost` -> `max_cost`."""
-    return flag.lstrip("-").replace("-", "_")
 
 
 def _aliases() -> dict[str, tuple[str, bool]]:

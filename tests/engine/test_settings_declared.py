@@ -18,9 +18,8 @@ from agent_health import ConfigError, build_settings, define_config
 from agent_health.cli.rejudge import rejudge_command
 from agent_health.cli.run import run_command
 from agent_health.config import Config
-from agent_health.model.settings import RunSettings, declared_settings
+from agent_health.model.settings import RunSettings, declared_settings, flag_name
 from agent_health.session import ENV_VARS
-from agent_health.session.settings import flag_name
 
 from ..conftest import ROOT
 
