@@ -21,7 +21,8 @@ from agent_health.config import Config
 from agent_health.model.settings import RunSettings, declared_settings, flag_name
 from agent_health.session import ENV_VARS
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_cli
+from .test_budget import judge_server  # noqa: F401  # the scripted judge endpoint, a fixture
 
 DECLARED = declared_settings()
 
@@ -195,3 +196,22 @@ def test_a_setting_added_as_one_declared_field_is_on_every_surface(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr
+
+
+def test_the_runs_judge_model_reaches_the_judge_and_decides_what_only_changed_reruns(judge_server, tmp_path):  # noqa: F811
+    """The judge service and the up-to-date check are built from the typed run settings: the
+    configuration says `judge-model`, the run says `other-model` (no patched configuration)."""
+    from .test_budget import ENV, MANY, project
+
+    root = project(tmp_path, judge_server, evals=MANY.replace("range(200)", "range(2)"))
+    first = run_cli("run", "evals", "--judge-model", "other-model", cwd=root, env=ENV)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert [post.json["model"] for post in judge_server.posts()] == ["other-model", "other-model"]
+
+    def up_to_date(*flags: str) -> str:
+        p = run_cli("run", "evals", "--only", "changed", "--list", *flags, cwd=root, env=ENV)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+
+    assert "demo@v2: 2 skipped as up to date" in up_to_date("--judge-model", "other-model")
+    assert "demo@v2: 0 skipped as up to date" in up_to_date()  # judged by another model than the config's
