@@ -3,7 +3,6 @@ record/replay, traces), the judge service and the analyzers."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from agent_health.config import Config
@@ -15,15 +14,14 @@ from agent_health.model.settings import JudgeRunSettings
 
 
 def replay_mode(config: Config, replay: str | None = None) -> str:
-    """The record/replay mode: the explicit one (--replay), else $AGENT_HEALTH_REPLAY, else config."""
+    """The record/replay mode: the explicit one (--replay), else as `build_settings` resolves it
+    ($AGENT_HEALTH_REPLAY, else the configuration's): one rule, in one place."""
     from agent_health.model.settings import check_replay_mode
-    from agent_health.replay.store import REPLAY_ENV
+    from agent_health.session.settings import build_settings
 
     if replay:
         return check_replay_mode(replay, "--replay")
-    if os.environ.get(REPLAY_ENV):
-        return check_replay_mode(os.environ[REPLAY_ENV], f"${REPLAY_ENV}")
-    return config.replay
+    return build_settings(config).replay
 
 
 def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> AgentRuntime:
