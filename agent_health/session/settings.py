@@ -214,9 +214,10 @@ def build_settings(
 ) -> RunSettings:
     """The run's settings: `overrides` (flags or run config; None values mean "not given"), then
     the environment, then the configuration, then the defaults. Keys of `overrides` are RunSettings
-    field names (`judge` and `budget` as nested mappings) or the aliases `timeout`, `skip_judge`,
-    `judge_model`, `no_cache`, `no_store`, `max_cost`, `max_judge_cost`, `max_tokens`, `budget_exit`;
-    `store` takes a type name, `none`, a JSON object or StoreSettings."""
+    field names (`judge` and `budget` as nested mappings, or dotted: `judge.model`) or a name its
+    declaration gives (`Declared`): its flag's (`timeout`, `no_cache`, `no_store`, `max_cost`,
+    `budget_exit`), its Dagster name (`skip_judge`, `judge_model`) or one of its `names`; `store`
+    takes a type name, `none`, a JSON object or StoreSettings."""
     layers = [_explicit(overrides or {}), _from_env(os.environ if environ is None else environ), _from_config(config)]
     chosen: dict[str, tuple[Any, str]] = {}
     for layer in reversed(layers):  # later (higher) layers overwrite
