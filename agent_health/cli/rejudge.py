@@ -6,39 +6,29 @@ results are stored as a new evaluation run."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import click
 
+from agent_health.cli.options import setting_options
 from agent_health.cli.run import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     REPORTER_FORMS,
-    budget_options,
-    budget_overrides,
     build_reporters,
 )
-from agent_health.model import limits
 
 
 @click.command("rejudge")
 @click.argument("source", required=False)
-@click.option("--judge-model", metavar="[PROVIDER:]MODEL", help="Judge model for the new verdicts, over judge.model.")
-@click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
-@click.option("--grep", help="Only tests whose name or id matches this regular expression.")
-@click.option("--concurrency", type=click.IntRange(min=1, max=limits.CONCURRENCY_MAX), help="Tests in flight at once.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True, max=limits.TIMEOUT_MAX_S),
-    help="Per-test timeout in seconds.",
-)
+@setting_options("rejudge")
 @click.option(
     "--cache/--no-cache",
     default=False,
     show_default=True,
     help="Reuse verdicts from the judge cache (default: ask the judges again).",
 )
-@budget_options
 @click.option(
     "--reporter",
     "reporters",
@@ -51,16 +41,8 @@ from agent_health.model import limits
 def rejudge_command(
     ctx: click.Context,
     source: str | None,
-    judge_model: str | None,
-    labels: tuple[str, ...],
-    grep: str | None,
-    concurrency: int | None,
-    timeout: float | None,
+    given: dict[str, Any],
     cache: bool,
-    max_cost: float | None,
-    max_judge_cost: float | None,
-    max_tokens: int | None,
-    budget_exit: str | None,
     reporters: tuple[str, ...],
     verbose: bool,
 ) -> None:
@@ -81,18 +63,8 @@ def rejudge_command(
     from agent_health.session.rejudge import load_tests_for, rejudge_results
 
     config = ctx.obj["config"]
-    settings = build_settings(
-        config,
-        {
-            "judge_model": judge_model,
-            "no_cache": not cache,
-            "concurrency": concurrency,
-            "timeout_s": timeout,
-            "labels": labels or None,
-            "grep": grep,
-            **budget_overrides(max_cost, max_judge_cost, max_tokens, budget_exit),
-        },
-    )
+    # rejudge asks the judges again unless told (--cache): its own default, not run's --no-cache
+    settings = build_settings(config, {**given, "cache": cache})
     src = open_source(source, config, role="SOURCE") if source else newest_run(config)
     what = src.run.id if src.run is not None else (source or src.label)
     results = list(src.results())

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agent_health.cli.options import setting_options
 from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.loader import LoadedTest, LoadResult
-from agent_health.model import limits
-from agent_health.model.settings import ONLY_RULES
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.registry import REGISTRY as REPORTER_REGISTRY
 
@@ -103,115 +102,9 @@ def _exit_stuck(message: str) -> None:
     os._exit(EXIT_FAILED)
 
 
-def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    """click's FloatRange lets `nan` through (every comparison with it is false)."""
-    if value is not None and value != value:
-        raise click.BadParameter("expected a finite number, not nan")
-    return value
-
-
-def budget_options(command: Any) -> Any:
-    """--max-cost, --max-judge-cost, --max-tokens and --budget-exit (run and rejudge; docs/budgets.md)."""
-    usd = click.FloatRange(min=0, min_open=True, max=limits.COST_MAX_USD)
-    for option in reversed(
-        (
-            click.option(
-                "--max-cost",
-                type=usd,
-                callback=_finite,
-                metavar="USD",
-                help="Budget of agent + judge spend: once the next test could pass it, no more tests start "
-                "(the rest are reported not run, 'budget reached').",
-            ),
-            click.option(
-                "--max-judge-cost", type=usd, callback=_finite, metavar="USD", help="Budget of judge spend alone."
-            ),
-            click.option(
-                "--max-tokens",
-                type=click.IntRange(min=1, max=limits.BUDGET_TOKENS_MAX),
-                help="Budget of agent + judge tokens.",
-            ),
-            click.option(
-                "--budget-exit",
-                type=click.Choice(["0", "1"]),
-                help="Exit code of a run the budget stopped when nothing else failed (default 1).",
-            ),
-        )
-    ):
-        command = option(command)
-    return command
-
-
-def budget_overrides(
-    max_cost: float | None, max_judge_cost: float | None, max_tokens: int | None, budget_exit: str | None
-) -> dict[str, Any]:
-    """The budget flags as `build_settings` overrides (None: not given)."""
-    return {
-        "max_cost": max_cost,
-        "max_judge_cost": max_judge_cost,
-        "max_tokens": max_tokens,
-        "budget_exit": int(budget_exit) if budget_exit is not None else None,
-    }
-
-
 @click.command("run")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--agent",
-    "agents",
-    multiple=True,
-    metavar="KEY@VERSION",
-    help="Agent version to run (repeatable; all share one concurrency limit). Default: the config's.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1, max=limits.CONCURRENCY_MAX),
-    help="Tests in flight at once, over all agent versions.",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True, max=limits.TIMEOUT_MAX_S),
-    help="Per-test timeout in seconds.",
-)
-@click.option(
-    "--epochs", type=click.IntRange(min=1, max=limits.EPOCHS_MAX), help="Independent trials per test (pass@k, pass^k)."
-)
-@click.option(
-    "--allow-large-run",
-    is_flag=True,
-    default=None,
-    help=f"Run even when tests x epochs x agent versions exceeds {limits.PLANNED_WORK_MAX:,} (docs/limits.md).",
-)
-@click.option("--fail-fast", is_flag=True, default=None, help="Stop starting tests after the first failure or error.")
-@budget_options
-@click.option("--no-judge", is_flag=True, default=None, help="Skip every judge() (neutral verdicts).")
-@click.option("--judge-model", metavar="[PROVIDER:]MODEL", help="Judge model for this run, over judge.model.")
-@click.option("--no-cache", is_flag=True, default=None, help="Bypass the judge cache (neither read nor write).")
-@click.option(
-    "--require-calibrated",
-    is_flag=True,
-    default=None,
-    help="A gating judge that misses judge.calibration errors its verdicts and the run exits 2 (default: it "
-    "only observes, with a warning).",
-)
-@click.option(
-    "--replay",
-    type=click.Choice(["off", "record", "auto", "strict"]),
-    help="Record agent runs, replay recordings (auto: replay when recorded, else record; strict: a "
-    "missing recording is an error). Default: the config's, off.",
-)
-@click.option(
-    "--store",
-    metavar="TYPE|JSON",
-    help='Result store: a type (local, s3, opensearch) or {"type": ..., "settings": {...}}. Default: the config\'s.',
-)
-@click.option("--no-store", is_flag=True, help="Do not store the results (reporters only).")
-@click.option(
-    "--shard",
-    metavar="INDEX/COUNT",
-    help="Run one of COUNT disjoint parts of the selected tests (CI jobs in parallel; `agent-health merge` "
-    "joins their JSON reports).",
-)
+@setting_options("run")
 @click.option(
     "-f",
     "--file",
@@ -219,15 +112,6 @@ def budget_overrides(
     multiple=True,
     type=click.Path(path_type=Path),
     help="An eval file or folder to run (repeatable; the same as a PATH argument).",
-)
-@click.option("--label", "labels", multiple=True, help="Only tests with this label (repeatable: all must match).")
-@click.option("--grep", help="Only tests whose name or id matches this regular expression.")
-@click.option(
-    "--only",
-    multiple=True,
-    type=click.Choice(ONLY_RULES),
-    help="Only tests the store says need a run (repeatable, a union): missing (no stored result), failed "
-    "(stored result did not pass), changed (test, agent or judge settings changed since). Needs a store.",
 )
 @click.option("--list", "list_only", is_flag=True, help="Discover and print the tests without running them.")
 @click.option(
@@ -243,28 +127,8 @@ def budget_overrides(
 def run_command(
     ctx: click.Context,
     paths: tuple[Path, ...],
-    agents: tuple[str, ...],
-    concurrency: int | None,
-    timeout: float | None,
-    epochs: int | None,
-    allow_large_run: bool | None,
-    fail_fast: bool | None,
-    max_cost: float | None,
-    max_judge_cost: float | None,
-    max_tokens: int | None,
-    budget_exit: str | None,
-    no_judge: bool | None,
-    judge_model: str | None,
-    no_cache: bool | None,
-    require_calibrated: bool | None,
-    replay: str | None,
-    store: str | None,
-    no_store: bool,
-    labels: tuple[str, ...],
-    grep: str | None,
-    shard: str | None,
+    given: dict[str, Any],
     files: tuple[Path, ...],
-    only: tuple[str, ...],
     list_only: bool,
     reporters: tuple[str, ...],
     verbose: bool,
@@ -292,33 +156,12 @@ def run_command(
     gc.freeze()
 
     config: Config = ctx.obj["config"]
+    store, no_store, only = given.get("store"), given.get("no_store"), given.get("only")
     if store and no_store:
         raise click.UsageError("--store and --no-store contradict each other; give one")
     if only and no_store:
         raise click.UsageError("--only compares with the stored results; it cannot be combined with --no-store")
-    settings = build_settings(
-        config,
-        {
-            "agents": agents or None,
-            "concurrency": concurrency,
-            "timeout_s": timeout,
-            "epochs": epochs,
-            "allow_large_run": allow_large_run,
-            "fail_fast": fail_fast,
-            "skip_judge": no_judge,
-            "judge_model": judge_model,
-            "no_cache": no_cache,
-            "require_calibrated": require_calibrated,
-            "replay": replay,
-            "store": store,
-            "no_store": no_store or None,
-            "labels": labels or None,
-            "grep": grep,
-            "shard": shard,
-            "only": only or None,
-            **budget_overrides(max_cost, max_judge_cost, max_tokens, budget_exit),
-        },
-    )
+    settings = build_settings(config, given)
     for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
         config.agent(ref)
     paths = (*paths, *files) or (config.path(config.eval_root),)

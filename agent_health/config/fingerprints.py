@@ -25,11 +25,12 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:VERSION_LENGTH]
 
 
-def judge_settings(config: Config) -> dict[str, Any]:
+def judge_settings(config: Config, judge: JudgeSettings | None = None) -> dict[str, Any]:
     """The judge settings that can change a verdict: every field of `JudgeSettings` except those
     declared operational there (concurrency, caching, retries), with rubric files counted by
-    content, provider settings without secrets, and the evaluators' names."""
-    judge = config.judge
+    content, provider settings without secrets, and the evaluators' names. `judge`: a run's judge
+    settings (its judge model), else the configuration's."""
+    judge = judge or config.judge
     values: dict[str, Any] = {}
     for name in verdict_fields(JudgeSettings):
         value = getattr(judge, name)
@@ -68,9 +69,9 @@ def agent_settings_hash(config: Config, ref: str) -> str:
     return digest(agent_settings(config, ref))
 
 
-def judge_settings_hash(config: Config) -> str:
+def judge_settings_hash(config: Config, judge: JudgeSettings | None = None) -> str:
     """Hash of the judge settings (`judge_settings`)."""
-    return digest(judge_settings(config))
+    return digest(judge_settings(config, judge))
 
 
 def agent_version_data_version(config: Config, ref: str) -> str:

@@ -53,4 +53,5 @@ def load_config(explicit: str | os.PathLike[str] | None = None, cwd: Path | None
     updates = {"source": str(path)}
     if config.root == ".":
         updates["root"] = str(path.parent)
-    return config.model_copy(update=updates)
+    located: Config = config.model_copy(update=updates)  # typed: Config's fields base is built at import
+    return located

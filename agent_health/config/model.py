@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from agent_health.config.agents import DEMO_AGENT, AgentSpec
 from agent_health.errors import ConfigError
@@ -19,14 +19,18 @@ from agent_health.model.limits import (
     Backoff,
     Chars,
     Concurrency,
-    Epochs,
     Retries,
-    Timeout,
     Wait,
     check_number,
     check_setting_numbers,
 )
-from agent_health.model.settings import BudgetSettings, StoreSettings, check_replay_mode, check_store_settings
+from agent_health.model.settings import (
+    BudgetSettings,
+    StoreSettings,
+    check_replay_mode,
+    check_store_settings,
+    declared_settings,
+)
 from agent_health.model.validation import KnownKeys, describe_errors, did_you_mean
 from agent_health.registry import Registry, registry
 
@@ -224,8 +228,24 @@ def _masked(value: Any) -> Any:
     return value
 
 
-class Config(KnownKeys):
-    """Everything configurable. Defaults are the embedded ones: demo agent, demo judge, local files."""
+def _run_setting_fields() -> dict[str, Any]:
+    """A field for each run setting declared with a top-level configuration key (`Declared.config`),
+    bounded as a user's value must be (docs/limits.md), with the run setting's default. Config
+    redefines the few whose configuration form differs (`store`, `replay`)."""
+    out: dict[str, Any] = {}
+    for d in declared_settings():
+        key = d.declared.config
+        if key and "." not in key:
+            kind = d.declared.bounded if d.declared.bounded is not None else d.field.annotation
+            default = d.field.get_default(call_default_factory=True)
+            out[key] = (kind, Field(default, description=d.field.description))
+    return out
+
+
+class Config(create_model("_ConfigRunSettings", __base__=KnownKeys, **_run_setting_fields())):  # type: ignore[misc]
+    """Everything configurable. Defaults are the embedded ones: demo agent, demo judge, local files.
+    The run settings declared with a configuration key (`concurrency`, `timeout_s`, `epochs`, ...;
+    agent_health.model.settings.Declared) are fields too, from their declarations."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
     settings_name = "define_config"
@@ -238,9 +258,6 @@ class Config(KnownKeys):
     traces: TraceSettings = Field(default_factory=TraceSettings)
     eval_root: str = Field("evals", description="Where eval files live, relative to the project root.")
     state_dir: str = Field(".agent_health", description="Results, caches and spans, relative to the root.")
-    concurrency: Concurrency = Field(8, description="Tests in flight at once (>= 1).")
-    timeout_s: Timeout = Field(120.0, description="Default per-test timeout in seconds (> 0).")
-    epochs: Epochs = Field(1, description="Default independent trials per test (a test's own epochs= wins).")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="Model -> (USD per 1M input, per 1M output)."
     )

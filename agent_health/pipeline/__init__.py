@@ -9,6 +9,7 @@ model types and settings a transport handles are re-exported here too."""
 from agent_health.config.fingerprints import agent_version_data_version, judge_settings
 from agent_health.loader import LoadResult
 from agent_health.model import RunSettings, TestResult
+from agent_health.model.settings import DeclaredSetting, declared_settings
 from agent_health.pipeline.benchmark import (
     LeaderboardView,
     VersionComparison,
@@ -48,6 +49,7 @@ __all__ = [
     "CalibrationView",
     "Column",
     "Current",
+    "DeclaredSetting",
     "Gate",
     "LeaderboardView",
     "LoadResult",
@@ -68,6 +70,7 @@ __all__ = [
     "clear_project_cache",
     "compare_version",
     "current_summaries",
+    "declared_settings",
     "env_number",
     "env_whole",
     "failure_reason",

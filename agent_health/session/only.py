@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from agent_health.config import Config
+from agent_health.config import Config, JudgeSettings
 from agent_health.errors import ConfigError
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ONLY_RULES
@@ -25,16 +25,21 @@ NO_STORE_FOR_ONLY = (
 
 
 def tests_needing_a_run(
-    plan: Mapping[str, Sequence[LoadedTest]], store: ResultStore, config: Config, only: Sequence[str]
+    plan: Mapping[str, Sequence[LoadedTest]],
+    store: ResultStore,
+    config: Config,
+    only: Sequence[str],
+    judge: JudgeSettings | None = None,
 ) -> tuple[dict[str, list[LoadedTest]], dict[str, int]]:
     """Per agent version, the tests of `plan` that any rule of `only` selects (a union), in their
-    order, and how many were left out as up to date. `config` is the run's (its judge model
-    included), so a result judged by another model counts as changed. Reads summaries only."""
+    order, and how many were left out as up to date. `judge` is the run's judge settings (its
+    judge model included), so a result judged by another model counts as changed. Reads
+    summaries only."""
     unknown = [rule for rule in only if rule not in ONLY_RULES]
     if unknown:
         raise ConfigError(f"only: unknown {unknown[0]!r}; use {', '.join(ONLY_RULES)}")
     hashes = {t.id: t.case.content_hash for tests in plan.values() for t in tests}
-    current = current_state(config, hashes.items(), plan)
+    current = current_state(config, hashes.items(), plan, judge)
     kept: dict[str, list[LoadedTest]] = {}
     skipped: dict[str, int] = {}
     for agent, tests in plan.items():

@@ -38,7 +38,14 @@ from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
 from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
-from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, check_budget_prices, gate_judges
+from agent_health.session.wiring import (
+    build_analyzers,
+    build_judges,
+    build_runtime,
+    check_budget_prices,
+    gate_judges,
+    run_judge_settings,
+)
 from agent_health.stores import ResultStore, open_store
 
 Tests = Sequence[LoadedTest] | Mapping[str, Sequence[LoadedTest]]
@@ -141,15 +148,9 @@ def plan_run(
         if store is None:
             store = open_store(config, settings.store)
         # the run's judge model counts: a result judged by another model is out of date
-        plan, skipped = tests_needing_a_run(plan, store, _run_config(config, settings), settings.only)
+        judge = run_judge_settings(config, settings.judge)
+        plan, skipped = tests_needing_a_run(plan, store, config, settings.only, judge)
     return plan, skipped, store
-
-
-def _run_config(config: Config, settings: RunSettings) -> Config:
-    """The configuration with the run's judge model, if it names one."""
-    if not settings.judge.model:
-        return config
-    return config.model_copy(update={"judge": config.judge.model_copy(update={"model": settings.judge.model})})
 
 
 async def _close(closers: Sequence[Callable[[], Any]]) -> None:
@@ -220,12 +221,11 @@ async def run_evaluation(
     settings = settings or build_settings(config)
     plan, skipped, store = plan_run(tests, config, settings, store)
     check_planned_work(plan, settings)  # after --only: a resumed run plans only what is left
-    run_config = _run_config(config, settings)
-    if judges is None:
-        judges = build_judges(run_config, skip=settings.judge.skip, no_cache=not settings.judge.cache)
+    if judges is None:  # the run's judge model, skip and cache come from its typed settings
+        judges = build_judges(config, settings.judge)
     if settings.budget.counts_cost:
         try:
-            check_budget_prices(run_config, judges, plan)
+            check_budget_prices(config, judges, plan)
         except BaseException:
             await judges.aclose()
             raise
@@ -233,12 +233,12 @@ async def run_evaluation(
     try:
         runtimes = []
         for agent in plan:
-            runtimes.append(build_runtime(run_config, agent, settings.replay))
+            runtimes.append(build_runtime(config, agent, settings.replay))
             closers.insert(0, runtimes[-1].aclose)
         if store is None and settings.store is not None:
             store = open_store(config, settings.store)
-        gate_judges(judges, run_config, store, require=settings.judge.require_calibrated)
-        analyzers = build_analyzers(run_config, judges)
+        gate_judges(judges, config, store, require=settings.judge.require_calibrated)
+        analyzers = build_analyzers(config, judges)
     except BaseException:
         await _close(closers)
         raise

@@ -19,13 +19,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 
 from agent_health.config import Config
 from agent_health.errors import ConfigError
 from agent_health.model import BudgetSettings, JudgeRunSettings, RunSettings, StoreSettings, check_replay_mode
-from agent_health.model.limits import PLANNED_WORK_MAX, Concurrency, Epochs, Timeout
-from agent_health.model.settings import check_store_settings
+from agent_health.model.limits import PLANNED_WORK_MAX
+from agent_health.model.settings import DeclaredSetting, check_store_settings, declared_settings, flag_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.loader.types import LoadedTest
@@ -93,46 +93,61 @@ def parse_store(value: Any, name: str) -> StoreSettings | None:
     return check_store_settings(store, f"{name}.settings")
 
 
-# Variable -> (setting, parser). The setting names are RunSettings fields; `judge.*` are nested.
-ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
-    "AGENT_HEALTH_CONCURRENCY": ("concurrency", _int),
-    "AGENT_HEALTH_TIMEOUT": ("timeout_s", _float),
-    "AGENT_HEALTH_EPOCHS": ("epochs", _int),
-    "AGENT_HEALTH_FAIL_FAST": ("fail_fast", _bool),
-    "AGENT_HEALTH_SKIP_JUDGE": ("judge.skip", _bool),
-    "AGENT_HEALTH_JUDGE_MODEL": ("judge.model", lambda raw, name: raw.strip()),
-    "AGENT_HEALTH_NO_CACHE": ("judge.cache", lambda raw, name: not _bool(raw, name)),
-    "AGENT_HEALTH_REPLAY": ("replay", lambda raw, name: check_replay_mode(raw, name)),
-    "AGENT_HEALTH_STORE": ("store", parse_store),
-    "AGENT_HEALTH_ALLOW_LARGE_RUN": ("allow_large_run", _bool),
-    "AGENT_HEALTH_MAX_COST": ("budget.max_cost_usd", _usd),
-    "AGENT_HEALTH_MAX_JUDGE_COST": ("budget.max_judge_cost_usd", _usd),
-    "AGENT_HEALTH_MAX_TOKENS": ("budget.max_tokens", _int),
-    "AGENT_HEALTH_BUDGET_EXIT": ("budget.exit_code", _int),
+def _text(raw: str, name: str) -> str:
+    return raw.strip()
+
+
+# How a declared setting's text (an environment variable's) is read: `Declared.parse`, else the
+# field's type. Each names the variable in its message.
+PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "bool": _bool,
+    "int": _int,
+    "seconds": _float,
+    "usd": _usd,
+    "text": _text,
+    "replay": lambda raw, name: check_replay_mode(raw, name),
+    "store": parse_store,
 }
 
-# Names callers may use in `overrides` for nested or negated settings (CLI flags, run config).
-_ALIASES = {
-    "max_cost": "budget.max_cost_usd",
-    "max_cost_usd": "budget.max_cost_usd",
-    "max_judge_cost": "budget.max_judge_cost_usd",
-    "max_judge_cost_usd": "budget.max_judge_cost_usd",
-    "max_tokens": "budget.max_tokens",
-    "budget_exit": "budget.exit_code",
-    "timeout": "timeout_s",
-    "skip_judge": "judge.skip",
-    "judge_model": "judge.model",
-    "no_cache": "judge.cache",
-    "cache": "judge.cache",
-    "no_store": "store",
-    "require_calibrated": "judge.require_calibrated",
-}
+
+def parser_for(setting: DeclaredSetting) -> Callable[[str, str], Any]:
+    """How the text of `setting` is read: its declared parser, else by its type."""
+    kind = setting.declared.parse or {bool: "bool", int: "int", float: "seconds"}.get(setting.annotation, "text")
+    parse = PARSERS[kind]
+    if setting.declared.negate:
+        return lambda raw, name: not parse(raw, name)
+    return parse
+
+
+def env_vars() -> dict[str, tuple[str, Callable[[str, str], Any]]]:
+    """Variable -> (setting, parser), from the declarations (`judge.*`, `budget.*` are nested)."""
+    return {d.declared.env: (d.path, parser_for(d)) for d in declared_settings() if d.declared.env}
+
+
+def _aliases() -> dict[str, tuple[str, bool]]:
+    """Names `overrides` may use -> (setting, whether the value is negated): each declared
+    setting's flag name (`timeout`, `no_cache`), its Dagster name (`skip_judge`) and its `names`."""
+    out: dict[str, tuple[str, bool]] = {}
+    for d in declared_settings():
+        if d.declared.flag:
+            out[flag_name(d.declared.flag)] = (d.path, d.declared.negate)
+        if d.declared.off_flag:
+            out[flag_name(d.declared.off_flag)] = (d.path, False)
+        if d.declared.dagster and "." not in d.declared.dagster:
+            out[d.declared.dagster] = (d.path, False)
+        out.update({name: (d.path, False) for name in d.declared.names})
+    return {k: v for k, v in out.items() if k != v[0]}
+
+
+ENV_VARS = env_vars()
+_ALIASES = _aliases()
 _NESTED: dict[str, type[BaseModel]] = {
     "judge": JudgeRunSettings,
     "budget": BudgetSettings,
 }  # settings given as a mapping of their own
 _FIELDS = set(RunSettings.model_fields) - set(_NESTED)
 _FIELDS |= {f"{group}.{k}" for group, model in _NESTED.items() for k in model.model_fields}
+_OFF_FLAGS = {flag_name(d.declared.off_flag) for d in declared_settings() if d.declared.off_flag}
 
 
 def _explicit(overrides: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
@@ -149,12 +164,12 @@ def _explicit(overrides: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
             continue
         if value is None:  # not given (a CLI flag left out)
             continue
-        name = _ALIASES.get(key, key)
+        name, negated = _ALIASES.get(key, (key, False))
         if name not in _FIELDS:
             raise ConfigError(f"unknown run setting {key!r}; known: {', '.join(sorted(_FIELDS | set(_ALIASES)))}")
-        if key == "no_cache":
+        if negated:
             value = not value
-        elif key == "no_store":
+        elif key in _OFF_FLAGS:
             if not value:
                 continue
             value = None
@@ -176,18 +191,19 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
 
 
 def _from_config(config: Config) -> dict[str, tuple[Any, str]]:
-    return {
-        "concurrency": (config.concurrency, "configuration concurrency"),
-        "timeout_s": (config.timeout_s, "configuration timeout_s"),
-        "epochs": (config.epochs, "configuration epochs"),
-        "replay": (config.replay, "configuration replay"),
-        "store": (config.store, "configuration store"),
-        "judge.cache": (config.judge.cache, "configuration judge.cache"),
-        **{
-            f"budget.{k}": (getattr(config.budget, k), f"configuration budget.{k}")
-            for k in config.budget.model_fields_set
-        },
-    }
+    out: dict[str, tuple[Any, str]] = {}
+    for d in declared_settings():
+        if not d.declared.config:
+            continue
+        *groups, key = d.declared.config.split(".")
+        owner: Any = config
+        for group in groups:
+            owner = getattr(owner, group)
+        # a budget limit counts where the configuration sets it: an unset one is no limit
+        if groups[:1] == ["budget"] and key not in owner.model_fields_set:
+            continue
+        out[d.path] = (getattr(owner, key), f"configuration {d.declared.config}")
+    return out
 
 
 def build_settings(
@@ -198,9 +214,10 @@ def build_settings(
 ) -> RunSettings:
     """The run's settings: `overrides` (flags or run config; None values mean "not given"), then
     the environment, then the configuration, then the defaults. Keys of `overrides` are RunSettings
-    field names (`judge` and `budget` as nested mappings) or the aliases `timeout`, `skip_judge`,
-    `judge_model`, `no_cache`, `no_store`, `max_cost`, `max_judge_cost`, `max_tokens`, `budget_exit`;
-    `store` takes a type name, `none`, a JSON object or StoreSettings."""
+    field names (`judge` and `budget` as nested mappings, or dotted: `judge.model`) or a name its
+    declaration gives (`Declared`): its flag's (`timeout`, `no_cache`, `no_store`, `max_cost`,
+    `budget_exit`), its Dagster name (`skip_judge`, `judge_model`) or one of its `names`; `store`
+    takes a type name, `none`, a JSON object or StoreSettings."""
     layers = [_explicit(overrides or {}), _from_env(os.environ if environ is None else environ), _from_config(config)]
     chosen: dict[str, tuple[Any, str]] = {}
     for layer in reversed(layers):  # later (higher) layers overwrite
@@ -238,13 +255,12 @@ def build_settings(
     return settings
 
 
-class _Bounded(BaseModel):
-    """The bounds (docs/limits.md) of the run settings a user gives; RunSettings itself stays
-    unbounded so that run manifests stored before a bound existed still load."""
-
-    concurrency: Concurrency = 8
-    timeout_s: Timeout = 120.0
-    epochs: Epochs = 1
+# The bounds (docs/limits.md) of the run settings a user gives; RunSettings itself stays unbounded
+# so that run manifests stored before a bound existed still load.
+_BOUNDS: dict[str, Any] = {
+    d.path: (d.declared.bounded, d.field.default) for d in declared_settings() if d.declared.bounded is not None
+}
+_Bounded: type[BaseModel] = create_model("_Bounded", **_BOUNDS)
 
 
 def check_planned_work(plan: Mapping[str, Sequence[LoadedTest]], settings: RunSettings) -> int:

@@ -3,25 +3,25 @@ record/replay, traces), the judge service and the analyzers."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from agent_health.config import Config
 from agent_health.config.fingerprints import agent_settings_hash, judge_settings_hash
+from agent_health.config.model import JudgeSettings
 from agent_health.connectors.base import AgentRuntime, connector_class
 from agent_health.judges.service import JudgeService
+from agent_health.model.settings import JudgeRunSettings
 
 
 def replay_mode(config: Config, replay: str | None = None) -> str:
-    """The record/replay mode: the explicit one (--replay), else $AGENT_HEALTH_REPLAY, else config."""
+    """The record/replay mode: the explicit one (--replay), else as `build_settings` resolves it
+    ($AGENT_HEALTH_REPLAY, else the configuration's): one rule, in one place."""
     from agent_health.model.settings import check_replay_mode
-    from agent_health.replay.store import REPLAY_ENV
+    from agent_health.session.settings import build_settings
 
     if replay:
         return check_replay_mode(replay, "--replay")
-    if os.environ.get(REPLAY_ENV):
-        return check_replay_mode(os.environ[REPLAY_ENV], f"${REPLAY_ENV}")
-    return config.replay
+    return build_settings(config).replay
 
 
 def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> AgentRuntime:
@@ -72,11 +72,25 @@ def build_analyzers(config: Config, judges: JudgeService | None = None) -> list[
     ]
 
 
-def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) -> JudgeService:
-    """The judge service for a run, from the `judge` settings and `evaluators`.
+def run_judge_settings(config: Config, run: JudgeRunSettings | None) -> JudgeSettings:
+    """The judge settings of a run: the configuration's, with the run's judge model (`--judge-model`,
+    $AGENT_HEALTH_JUDGE_MODEL, run config) when it names one."""
+    if run is None or not run.model:
+        return config.judge
+    return config.judge.model_copy(update={"model": run.model})
+
+
+def build_judges(
+    config: Config, run: JudgeRunSettings | None = None, *, skip: bool = False, no_cache: bool = False
+) -> JudgeService:
+    """The judge service for a run, from the `judge` settings and `evaluators`, and the run's
+    typed judge settings `run` (RunSettings.judge: skip, judge model, cache), when given.
 
     `no_cache=True` (RunSettings.judge.cache False: `--no-cache`, AGENT_HEALTH_NO_CACHE=1)
     bypasses the persistent judge cache: every judgement calls the provider and nothing is stored."""
+    if run is not None:
+        skip, no_cache = skip or run.skip, no_cache or not run.cache
+    judge = run_judge_settings(config, run)
     from agent_health.errors import ConfigError
     from agent_health.judges.rubric import load_rubric
 
@@ -86,14 +100,14 @@ def build_judges(config: Config, *, skip: bool = False, no_cache: bool = False) 
             raise ConfigError(f"evaluator {name!r} is defined twice: in evaluators and in judge.rubrics")
         evaluators[name] = load_rubric(config.path(path))
     judges = JudgeService.from_settings(
-        config.judge,
+        judge,
         state_path=config.state_path,
         skip=skip,
         no_cache=no_cache,
         evaluators=evaluators,
         store=config.store,  # a shared store shares the judge cache too
     )
-    judges.settings_hash = judge_settings_hash(config)
+    judges.settings_hash = judge_settings_hash(config, judge)
     return judges
 
 

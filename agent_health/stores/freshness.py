@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent_health.config import Config
+from agent_health.config import Config, JudgeSettings
 from agent_health.config.fingerprints import agent_settings_hash, judge_settings_hash
 from agent_health.errors import AgentHealthError
 
@@ -28,16 +28,19 @@ class Current:
     judge_settings: str = ""
 
 
-def current_state(config: Config, tests: Iterable[tuple[str, str]], agents: Iterable[str]) -> Current:
+def current_state(
+    config: Config, tests: Iterable[tuple[str, str]], agents: Iterable[str], judge: JudgeSettings | None = None
+) -> Current:
     """The current definitions (test id, content hash) and the settings hashes of `agents` (those
-    the configuration no longer knows are left out: their results cannot be rerun)."""
+    the configuration no longer knows are left out: their results cannot be rerun). `judge`: a
+    run's judge settings (its judge model), else the configuration's."""
     settings = {}
     for agent in agents:
         try:
             settings[agent] = agent_settings_hash(config, agent)
         except AgentHealthError:
             continue
-    return Current(dict(tests), settings, judge_settings_hash(config))
+    return Current(dict(tests), settings, judge_settings_hash(config, judge))
 
 
 def out_of_date(results: Iterable[ResultSummary], current: Current) -> dict[str, list[str]]:

@@ -14,42 +14,79 @@ from collections.abc import Mapping
 from typing import Any
 
 from dagster import Config, ConfigurableResource
-from pydantic import Field
+from pydantic import Field, create_model
 
 from agent_health.errors import ConfigError
-from agent_health.pipeline import Project, RunSettings, Thresholds, build_settings, env_number
+from agent_health.pipeline import Project, RunSettings, Thresholds, build_settings, declared_settings, env_number
 
 
-class BudgetConfig(Config):
+def _fields(group: str, unset: str) -> dict[str, Any]:
+    """The Dagster fields of the run settings declared with a Dagster name in `group` ("" for the
+    top level; a dotted name `budget.max_tokens` is in group "budget"), all optional: unset, the
+    value comes from `unset`."""
+    out: dict[str, Any] = {}
+    for d in declared_settings():
+        name = d.declared.dagster or ""
+        head, _, tail = name.rpartition(".")
+        if not name or head != group:
+            continue
+        kind = str if d.choices is not None or d.annotation not in (bool, int, float) else d.annotation
+        # the lower bound only: a value above a limit reaches `build_settings`, whose error names
+        # the setting and the limit (docs/limits.md)
+        lo, _, lo_open = d.bounds
+        bounds: dict[str, Any] = {("gt" if lo_open else "ge"): lo} if lo is not None else {}
+        out[tail] = (kind | None, Field(None, description=f"{d.field.description} Unset: {unset}.", **bounds))
+    return out
+
+
+def _groups() -> list[str]:
+    """The nested groups of Dagster run-config settings (`budget`)."""
+    names = [d.declared.dagster for d in declared_settings() if d.declared.dagster and "." in d.declared.dagster]
+    return list(dict.fromkeys(name.split(".")[0] for name in names))
+
+
+def _config_model(name: str, base: type[Any], fields: dict[str, Any]) -> type[Any]:
+    """A Config (or resource) class of declared fields, to subclass: the subclass is what Dagster
+    and mypy see by name."""
+    return create_model(name, __base__=base, __module__=__name__, **fields)
+
+
+class BudgetConfig(_config_model("_BudgetFields", Config, _fields("budget", "no limit"))):  # type: ignore[misc]
     """A spend budget (docs/budgets.md): once the next test could pass it, the run starts no more
     tests and the rest are reported as not run, "budget reached"."""
 
-    max_cost_usd: float | None = Field(None, gt=0, description="Agent and judge spend together, in USD.")
-    max_judge_cost_usd: float | None = Field(None, gt=0, description="Judge spend alone, in USD.")
-    max_tokens: int | None = Field(None, ge=1, description="Agent and judge tokens together.")
+
+# One Config class per nested group of declared Dagster settings; a new group needs its class here.
+_GROUPS: dict[str, type[Config]] = {"budget": BudgetConfig}
+if _groups() != list(_GROUPS):  # pragma: no cover - a declaration names a group without its class
+    raise ConfigError(f"Dagster run-config groups {_groups()} need a Config class each in {__name__}")
+
+
+def _run_setting_fields(unset: str) -> dict[str, Any]:
+    """Every declared Dagster run setting as a field, nested groups as their Config class."""
+    fields = _fields("", unset)
+    for group, model in _GROUPS.items():
+        fields[group] = (model | None, Field(None, description=f"{model.__name__}: " + ", ".join(model.model_fields)))
+    return fields
 
 
 def _budget(config: BudgetConfig | None) -> dict[str, Any] | None:
     return config.model_dump(exclude_none=True) or None if config is not None else None
 
 
-class EvaluateConfig(Config):
-    """Run settings of one evaluation run (the Launchpad's config of an `evaluate__*` step).
+class EvaluateConfig(_config_model("_EvaluateFields", Config, _run_setting_fields("the resource's"))):  # type: ignore[misc]
+    """Run settings of one evaluation run (the Launchpad's config of an `evaluate__*` step), one
+    field per run setting declared with a Dagster name (agent_health.model.settings.Declared).
     Unset fields come from the resource, then the configuration file."""
 
-    concurrency: int | None = Field(None, ge=1, description="Tests in flight at once, over all agent versions.")
-    timeout_s: float | None = Field(None, gt=0, description="Per-test timeout for tests without their own.")
-    epochs: int | None = Field(None, ge=1, description="Trials per test for tests without their own.")
-    skip_judge: bool | None = Field(None, description="Skip every judge() call (neutral verdicts).")
-    judge_model: str | None = Field(None, description="Judge model for this run (`provider:model`).")
-    replay: str | None = Field(None, description="Record/replay mode: off, record, auto or strict.")
-    budget: BudgetConfig | None = Field(
-        None, description="Spend budget of this run: max_cost_usd, max_judge_cost_usd, max_tokens."
+
+class AgentHealthResource(  # Dagster's idiom: the resource is its own value
+    _config_model(  # type: ignore[misc]
+        "_ResourceFields", ConfigurableResource, _run_setting_fields("the environment, then the configuration file")
     )
-
-
-class AgentHealthResource(ConfigurableResource):  # type: ignore[type-arg]  # Dagster's idiom: the resource is its own value
-    """agent-health project settings for the code location."""
+):
+    """agent-health project settings for the code location; its run settings are those declared
+    with a Dagster name (agent_health.model.settings.Declared)."""
 
     config_path: str | None = Field(
         None, description="agent_health_config.py (else $AGENT_HEALTH_CONFIG, else found from the working directory)."
@@ -58,21 +95,6 @@ class AgentHealthResource(ConfigurableResource):  # type: ignore[type-arg]  # Da
         None, description="Eval root override (else $AGENT_HEALTH_EVAL_ROOT, else the configuration's eval_root)."
     )
     state_dir: str | None = Field(None, description="State folder override (results live in <state>/results).")
-    concurrency: int | None = Field(
-        default=None, description="Tests in flight at once over all agent versions of a run (else the configuration's)."
-    )
-    timeout_s: float | None = Field(default=None, description="Per-test timeout (else the configuration's timeout_s).")
-    epochs: int | None = Field(default=None, description="Trials per test (else 1).")
-    skip_judge: bool | None = Field(
-        default=None, description="Skip every judge() call (else $AGENT_HEALTH_SKIP_JUDGE)."
-    )
-    judge_model: str | None = Field(default=None, description="Judge model for every run (`provider:model`).")
-    replay: str | None = Field(
-        default=None, description="Record/replay mode (else $AGENT_HEALTH_REPLAY, else the config's)."
-    )
-    budget: BudgetConfig | None = Field(
-        default=None, description="Spend budget of every run (else the configuration's budget)."
-    )
     min_pass_rate: float = Field(0.5, description="Rollup check: pass rate at least this (0..1).")
     suite_min_pass_rate: dict[str, float] = Field(
         default_factory=dict, description="Per-suite pass-rate thresholds (suite -> 0..1)."
@@ -92,7 +114,7 @@ class AgentHealthResource(ConfigurableResource):  # type: ignore[type-arg]  # Da
         """The typed settings of an evaluation run, built by the CLI's builder: the run's config
         (and `more` settings of another job's run config, as `build_settings` names them), then this
         resource, then the environment, then the configuration file, then defaults."""
-        fields = ("concurrency", "timeout_s", "epochs", "skip_judge", "judge_model", "replay")
+        fields = [name for name in _fields("", "") if name not in _GROUPS]
         overrides: dict[str, Any] = {name: getattr(self, name) for name in fields}
         budget = _budget(self.budget) or {}
         if run is not None:
