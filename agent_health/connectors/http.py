@@ -3,8 +3,8 @@
 Settings (see `HttpSettings`): `endpoint`, `headers`, `auth`, `body` (extra fields) or
 `body_template`, `response_paths`, `request_timeout_s`, `timeout_s` (per run), `retry`,
 `max_response_bytes`, hooks. The default body is `{prompt, context, run_id}` plus `model`,
-`provisioned` and `files` when set, plus `body`. Every request carries `traceparent` and
-`x-agent-health-run-id`.
+`provisioned`, `files` and `env` (the test's `agent.run(env=...)`) when set, plus `body`. Every
+request carries `traceparent` and `x-agent-health-run-id`.
 """
 
 from __future__ import annotations
@@ -303,6 +303,7 @@ class HttpBase(RealConnector):
             "model": self.settings.model,
             "provisioned": dict(request.provisioned),
             "files": dict(request.files),
+            "env": dict(request.env),
             "prompt_with_context": prompt_with_context(request),
             "messages": [{"role": "user", "content": prompt_with_context(request)}],
         }
@@ -319,6 +320,8 @@ class HttpBase(RealConnector):
             body["provisioned"] = dict(request.provisioned)
         if request.files:
             body["files"] = dict(request.files)
+        if request.env:  # the test's `agent.run(env=...)`: a REST agent has no process env to set
+            body["env"] = dict(request.env)
         body.update(self.settings.body)
         return body
 
