@@ -34,6 +34,7 @@ from agent_health.connectors.parsing import (
     THINKING_KEYS,
     TOOL_KEYS,
     ParseError,
+    artifacts_of,
     get_path,
     parse_body,
 )
@@ -532,6 +533,7 @@ class HttpConnector(HttpBase):
             )
         try:
             output, steps, usage = parse_body(data, self.settings.response_paths, self.settings.model)
+            artifacts = artifacts_of(data)
         except ParseError as exc:
             raise self.fail(str(exc)) from None
         if retries:
@@ -548,6 +550,7 @@ class HttpConnector(HttpBase):
             duration_ms=(time.perf_counter() - started) * 1000,
             usage=usage,
             raw_events=(raw_event,),
+            artifacts=artifacts,
         )
         seen = (
             {"status": response.status_code, "headers": redact_headers(dict(response.headers)), "body": data}

@@ -3,9 +3,10 @@ and artifacts from the per-run artifacts folder."""
 
 from __future__ import annotations
 
+import base64
 import sys
 
-from tests.connectors.servers import invoke, runtime
+from tests.connectors.servers import invoke, invoke_error, runtime
 
 WRITES_ARTIFACTS = """
 import os, pathlib, sys
@@ -41,3 +42,51 @@ def test_files_in_the_artifacts_folder_become_artifacts_with_copies_up_to_the_ca
     assert (summary.content, summary.encoding) == ('{"ok": true}', "utf-8") and len(summary.sha256 or "") == 64
     # above max_artifact_bytes: described (size, hash), not copied
     assert (big.name, big.size, big.content, big.encoding) == ("big.bin", 2048, None, None) and big.sha256
+
+
+def test_a_rest_agent_lists_its_artifacts_by_copy_or_reference(server):
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
+
+    @server.route("/with-artifacts")
+    def with_artifacts(h, body):
+        h.send_json(
+            {
+                "response": "report attached",
+                "artifacts": [
+                    {"name": "rca.md", "content": "# RCA\n"},
+                    {"name": "chart.png", "media_type": "image/png", "data": png},
+                    {"name": "trace.zip", "size": 9_000_000, "url": "https://files.example.com/trace.zip"},
+                ],
+            }
+        )
+
+    @server.route("/bad-artifacts")
+    def bad_artifacts(h, body):
+        h.send_json({"response": "x", "artifacts": [{"name": "a.txt", "content": "ok"}, {"size": 3}]})
+
+    r = invoke(runtime("http", endpoint=server.url + "/with-artifacts"))
+    md, chart, trace = r.artifacts
+    assert (md.name, md.media_type, md.size, md.content, md.encoding) == (
+        "rca.md",
+        "text/markdown",
+        6,
+        "# RCA\n",
+        "utf-8",
+    )
+    assert (chart.media_type, chart.size, chart.encoding, base64.b64decode(chart.content or "")) == (
+        "image/png",
+        8,
+        "base64",
+        b"\x89PNG\r\n\x1a\n",
+    )
+    assert (trace.size, trace.content, trace.uri) == (9_000_000, None, "https://files.example.com/trace.zip")
+    msg = invoke_error(runtime("http", endpoint=server.url + "/bad-artifacts"))
+    assert "agent@v1" in msg and "artifacts[1]: expected an object with a name" in msg
+
+
+def test_a_python_agent_returns_artifacts_in_its_dict():
+    def agent(prompt):
+        return {"output": "done", "artifacts": [{"name": "notes.txt", "content": prompt}]}
+
+    (notes,) = invoke(runtime("python", function=agent), "remember this").artifacts
+    assert (notes.name, notes.media_type, notes.content, notes.size) == ("notes.txt", "text/plain", "remember this", 13)
