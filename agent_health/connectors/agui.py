@@ -27,8 +27,18 @@ from agent_health.connectors.http import HttpBase, HttpSettings, RunBudget, desc
 from agent_health.connectors.parsing import as_text, parse_args, usage_of
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
+from agent_health.model.run import Role
 
 EVENT_STREAM = "text/event-stream"
+
+
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+}
 
 
 class AguiSettings(HttpSettings):
@@ -117,7 +127,9 @@ class _Fold:
         text = "".join(parts)
         if self.message_role.get(mid, "assistant") == "assistant":
             self.last_text = text
-        self.steps.append(Step(kind="message", content=text, started_ms=self._ms()))
+        # AG-UI roles: developer speaks as the system does; anything unknown is the agent's
+        role = _ROLES.get(self.message_role.get(mid, "assistant"), "assistant")
+        self.steps.append(Step(kind="message", role=role, content=text, started_ms=self._ms()))
 
     def _close_call(self, cid: str) -> None:
         call = self.calls.pop(cid, None)

@@ -4,6 +4,7 @@ and artifacts from the per-run artifacts folder."""
 from __future__ import annotations
 
 import base64
+import json
 import sys
 
 from tests.connectors.servers import invoke, invoke_error, runtime
@@ -90,3 +91,31 @@ def test_a_python_agent_returns_artifacts_in_its_dict():
 
     (notes,) = invoke(runtime("python", function=agent), "remember this").artifacts
     assert (notes.name, notes.media_type, notes.content, notes.size) == ("notes.txt", "text/plain", "remember this", 13)
+
+
+def test_agui_message_roles_are_kept(server):
+    """An AG-UI agent's messages say who speaks; developer counts as system."""
+
+    @server.route("/agui-roles")
+    def roles(h, body):
+        tid, rid = body["threadId"], body["runId"]
+        events = [
+            {"type": "RUN_STARTED", "threadId": tid, "runId": rid},
+            {"type": "TEXT_MESSAGE_CHUNK", "messageId": "s", "role": "developer", "delta": "be brief"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "s"},
+            {"type": "TEXT_MESSAGE_CHUNK", "messageId": "a", "role": "assistant", "delta": "brief answer"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "a"},
+            {"type": "RUN_FINISHED", "threadId": tid, "runId": rid},
+        ]
+        h.start_chunked()
+        for e in events:
+            h.chunk(f"data: {json.dumps(e)}\n\n".encode())
+        h.end_chunked()
+
+    r = invoke(runtime("agui", endpoint=server.url + "/agui-roles"), "answer briefly")
+    assert [(s.role, s.content) for s in r.trajectory] == [
+        ("user", "answer briefly"),
+        ("system", "be brief"),
+        ("assistant", "brief answer"),
+    ]
+    assert r.output == "brief answer"
