@@ -24,21 +24,11 @@ from pydantic import Field
 
 from agent_health.config.secrets import SecretSet, known_secrets
 from agent_health.connectors.http import HttpBase, HttpSettings, RunBudget, describe_transport_error, media_type
-from agent_health.connectors.parsing import as_text, parse_args, usage_of
+from agent_health.connectors.parsing import as_text, parse_args, role_of, usage_of
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
-from agent_health.model.run import Role
 
 EVENT_STREAM = "text/event-stream"
-
-
-_ROLES: dict[str, Role] = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "assistant": "assistant",
-    "tool": "tool",
-}
 
 
 class AguiSettings(HttpSettings):
@@ -128,7 +118,7 @@ class _Fold:
         if self.message_role.get(mid, "assistant") == "assistant":
             self.last_text = text
         # AG-UI roles: developer speaks as the system does; anything unknown is the agent's
-        role = _ROLES.get(self.message_role.get(mid, "assistant"), "assistant")
+        role = role_of(self.message_role.get(mid)) or "assistant"
         self.steps.append(Step(kind="message", role=role, content=text, started_ms=self._ms()))
 
     def _close_call(self, cid: str) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_health.model import Artifact, Step, Usage
+from agent_health.model.run import Role
 
 OUTPUT_KEYS = ("response", "content", "answer", "text", "message", "output", "result", "final_answer")
 TOOL_KEYS = ("toolCalls", "tool_calls", "tools_called")
@@ -125,6 +126,25 @@ def tool_steps(calls: Any) -> list[Step]:
     return steps
 
 
+# Roles as agents name them -> the trajectory's: developer (OpenAI, AG-UI) speaks as the system does.
+ROLE_ALIASES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+
+
+def role_of(value: Any) -> Role | None:
+    """The trajectory role an agent's role name stands for; None when unknown (the kind decides)."""
+    return ROLE_ALIASES.get(value.lower()) if isinstance(value, str) else None
+
+
 def explicit_steps(items: Any) -> list[Step]:
     out: list[Step] = []
     for item in items if isinstance(items, (list, tuple)) else ():
@@ -138,6 +158,7 @@ def explicit_steps(items: Any) -> list[Step]:
         out.append(
             Step(
                 kind=kind,
+                role=role_of(item.get("role")),
                 content=as_text(item.get("content", item.get("text", ""))),
                 tool=item.get("tool") or item.get("name"),
                 args=parse_args(item.get("args", item.get("arguments"))) if kind == "tool_call" else None,

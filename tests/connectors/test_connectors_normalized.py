@@ -119,3 +119,22 @@ def test_agui_message_roles_are_kept(server):
         ("assistant", "brief answer"),
     ]
     assert r.output == "brief answer"
+
+
+def test_steps_a_rest_agent_lists_keep_their_roles(server):
+    @server.route("/steps-with-roles")
+    def steps(h, body):
+        h.send_json(
+            {
+                "output": "fixed",
+                "trajectory": [
+                    {"kind": "message", "role": "developer", "content": "you are an SRE"},
+                    {"kind": "tool_call", "name": "restart", "args": {}, "id": "c1"},
+                    {"kind": "tool_result", "name": "restart", "id": "c1", "content": "ok"},
+                    {"kind": "message", "role": "mystery", "content": "fixed"},
+                ],
+            }
+        )
+
+    r = invoke(runtime("http", endpoint=server.url + "/steps-with-roles"), "fix it")
+    assert [s.role for s in r.trajectory] == ["user", "system", "assistant", "tool", "assistant"]
