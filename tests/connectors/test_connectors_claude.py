@@ -91,7 +91,9 @@ config = define_config(
     agents=[{{
         "key": "cc",
         "connector": "claude",
-        "settings": {{"command": [sys.executable, {script!r}], "env": {{"FAKE_CLAUDE_MODE": {mode!r}}}}},
+        "settings": {{
+            "command": [sys.executable, {script!r}], "env": {{"FAKE_CLAUDE_MODE": {mode!r}}}, "timeout_s": 2,
+        }},
         "versions": {{"v1": {{}}}},
     }}],
     default_agent="cc@v1",
@@ -140,3 +142,15 @@ def test_the_fixture_is_claude_codes_stream_json_shape():
     ]
     assert events[0]["type"] == "system" and events[-1]["type"] == "result"
     assert {"total_cost_usd", "usage", "num_turns", "is_error", "subtype", "result"} <= events[-1].keys()
+
+
+def test_a_session_that_never_ends_is_killed_at_timeout_s(tmp_path):
+    p, result = run_claude(tmp_path, config("hang"))
+    assert p.returncode == 1 and result.status == "errored"
+    assert "timed out after 2s; killed its process group" in result.error
+
+
+def test_an_error_result_is_errored_even_with_exit_status_0(tmp_path):
+    p, result = run_claude(tmp_path, config("max-turns"))
+    assert p.returncode == 1 and result.status == "errored"
+    assert "Claude Code reported an error: error_max_turns after 4 turn(s)" in result.error
