@@ -94,7 +94,10 @@ def call_cost(
 
 
 def cost_of(usage: Usage, table: PriceTable | None = None) -> float | None:
-    """The cost of one usage record (one model), or None when it has tokens and no known price."""
+    """The cost of one usage record (one model), or None when it has tokens and no known price.
+    A cost the agent reported itself wins: it knows its own cache and pricing better than a table."""
+    if usage.cost_usd is not None:
+        return usage.cost_usd
     return call_cost(usage.model, usage.input_tokens, usage.output_tokens, table)
 
 

@@ -80,8 +80,8 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
         "ignored_tool_errors": ignored,
         "retries": run.usage.retries,
         "tool_retries": retries,
-        "steps": len(run.trajectory),
-        "step_latency_ms": [s.duration_ms for s in run.trajectory],  # per step, in trajectory order
+        "steps": len(run.agent_steps),  # the prompt echoed as first event is no step the agent took
+        "step_latency_ms": [s.duration_ms for s in run.agent_steps],  # per step, in trajectory order
         "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
         "slowest_step": (
             {"kind": slowest.kind, "tool": slowest.tool, "duration_ms": slowest.duration_ms} if slowest else None

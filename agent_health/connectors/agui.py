@@ -24,7 +24,7 @@ from pydantic import Field
 
 from agent_health.config.secrets import SecretSet, known_secrets
 from agent_health.connectors.http import HttpBase, HttpSettings, RunBudget, describe_transport_error, media_type
-from agent_health.connectors.parsing import as_text, parse_args, usage_of
+from agent_health.connectors.parsing import as_text, parse_args, role_of, usage_of
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
 
@@ -117,7 +117,9 @@ class _Fold:
         text = "".join(parts)
         if self.message_role.get(mid, "assistant") == "assistant":
             self.last_text = text
-        self.steps.append(Step(kind="message", content=text, started_ms=self._ms()))
+        # AG-UI roles: developer speaks as the system does; anything unknown is the agent's
+        role = role_of(self.message_role.get(mid)) or "assistant"
+        self.steps.append(Step(kind="message", role=role, content=text, started_ms=self._ms()))
 
     def _close_call(self, cid: str) -> None:
         call = self.calls.pop(cid, None)

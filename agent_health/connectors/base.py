@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from agent_health.connectors.registry import REGISTRY
 from agent_health.errors import AgentError, ConfigError
-from agent_health.model import RunResult
+from agent_health.model import RunResult, Step
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 
 
@@ -99,6 +99,9 @@ class AgentRuntime:
             updates["agent"] = self.ref
         if not result.started_at:
             updates["started_at"] = started
+        if not (result.trajectory and result.trajectory[0].role == "user"):
+            # every connector's trajectory opens with the user prompt, so a transcript reads whole
+            updates["trajectory"] = (Step(kind="message", role="user", content=request.prompt), *result.trajectory)
         if updates:
             result = result.model_copy(update=updates)
         return result

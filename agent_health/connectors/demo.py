@@ -29,7 +29,7 @@ from agent_health.errors import ConfigError
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.limits import LATENCY_MAX_MS, check_number
-from agent_health.model.run import StepKind
+from agent_health.model.run import Role, StepKind
 
 VERSIONS = {"v1": "demo-sre-small", "v2": "demo-sre-large"}
 
@@ -254,7 +254,10 @@ class DemoConnector(Connector):
 
         def add(kind: StepKind, content: str = "", ms: float = 0.0, **kw: Any) -> None:
             # the demo's steps are valid by construction: skip validation on this hot path
-            steps.append(Step.model_construct(kind=kind, content=content, started_ms=clock[0], duration_ms=ms, **kw))
+            role: Role = "tool" if kind == "tool_result" else "assistant"  # model_construct skips the role default
+            steps.append(
+                Step.model_construct(kind=kind, role=role, content=content, started_ms=clock[0], duration_ms=ms, **kw)
+            )
             clock[0] += ms
 
         def tool(name: str, args: dict[str, Any], result: str, ms: float, error: bool = False) -> None:

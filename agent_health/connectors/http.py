@@ -3,8 +3,8 @@
 Settings (see `HttpSettings`): `endpoint`, `headers`, `auth`, `body` (extra fields) or
 `body_template`, `response_paths`, `request_timeout_s`, `timeout_s` (per run), `retry`,
 `max_response_bytes`, hooks. The default body is `{prompt, context, run_id}` plus `model`,
-`provisioned` and `files` when set, plus `body`. Every request carries `traceparent` and
-`x-agent-health-run-id`.
+`provisioned`, `files` and `env` (the test's `agent.run(env=...)`) when set, plus `body`. Every
+request carries `traceparent` and `x-agent-health-run-id`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from agent_health.connectors.parsing import (
     THINKING_KEYS,
     TOOL_KEYS,
     ParseError,
+    artifacts_of,
     get_path,
     parse_body,
 )
@@ -303,6 +304,7 @@ class HttpBase(RealConnector):
             "model": self.settings.model,
             "provisioned": dict(request.provisioned),
             "files": dict(request.files),
+            "env": dict(request.env),
             "prompt_with_context": prompt_with_context(request),
             "messages": [{"role": "user", "content": prompt_with_context(request)}],
         }
@@ -319,6 +321,8 @@ class HttpBase(RealConnector):
             body["provisioned"] = dict(request.provisioned)
         if request.files:
             body["files"] = dict(request.files)
+        if request.env:  # the test's `agent.run(env=...)`: a REST agent has no process env to set
+            body["env"] = dict(request.env)
         body.update(self.settings.body)
         return body
 
@@ -529,6 +533,7 @@ class HttpConnector(HttpBase):
             )
         try:
             output, steps, usage = parse_body(data, self.settings.response_paths, self.settings.model)
+            artifacts = artifacts_of(data)
         except ParseError as exc:
             raise self.fail(str(exc)) from None
         if retries:
@@ -545,6 +550,7 @@ class HttpConnector(HttpBase):
             duration_ms=(time.perf_counter() - started) * 1000,
             usage=usage,
             raw_events=(raw_event,),
+            artifacts=artifacts,
         )
         seen = (
             {"status": response.status_code, "headers": redact_headers(dict(response.headers)), "body": data}

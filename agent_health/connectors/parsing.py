@@ -8,15 +8,21 @@ Recognized shapes (first match wins), unless `paths` points at the fields:
   `output` / `result`; tool calls in `toolCalls` / `tool_calls` (name, args or arguments, id,
   optional result); `thinking` / `reasoning`; `trajectory` / `steps` as step objects; `usage`;
 - a JSON string or a plain-text body is the answer itself.
+
+Files the agent produced may be listed under `artifacts` (see `artifacts_of`).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import mimetypes
 from collections.abc import Mapping
 from typing import Any
 
-from agent_health.model import Step, Usage
+from agent_health.model import Artifact, Step, Usage
+from agent_health.model.run import Role
 
 OUTPUT_KEYS = ("response", "content", "answer", "text", "message", "output", "result", "final_answer")
 TOOL_KEYS = ("toolCalls", "tool_calls", "tools_called")
@@ -120,6 +126,25 @@ def tool_steps(calls: Any) -> list[Step]:
     return steps
 
 
+# Roles as agents name them -> the trajectory's: developer (OpenAI, AG-UI) speaks as the system does.
+ROLE_ALIASES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+
+
+def role_of(value: Any) -> Role | None:
+    """The trajectory role an agent's role name stands for; None when unknown (the kind decides)."""
+    return ROLE_ALIASES.get(value.lower()) if isinstance(value, str) else None
+
+
 def explicit_steps(items: Any) -> list[Step]:
     out: list[Step] = []
     for item in items if isinstance(items, (list, tuple)) else ():
@@ -133,6 +158,7 @@ def explicit_steps(items: Any) -> list[Step]:
         out.append(
             Step(
                 kind=kind,
+                role=role_of(item.get("role")),
                 content=as_text(item.get("content", item.get("text", ""))),
                 tool=item.get("tool") or item.get("name"),
                 args=parse_args(item.get("args", item.get("arguments"))) if kind == "tool_call" else None,
@@ -211,3 +237,43 @@ def _parse_paths(data: Any, paths: Mapping[str, str], model: str | None) -> tupl
     if text:
         steps.append(Step(kind="message", content=text))
     return text, steps, usage_of(at("usage"), model)
+
+
+def artifacts_of(data: Any) -> tuple[Artifact, ...]:
+    """The files an agent's JSON answer lists under `artifacts`: each `{name, media_type, size,
+    content}` (text), `{..., data}` (base64) or `{..., url}` (a reference to where it lives).
+    A malformed entry is a ParseError naming its index and what is wrong."""
+    items = data.get("artifacts") if isinstance(data, Mapping) else None
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise ParseError(f"artifacts: expected a list of files, got {type(items).__name__}")
+    found: list[Artifact] = []
+    for n, item in enumerate(items):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
+            raise ParseError(f"artifacts[{n}]: expected an object with a name, got {str(item)[:80]!r}")
+        media = item.get("media_type") or item.get("mediaType") or item.get("mime_type")
+        text, b64 = item.get("content"), item.get("data")
+        if text is not None and not isinstance(text, str):
+            raise ParseError(f"artifacts[{n}] ({item['name']}): content must be text (binary goes in data, base64)")
+        try:
+            raw = base64.b64decode(b64, validate=True) if b64 is not None else None
+        except (ValueError, TypeError):
+            raise ParseError(f"artifacts[{n}] ({item['name']}): data is not valid base64") from None
+        body = text.encode() if text is not None else raw
+        size = item.get("size")
+        try:
+            found.append(
+                Artifact(
+                    name=item["name"],
+                    media_type=media or mimetypes.guess_type(item["name"])[0] or "application/octet-stream",
+                    size=len(body) if body is not None else size or 0,
+                    sha256=hashlib.sha256(body).hexdigest() if body is not None else None,
+                    content=text if text is not None else b64,
+                    encoding="utf-8" if text is not None else "base64" if b64 is not None else None,
+                    uri=item.get("url") or item.get("uri"),
+                )
+            )
+        except ValueError as exc:
+            raise ParseError(f"artifacts[{n}] ({item['name']}): {exc}") from None
+    return tuple(found)

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable, shown
-from agent_health.connectors.parsing import ParseError, parse_body
+from agent_health.connectors.parsing import ParseError, artifacts_of, parse_body
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult, Usage
 from agent_health.model.agent import AgentRequest
@@ -98,6 +98,7 @@ class PythonConnector(RealConnector):
         else:
             try:
                 output, steps, usage = parse_body(value, self.settings.response_paths, self.settings.model)
+                artifacts = artifacts_of(value)
             except ParseError as exc:
                 raise self.fail(str(exc)) from None
             raw = value if isinstance(value, (dict, list, str, int, float, bool, type(None))) else repr(value)
@@ -112,6 +113,7 @@ class PythonConnector(RealConnector):
                 duration_ms=duration,
                 usage=usage if usage != Usage() else Usage(model=self.settings.model),
                 raw_events=(raw,),
+                artifacts=artifacts,
             )
         silence = f"the function returned {'None' if value is None else f'{type(value).__name__} {shown(value)}'}"
         return await self.apply_after(value, result, silence=silence)

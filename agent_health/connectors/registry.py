@@ -15,6 +15,7 @@ REGISTRY = Registry(
         "agui": "agent_health.connectors.agui:AguiConnector",
         "subprocess": "agent_health.connectors.subprocess:SubprocessConnector",
         "python": "agent_health.connectors.python:PythonConnector",
+        "claude": "agent_health.connectors.claude:ClaudeConnector",
     },
 )
 

@@ -6,14 +6,18 @@ argument (`prompt_via: arg`, replacing `{prompt}` in args or appended). Output i
 (same shapes as the http connector), plain text, or a JSON-lines event stream
 (`output_format: auto|json|text|jsonl`). The process gets `TRACEPARENT` and
 `AGENT_HEALTH_RUN_ID`, plus `env` and the test's own env; files provisioned by the test are
-written to a fresh folder named by `AGENT_HEALTH_FILES_DIR`. It runs in its own process group,
+written to a fresh folder named by `AGENT_HEALTH_FILES_DIR`; files it writes into the fresh folder
+named by `AGENT_HEALTH_ARTIFACTS_DIR` become the run's artifacts. It runs in its own process group,
 which is killed as a whole on timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
+import mimetypes
 import os
 import shlex
 import signal
@@ -27,7 +31,7 @@ from pydantic import Field
 from agent_health.config.secrets import register_log_secrets
 from agent_health.connectors.common import ConnectorSettings, RealConnector, shown
 from agent_health.connectors.parsing import ParseError, as_text, parse_args, parse_body, usage_of
-from agent_health.model import RunResult, Step, Usage
+from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
 from agent_health.model.limits import Bytes
 
@@ -49,6 +53,10 @@ class SubprocessSettings(ConnectorSettings):
     inherit_env: bool = Field(True, description="Start from the harness's environment.")
     response_paths: dict[str, str] = Field(default_factory=dict, description="Paths into JSON output.")
     max_output_bytes: Bytes = Field(10 * 1024 * 1024, description="Larger stdout is an error.")
+    max_artifact_bytes: Bytes = Field(
+        1024 * 1024,
+        description="An artifact up to this size is stored with the result; a larger one only by name, size and hash.",
+    )
 
 
 class SubprocessConnector(RealConnector):
@@ -100,14 +108,20 @@ class SubprocessConnector(RealConnector):
         return request.prompt.encode()
 
     async def run(self, request: AgentRequest) -> RunResult:
-        if not request.files:
-            return await self._run(request, {})
-        # Provisioned files live in a fresh folder per run, named by AGENT_HEALTH_FILES_DIR.
-        with tempfile.TemporaryDirectory(prefix="agent-health-files-") as folder:
-            self._write_files(Path(folder), request.files)
-            return await self._run(request, {"AGENT_HEALTH_FILES_DIR": folder})
+        # A fresh folder per run: provisioned files in files/ (AGENT_HEALTH_FILES_DIR, when the test
+        # gives any), and artifacts/ (AGENT_HEALTH_ARTIFACTS_DIR), whose files become the run's artifacts.
+        with tempfile.TemporaryDirectory(prefix="agent-health-run-") as folder:
+            extra = {"AGENT_HEALTH_ARTIFACTS_DIR": str(Path(folder) / "artifacts")}
+            (Path(folder) / "artifacts").mkdir()
+            if request.files:
+                self._write_files(Path(folder) / "files", request.files)
+                extra["AGENT_HEALTH_FILES_DIR"] = str(Path(folder) / "files")
+            result = await self._run(request, extra)
+            found = collect_artifacts(Path(folder) / "artifacts", self.settings.max_artifact_bytes)
+            return result.model_copy(update={"artifacts": result.artifacts + found}) if found else result
 
     def _write_files(self, folder: Path, files: dict[str, Any]) -> None:
+        folder.mkdir()
         for name, content in files.items():
             path = (folder / name).resolve()
             if not path.is_relative_to(folder.resolve()):
@@ -156,8 +170,7 @@ class SubprocessConnector(RealConnector):
             raise self.fail(f"output too large: more than max_output_bytes={self.settings.max_output_bytes}")
         stdout, stderr = bytes(agent.out), bytes(agent.err)
         if returncode != 0:
-            tail = stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
-            raise self.fail(f"exited with status {returncode}" + (f": {' | '.join(tail)}" if tail else ""))
+            raise self.fail(self.exit_problem(returncode, stdout, stderr))
         try:
             text = stdout.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -183,6 +196,11 @@ class SubprocessConnector(RealConnector):
             result,
             silence=silence,
         )
+
+    def exit_problem(self, returncode: int | None, stdout: bytes, stderr: bytes) -> str:
+        """What a non-zero exit says: the status and the last lines of stderr."""
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
+        return f"exited with status {returncode}" + (f": {' | '.join(tail)}" if tail else "")
 
     def _parse(self, text: str) -> tuple[str, list[Step], Usage, list[Any]]:
         fmt = self.settings.output_format
@@ -263,6 +281,44 @@ class SubprocessConnector(RealConnector):
         elif not steps or steps[-1].kind != "message" or steps[-1].content != output:
             steps.append(Step(kind="message", content=output))
         return output, steps, usage, raw
+
+
+def collect_artifacts(folder: Path, max_bytes: int) -> tuple[Artifact, ...]:
+    """The files under `folder` as artifacts, by relative name; each up to `max_bytes` stored as
+    text (UTF-8) or base64, a larger one described only (its copy would bloat every stored result)."""
+    found: list[Artifact] = []
+    if not folder.is_dir():
+        return ()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        found.append(artifact_of(path, path.relative_to(folder).as_posix(), max_bytes))
+    return tuple(found)
+
+
+def artifact_of(path: Path, name: str, max_bytes: int) -> Artifact:
+    """One file as an artifact named `name` (see `collect_artifacts`)."""
+    size = path.stat().st_size
+    media = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    if size > max_bytes:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return Artifact(name=name, media_type=media, size=size, sha256=digest.hexdigest())
+    data = path.read_bytes()
+    try:
+        content, encoding = data.decode("utf-8"), "utf-8"
+        if media == "application/octet-stream":
+            media = "text/plain"
+    except UnicodeDecodeError:
+        content, encoding = base64.b64encode(data).decode("ascii"), "base64"
+    return Artifact(
+        name=name,
+        media_type=media,
+        size=size,
+        sha256=hashlib.sha256(data).hexdigest(),
+        content=content,
+        encoding=encoding,
+    )
 
 
 def _kill_group(pid: int) -> None:

@@ -67,7 +67,7 @@ def canonical_run(request: JudgeRequest) -> dict[str, Any]:
         "output": run.output,
         "trajectory": [
             {"kind": s.kind, "content": s.content, "tool": s.tool, "args": s.args or None, "is_error": s.is_error}
-            for s in run.trajectory
+            for s in run.agent_steps  # the prompt is above; its echo as first event would only repeat it
         ],
     }
 

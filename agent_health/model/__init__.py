@@ -6,7 +6,7 @@ from agent_health.model.judge import JudgeRequest
 from agent_health.model.provenance import JudgeIdentity, Provenance, harness_version
 from agent_health.model.report import BudgetSpend, NotRunTest, RunReport, RunSummary
 from agent_health.model.result import SCHEMA_VERSION, Insight, Judgement, TestResult, TestStatus, TrialResult
-from agent_health.model.run import STEP_KINDS, RunResult, Step, Usage
+from agent_health.model.run import ROLES, STEP_KINDS, Artifact, RunResult, Step, Usage
 from agent_health.model.runs import EvalRun, RunStatus, new_run_id
 from agent_health.model.settings import (
     ONLY_RULES,
@@ -25,9 +25,11 @@ from agent_health.model.signal import Signal, Verdict
 __all__ = [
     "ONLY_RULES",
     "REPLAY_MODES",
+    "ROLES",
     "SCHEMA_VERSION",
     "STEP_KINDS",
     "AgentRequest",
+    "Artifact",
     "BudgetSettings",
     "BudgetSpend",
     "ContextItem",

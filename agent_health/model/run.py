@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_health.errors import TracesNotEnabled
 
@@ -17,6 +17,10 @@ TRACE_VIEWS: ContextVar[Mapping[str, Any] | None] = ContextVar("agent_health_tra
 
 StepKind = Literal["message", "thinking", "tool_call", "tool_result"]
 STEP_KINDS: tuple[str, ...] = ("message", "thinking", "tool_call", "tool_result")
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+# Who speaks in a step whose connector did not say: tool results come from the tool, the rest from the agent.
+_DEFAULT_ROLE: dict[str, Role] = {"message": "assistant", "thinking": "assistant", "tool_call": "assistant"}
 
 
 class Step(BaseModel):
@@ -25,6 +29,11 @@ class Step(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kind: StepKind = Field(description="message | thinking | tool_call | tool_result.")
+    role: Role = Field(
+        "assistant",  # when absent, filled in from `kind` by the validator below
+        description="Who speaks: system | user | assistant | tool. Defaults from `kind`: tool_result is "
+        "`tool`, every other kind `assistant`.",
+    )
     content: str = Field("", description="Text of a message/thinking step, or a tool result's output.")
     tool: str | None = Field(None, description="Tool name for tool_call and tool_result steps.")
     args: dict[str, Any] | None = Field(None, description="Arguments of a tool_call.")
@@ -34,6 +43,28 @@ class Step(BaseModel):
     duration_ms: float | None = Field(None, description="How long the step took, when known.")
     input_tokens: int | None = Field(None, description="Tokens consumed by the model call that produced this step.")
     output_tokens: int | None = Field(None, description="Tokens produced by the model call behind this step.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_from_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("role") is None:
+            data = {**data, "role": _DEFAULT_ROLE.get(str(data.get("kind")), "tool")}
+        return data
+
+
+class Artifact(BaseModel):
+    """A file the agent produced: its name, media type and size, with a stored copy (`content`, text or
+    base64) when it was small enough to keep, else a reference (`uri`) to where it lives."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="File name (relative path) as the agent produced it.")
+    media_type: str = Field("application/octet-stream", description="IANA media type, e.g. text/markdown.")
+    size: int = Field(0, description="Size in bytes.")
+    sha256: str | None = Field(None, description="Hex SHA-256 of the file's bytes, when they were read.")
+    content: str | None = Field(None, description="The stored copy: the text, or base64 when `encoding` is base64.")
+    encoding: Literal["utf-8", "base64"] | None = Field(None, description="How `content` holds the bytes.")
+    uri: str | None = Field(None, description="Where the file lives when no copy is stored (or as well).")
 
 
 class Usage(BaseModel):
@@ -47,6 +78,11 @@ class Usage(BaseModel):
     model: str | None = Field(None, description="gen_ai.request.model (or response model)")
     llm_calls: int = Field(0, description="Model calls made, when the agent reports them.")
     retries: int = Field(0, description="Transport retries the connector made for this run.")
+    cost_usd: float | None = Field(
+        None,
+        description="Cost the agent itself reported (e.g. Claude Code's total_cost_usd); when set it is the "
+        "run's cost instead of the price-table estimate.",
+    )
 
     @classmethod
     def of(cls, input_tokens: int = 0, output_tokens: int = 0, **kw: Any) -> Usage:
@@ -62,6 +98,7 @@ class Usage(BaseModel):
             model=self.model or other.model,
             llm_calls=self.llm_calls + other.llm_calls,
             retries=self.retries + other.retries,
+            cost_usd=None if self.cost_usd is None and other.cost_usd is None else _add_cost(self, other),
         )
 
 
@@ -85,6 +122,17 @@ class RunResult(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="Token usage of the agent.")
     raw_events: tuple[Any, ...] = Field((), description="Raw protocol events/responses, secrets removed.")
     replayed: bool = Field(False, description="True when this result came from a recording.")
+    artifacts: tuple[Artifact, ...] = Field((), description="Files the agent produced.")
+
+    @property
+    def agent_steps(self) -> tuple[Step, ...]:
+        """The trajectory without its first event, the user prompt (what the agent did)."""
+        t = self.trajectory
+        return t[1:] if t and t[0].role == "user" and t[0].kind == "message" else t
+
+    def messages(self, role: str | None = None) -> list[Step]:
+        """Message steps, optionally only those of one role (system, user, assistant, tool)."""
+        return [s for s in self.trajectory if s.kind == "message" and (role is None or s.role == role)]
 
     def tool_calls(self, name: str | None = None) -> list[Step]:
         """All tool_call steps, optionally only those of tool `name`."""
@@ -113,6 +161,18 @@ class RunResult(BaseModel):
                 f"traces not enabled for agent {self.agent or '?'}; configure a trace source for this agent"
             )
         return view
+
+
+def _add_cost(a: Usage, b: Usage) -> float | None:
+    """A reported cost plus another: unknown when one side has tokens and no reported cost (its
+    price is for the price table, which cannot be mixed in here)."""
+    total = 0.0
+    for u in (a, b):
+        if u.cost_usd is not None:
+            total += u.cost_usd
+        elif u.input_tokens or u.output_tokens:
+            return None
+    return total
 
 
 def parse_json_output(text: str) -> Any:

@@ -19,8 +19,16 @@ def test_event_stream_becomes_trajectory(server):
         context=({"description": "log", "value": "refused"},),
     )
     assert r.output == "The payment service cannot reach its DB (why?)."
-    assert [s.kind for s in r.trajectory] == ["thinking", "tool_call", "tool_result", "message"]
-    think, call, res, _ = r.trajectory
+    # the prompt opens the trajectory; every step says who speaks
+    assert [(s.kind, s.role) for s in r.trajectory] == [
+        ("message", "user"),
+        ("thinking", "assistant"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("message", "assistant"),
+    ]
+    assert r.trajectory[0].content == "why?"
+    think, call, res, _ = r.agent_steps
     assert think.content == "I should check the logs."
     assert (call.tool, call.args, call.call_id) == ("search_logs", {"service": "payment"}, "tc1")
     assert (res.tool, res.call_id, res.content) == ("search_logs", "tc1", "Connection refused to db-primary")
@@ -48,8 +56,8 @@ def test_event_stream_becomes_trajectory(server):
 
 def test_legacy_thinking_events_and_message_chunks(server):
     r = invoke(runtime("agui", endpoint=server.url + "/agui-legacy"))
-    assert [s.kind for s in r.trajectory] == ["thinking", "message"]
-    assert r.trajectory[0].content == "hmm" and r.output == "chunked answer"
+    assert [s.kind for s in r.agent_steps] == ["thinking", "message"]
+    assert r.agent_steps[0].content == "hmm" and r.output == "chunked answer"
 
 
 def test_run_error(server):

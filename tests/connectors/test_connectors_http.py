@@ -23,8 +23,15 @@ from tests.support import free_port
 def test_common_shape_becomes_trajectory_and_usage(server):
     r = invoke(runtime("http", endpoint=server.url + "/chat"), "why is payment down?")
     assert r.output == "answer to: why is payment down?"
-    assert [s.kind for s in r.trajectory] == ["thinking", "tool_call", "tool_result", "message"]
-    call, res = r.trajectory[1], r.trajectory[2]
+    assert [(s.kind, s.role) for s in r.trajectory] == [
+        ("message", "user"),
+        ("thinking", "assistant"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("message", "assistant"),
+    ]
+    assert r.trajectory[0].content == "why is payment down?"
+    call, res = r.trajectory[2], r.trajectory[3]
     assert (call.tool, call.args, call.call_id) == ("search_logs", {"q": "why is payment down?"}, "c1")
     assert (res.call_id, res.content) == ("c1", "ERROR db refused")
     assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.model) == (12, 7, "rest-model-1")
@@ -267,3 +274,18 @@ def test_endpoint_from_env_reference_is_named_by_reference(monkeypatch):
     monkeypatch.setenv("AGENT_URL", f"http://127.0.0.1:{free_port()}/secret-path-token-x1")
     msg = invoke_error(runtime("http", endpoint={"env": "AGENT_URL"}, retry={"max_retries": 0}))
     assert msg.startswith("agent agent@v1 (${AGENT_URL}): connection refused") and "secret-path" not in msg
+
+
+def test_the_tests_env_travels_in_the_request_body(server):
+    """A REST agent has no process env: `agent.run(env=...)` reaches it in the body (it was dropped)."""
+    before = len(server.requests)
+    invoke(runtime("http", endpoint=server.url + "/chat"), "why?", env={"REGION": "eu-west-1", "TIER": "gold"})
+    assert server.requests[before]["body"]["env"] == {"REGION": "eu-west-1", "TIER": "gold"}
+    invoke(runtime("http", endpoint=server.url + "/chat"), "why?")
+    assert "env" not in server.requests[before + 1]["body"]  # none given, none sent
+    invoke(
+        runtime("http", endpoint=server.url + "/chat", body_template={"q": "{{prompt}}", "vars": "{{env}}"}),
+        "why?",
+        env={"REGION": "us-east-1"},
+    )
+    assert server.requests[before + 2]["body"] == {"q": "why?", "vars": {"REGION": "us-east-1"}}

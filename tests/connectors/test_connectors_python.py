@@ -25,7 +25,12 @@ def test_async_function_returning_dict():
 def test_function_returning_run_result_and_callable_setting():
     r = invoke(runtime("python", function=py_agent.full_agent))
     assert r.output == "full" and r.agent == "agent@v1" and r.usage.model == "py-model"
-    assert [s.kind for s in r.trajectory] == ["tool_call", "tool_result", "message"]
+    assert [(s.kind, s.role) for s in r.trajectory] == [
+        ("message", "user"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("message", "assistant"),
+    ]
 
 
 def test_raising_and_slow_functions():

@@ -35,7 +35,14 @@ def test_text_output_prompt_as_argument():
 
 def test_jsonl_event_stream():
     r = invoke(agent("jsonl"), "cpu?")
-    assert [s.kind for s in r.trajectory] == ["thinking", "tool_call", "tool_result", "message"]
+    assert [(s.kind, s.role) for s in r.trajectory] == [
+        ("message", "user"),
+        ("thinking", "assistant"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("message", "assistant"),
+    ]
+    assert r.trajectory[0].content == "cpu?"
     assert r.output == "jsonl answer to cpu?" and r.first_tool_call("query_metrics").args == {"m": "cpu"}
     assert (r.usage.input_tokens, r.usage.output_tokens) == (40, 10) and len(r.raw_events) == 5
 

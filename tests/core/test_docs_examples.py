@@ -71,6 +71,10 @@ EXERCISED = {
     ("reports.md", ">>> from agent_health import results_frame"): "tests/reports/test_docs.py (doctest)",
     ("reports.md", "agent-health rejudge  # exits 1"): "tests/reports/test_docs.py",
     ("reports.md", ">>> from agent_health.stores import LocalResultStore"): "tests/reports/test_docs.py (doctest)",
+    (
+        "connectors.md",
+        "# agent_health_config.py: Claude Code as the agent under test",
+    ): "tests/connectors/test_connectors_claude.py::test_the_documented_config_runs_claude_and_reads_its_stream",
     ("extending.md", "[project]"): "tests/core/test_plugins.py (installed and run)",
     (
         "extending.md",

@@ -69,3 +69,12 @@ def test_a_total_with_one_unknown_part_is_unknown():
     assert total_cost([known, Usage(model="my-private-finetune")]) == cost_of(known)
     assert total_cost([known, unknown]) is None
     assert total_cost([]) == 0.0
+
+
+def test_a_cost_the_agent_reported_wins_over_the_price_table_and_adds_up_honestly():
+    reported = Usage.of(1000, 100, model="no-such-model-anywhere", cost_usd=0.02)
+    assert cost_of(reported) == 0.02  # no price for the model, yet the agent said what it cost
+    assert total_cost([reported, Usage()]) == 0.02
+    assert (reported + Usage(model="x")).cost_usd == 0.02  # an empty usage adds nothing
+    assert (reported + Usage.of(5, 5, model="m")).cost_usd is None  # tokens with no reported cost: unknown
+    assert (reported + reported).cost_usd == 0.04 and (Usage() + Usage()).cost_usd is None

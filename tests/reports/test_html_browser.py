@@ -13,7 +13,7 @@ import pytest
 from agent_health import RunReport
 from agent_health.analysis.compare import compare_results
 from agent_health.model import JudgeIdentity, Judgement, Provenance, Verdict
-from agent_health.reporters.html import ReportBuilder, write_comparison, write_run_report
+from agent_health.reporters.html import ReportBuilder, write_comparison, write_report, write_run_report
 from tests.support import skip_or_fail
 from tests.support.browser import CHROMIUM, launch_chromium
 
@@ -334,4 +334,46 @@ def test_comparison_headers_never_overprint_each_other(browser, tmp_path, width)
             assert b["cell_left"] - 0.5 <= b["left"] and b["right"] <= b["cell_right"] + 0.5, (width, b)
         clashes = [(a["name"], b["name"]) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if _overlap(a, b)]
         assert clashes == [], (width, clashes)
+        assert p.errors == []
+
+
+def test_a_runs_roles_and_artifacts_are_shown(browser, tmp_path):
+    """Each step names its role (the prompt opens as `user`); each artifact its name, media type and
+    size, a text copy as text, a binary copy as a download, an uncopied one as not stored."""
+    from agent_health.model import Artifact, RunResult, Step
+
+    run = RunResult(
+        run_id="r1",
+        prompt="write the RCA",
+        output="done",
+        trajectory=(
+            Step(kind="message", role="user", content="write the RCA"),
+            Step(kind="message", role="system", content="Claude Code session s1"),
+            Step(kind="tool_call", tool="Write", args={"file_path": "rca.md"}, call_id="t1"),
+            Step(kind="tool_result", tool="Write", call_id="t1", content="ok"),
+            Step(kind="message", content="done"),
+        ),
+        artifacts=(
+            Artifact(
+                name="rca.md", media_type="text/markdown", size=20, content="# RCA <b>db</b> down", encoding="utf-8"
+            ),
+            Artifact(name="plots/chart.png", media_type="image/png", size=4, content="iVBORw==", encoding="base64"),
+            Artifact(name="dump.bin", size=5_000_000, sha256="ab" * 32),
+        ),
+    )
+    path = write_report(tmp_path / "artifacts.html", [result("artifacts", run=run)])
+    with Page(browser, path) as p:
+        test = p.page.locator('.test[id="s::artifacts"]')
+        test.locator(".row").click()
+        text = test.locator(".detail").inner_text()
+        assert "message · user" in text and "message · system" in text
+        assert "tool call · Write #t1 · assistant" in text and "tool result · Write #t1 · tool" in text
+        assert "Artifacts (3)".upper() in text.upper()
+        assert "rca.md · text/markdown · 20 B" in text and "# RCA <b>db</b> down" in text  # text, never markup
+        assert (
+            "plots/chart.png · image/png · 4 B" in text and "dump.bin · application/octet-stream · 4882.8 KiB" in text
+        )
+        assert "not stored" in text and "sha256 " + "ab" * 32 in text
+        link = test.locator('.artifact a[download="chart.png"]')
+        assert link.get_attribute("href") == "data:image/png;base64,iVBORw=="
         assert p.errors == []

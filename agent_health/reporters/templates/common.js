@@ -64,10 +64,11 @@ var AH = (function () {
     if (step.tool) head += " \u00b7 " + step.tool;
     if (step.call_id) head += " #" + step.call_id;
     if (step.is_error) head += " \u00b7 tool error";
+    if (step.role) head += " \u00b7 " + step.role;
     var extra = [];
     if (step.duration_ms !== null && step.duration_ms !== undefined) extra.push(ms(step.duration_ms));
     if (step.input_tokens || step.output_tokens) extra.push((step.input_tokens || 0) + " in / " + (step.output_tokens || 0) + " out tokens");
-    var box = el("div", { class: "step k-" + step.kind + (step.is_error ? " error" : "") },
+    var box = el("div", { class: "step k-" + step.kind + (step.role ? " r-" + step.role : "") + (step.is_error ? " error" : "") },
       el("div", { class: "head", text: head + (extra.length ? "  (" + extra.join(", ") + ")" : "") }));
     if (step.kind === "tool_call") box.append(json(step.args || {}));
     else if (step.content) box.append(pre(step.content));
@@ -82,6 +83,21 @@ var AH = (function () {
     (run.trajectory || []).forEach(function (s) { out.push(renderStep(s)); });
     out.push(el("h3", { text: "Final output" }), pre(run.output || ""));
     return out;
+  }
+
+  /* Files the agent produced: name, media type, size, hash; a stored text copy shown as text, a
+     stored binary copy offered as a download (a data: URL built from its base64), else described. */
+  function renderArtifact(a) {
+    var size = a.size < 1024 ? a.size + " B" : (a.size / 1024).toFixed(1) + " KiB";
+    var box = el("div", { class: "artifact" },
+      el("div", { class: "head", text: a.name + " \u00b7 " + a.media_type + " \u00b7 " + size }));
+    if (a.content !== null && a.content !== undefined && a.encoding === "utf-8") box.append(pre(a.content));
+    else if (a.content && a.encoding === "base64") {
+      box.append(el("a", { href: "data:" + a.media_type + ";base64," + a.content, download: a.name.split("/").pop(), text: "download" }));
+    } else box.append(el("div", { class: "muted", text: "not stored" + (a.uri ? "; at " + a.uri : "") }));
+    if (a.uri && a.content) box.append(el("div", { class: "muted", text: a.uri }));
+    if (a.sha256) box.append(el("div", { class: "muted", text: "sha256 " + a.sha256 }));
+    return box;
   }
 
   /* Page-specific additions (the run report adds a human label control to each current verdict). */
@@ -174,6 +190,7 @@ var AH = (function () {
     ])));
     if (d.error) root.append(section("Error", pre(d.error, "error-text")));
     if (d.run) root.append(section("Trajectory", renderRun(d.run)));
+    if (d.run && (d.run.artifacts || []).length) root.append(section("Artifacts (" + d.run.artifacts.length + ")", d.run.artifacts.map(renderArtifact)));
     if (verdicts.length) root.append(section("Verdicts", verdicts.map(function (s) { return renderVerdict(s, d); })));
     if (signals.length) root.append(section("Signals", renderSignals(signals)));
     var metrics = d.metrics || {};
