@@ -93,7 +93,16 @@ def test_a_cli_run_of_python_eval_files_imports_only_what_it_needs(write_eval, t
 
 
 @pytest.mark.parametrize(
-    "package", ["agent_health.backends", "agent_health.judges", "agent_health.session", "agent_health.stores"]
+    "package",
+    [
+        "agent_health.analysis",
+        "agent_health.backends",
+        "agent_health.connectors",
+        "agent_health.judges",
+        "agent_health.reporters",
+        "agent_health.session",
+        "agent_health.stores",
+    ],
 )
 def test_names_a_package_loads_on_first_use_resolve_to_their_defining_objects(package):
     import importlib
