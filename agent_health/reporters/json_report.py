@@ -19,19 +19,11 @@ from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.output import ReportOutput
 
-_TAIL_FIELDS = (
-    "finished_at",
-    "summaries",
-    "load_errors",
-    "hook_errors",
-    "not_run",
-    "not_run_reason",
-    "not_run_tests",
-    "budget",
-    "warnings",
-    "shard",
-    "merged_from",
-)
+# Written before the results (known when the run starts) and as the results array; every other
+# field of RunReport is the tail, written when the run ends. Derived, not listed, so a field added
+# to RunReport can never be left out of the streamed report (`skipped` once was).
+_HEAD_FIELDS = ("schema_version", "eval_run_id", "started_at", "results")
+_TAIL_FIELDS = tuple(name for name in RunReport.model_fields if name not in _HEAD_FIELDS)
 
 
 def _tail(report: RunReport) -> dict[str, Any]:

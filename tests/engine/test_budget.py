@@ -142,6 +142,33 @@ def test_a_200_test_run_stops_within_one_tests_cost_and_every_reporter_lists_the
     assert "budget reached" in again.stdout
 
 
+def test_a_budget_stopped_run_resumes_with_only_missing_running_exactly_the_rest(judge_server, tmp_path):
+    """The issue's resume path: a stored run the budget stopped, then `--only missing` runs exactly
+    the tests it did not run, and none of those it stored again."""
+    from agent_health.stores import LocalResultStore
+
+    root = project(tmp_path, judge_server, evals=MANY.replace("range(200)", "range(40)"))
+    first = run_cli("run", "evals", "--max-cost", "0.02", "--reporter", "json=first.json", cwd=root, env=ENV)
+    assert first.returncode == 1, first.stdout + first.stderr
+    stopped = RunReport.model_validate_json((root / "first.json").read_text())
+    done = {r.test_id for r in stopped.results}
+    never = {t.test_id for t in stopped.not_run_tests}
+    assert done and never and done.isdisjoint(never) and len(done | never) == 40
+    asked = len(judge_server.posts())
+
+    store = LocalResultStore(root / "state" / "results")
+    before = {r.test_id: r.eval_run_id for r in store.get_many(store.list())}
+    assert set(before) == done
+    resumed = run_cli("run", "evals", "--only", "missing", "--reporter", "json=resumed.json", cwd=root, env=ENV)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    report = RunReport.model_validate_json((root / "resumed.json").read_text())
+    assert {r.test_id for r in report.results} == never, resumed.stdout  # exactly the rest
+    assert report.skipped == len(done) and f"{len(done)} skipped as up to date" in resumed.stdout
+    assert len(judge_server.posts()) - asked == len(never)  # nothing judged twice
+    after = {r.test_id: r.eval_run_id for r in store.get_many(store.list())}
+    assert set(after) == done | never and all(after[t] == before[t] for t in done)  # nothing stored repeated
+
+
 def test_judge_budget_and_token_budget_stop_the_run_too(judge_server, tmp_path):
     root = project(tmp_path, judge_server)
     config, tests = _load(root)
