@@ -274,6 +274,8 @@ class JudgeRunSettings(BaseModel):
         "instead of observing.",
         json_schema_extra=declare(
             flag="--require-calibrated",
+            env="AGENT_HEALTH_REQUIRE_CALIBRATED",
+            dagster="require_calibrated",
             help="A gating judge that misses judge.calibration errors its verdicts and the run exits 2 "
             "(default: it only observes, with a warning).",
         ),

@@ -125,3 +125,15 @@ def test_a_damaged_calibrations_file_stops_the_run_before_any_test_naming_the_li
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "calibrations.jsonl, line 1" in p.stderr
     assert project.agent.calls == 0  # nothing ran
+
+
+def test_require_calibrated_from_the_environment_as_from_the_flag(calib_project):
+    """One declaration gives the setting its variable too (AGENT_HEALTH_REQUIRE_CALIBRATED)."""
+    project = calib_project
+    project.judge.passes = JUDGE_PASS
+    project.configure(calibration=GATE)
+    p = run_cli("run", "evals", "--agent", "sre@v1", "--no-cache", cwd=project.root,
+                env={"AGENT_HEALTH_REQUIRE_CALIBRATED": "1"})  # fmt: skip
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "error: judge openai:judge-a (builtin:contextual) is not calibrated" in p.stderr
+    assert project.judge.server.posts() == []
