@@ -26,6 +26,9 @@ _VOLATILE = frozenset(
         "runid",
         "start_time",
         "end_time",
+        "start_ms",
+        "end_ms",
+        "time_ms",
         "starttime",
         "endtime",
         "timestamp",
@@ -44,7 +47,11 @@ _VOLATILE = frozenset(
 
 def _volatile(key: str) -> bool:
     low = key.lower()
-    return low in _VOLATILE or low.endswith((".run_id", ".trace_id", ".span_id", "_run_id"))
+    # dotted attribute names of per-run ids: OpenTelemetry's `gen_ai.conversation.id`, the local
+    # span store's `agent_health.run.id`
+    return low in _VOLATILE or low.endswith(
+        (".run_id", ".trace_id", ".span_id", "_run_id", ".run.id", ".conversation.id", ".trace.id", ".span.id")
+    )
 
 
 def scrub(value: Any) -> Any:

@@ -234,3 +234,36 @@ def test_two_processes_writing_at_once_corrupt_nothing(tmp_path):
     cache = LocalJudgeCache(path)
     assert len(cache) == 900 and cache.get("a-7")["i"] == 7
     cache.close()
+
+
+AGENTIC_EVAL = """
+from agent_health import test
+
+@test("payment outage", prompt="Diagnose why the payment service is failing.")
+async def payment(agent, judge):
+    result = await agent.run()
+    await judge(result, {"criteria": "finds the unreachable database in the traces", "tools": ["trace_query"]})
+"""
+
+
+def test_an_agentic_judge_of_a_deterministic_agent_hits_the_cache_on_a_fresh_run(openai_server, project):
+    """The cache key of an agentic judge covers what its tools can reach, without the run's span
+    ids, trace ids, per-run attribute ids or clock readings: a fresh `agent-health run` of a
+    deterministic agent that repeats its trajectory (and so its spans) asks the judge nothing
+    (RFC 4.7.1; before, its spans' start/end times and run id made every run a miss)."""
+    from tests.conftest import run_cli
+
+    (project / "evals" / "judged.eval.py").write_text(AGENTIC_EVAL)
+    env = {"JUDGE_URL": openai_server.url + "/v1"}
+
+    def fresh_run(n: int) -> list[bool]:
+        p = run_cli("run", "evals", "--agent", "demo@v2", "--reporter", f"json=r{n}.json", cwd=project, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+        (result,) = json.loads((project / f"r{n}.json").read_text())["results"]
+        return [s["cached"] for s in result["signals"] if s["kind"] == "judge"]
+
+    assert fresh_run(1) == [False]
+    calls = len(openai_server.posts())
+    assert calls >= 1
+    assert fresh_run(2) == [True]
+    assert len(openai_server.posts()) == calls  # a fresh run: not one judge request
