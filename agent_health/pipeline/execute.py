@@ -91,7 +91,8 @@ def run_partitions(
 
 
 def partition_metadata(result: TestResult) -> dict[str, Any]:
-    """What each results partition shows: status, score, duration, tokens, cost, the derived
+    """What each results partition shows: status, score, duration, tokens, cost (and the judges'
+    part), judge verdicts, the files the agent produced, the derived
     metrics and insights that matter at a glance, its provenance (harness version, agent settings
     hash, judges, and how many judgements when re-judged), and why it did not pass. A failed test's reason
     is under `failure`; an errored test's real error text under `error`."""
@@ -102,6 +103,12 @@ def partition_metadata(result: TestResult) -> dict[str, Any]:
         "duration_ms": ms(float(result.duration_ms)),
         "total_tokens": int(result.usage.total_tokens + result.judge_usage.total_tokens),
         "cost_usd": sig(float(result.cost_usd)) if result.cost_usd is not None else None,
+        "judge_cost_usd": sig(float(result.judge_cost_usd)) if result.judge_cost_usd else None,
+        "judge_verdicts": sum(s.kind == "judge" for s in result.signals) or None,
+        # files the agent produced, by name and size (their copies stay on the stored result)
+        "artifacts": ", ".join(f"{a.name} ({a.size} B)" for a in result.run.artifacts)[:500] or None
+        if result.run is not None
+        else None,
         "tool_calls": metrics.get("tool_calls"),
         "llm_calls": metrics.get("llm_calls"),
         "insights": len(result.insights),
