@@ -20,9 +20,9 @@ from agent_health.cli.run import run_command
 from agent_health.config import Config
 from agent_health.model.settings import RunSettings, declared_settings, flag_name
 from agent_health.session import ENV_VARS
+from tests.engine.test_budget import judge_server  # noqa: F401  # the scripted judge endpoint, a fixture
 
 from ..conftest import ROOT, run_cli
-from .test_budget import judge_server  # noqa: F401  # the scripted judge endpoint, a fixture
 
 DECLARED = declared_settings()
 
@@ -201,7 +201,7 @@ def test_a_setting_added_as_one_declared_field_is_on_every_surface(tmp_path):
 def test_the_runs_judge_model_reaches_the_judge_and_decides_what_only_changed_reruns(judge_server, tmp_path):  # noqa: F811
     """The judge service and the up-to-date check are built from the typed run settings: the
     configuration says `judge-model`, the run says `other-model` (no patched configuration)."""
-    from .test_budget import ENV, MANY, project
+    from tests.engine.test_budget import ENV, MANY, project
 
     root = project(tmp_path, judge_server, evals=MANY.replace("range(200)", "range(2)"))
     first = run_cli("run", "evals", "--judge-model", "other-model", cwd=root, env=ENV)

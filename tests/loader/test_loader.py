@@ -6,8 +6,7 @@ import json
 
 from agent_health import load_tests
 from agent_health.loader import slug
-
-from .helpers import run_dir
+from tests.core.helpers import run_dir
 
 CODE = """
 from agent_health import test, describe, expect

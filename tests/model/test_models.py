@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from agent_health import TestResult
-
-from .helpers import run_dir
+from tests.core.helpers import run_dir
 
 
 def test_results_round_trip_through_json(write_eval, tmp_path):
