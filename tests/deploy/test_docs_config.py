@@ -64,7 +64,9 @@ def test_the_docs_hold_the_examples_this_file_checks():
 
 @pytest.mark.parametrize("name, code", CONFIGS, ids=[f"{n}:{i}" for i, (n, _) in enumerate(CONFIGS)])
 def test_every_python_configuration_builds(name, code, monkeypatch, tmp_path):
-    for var in set(re.findall(r'(?:"env"|_env"):\s*"(\w+)"', code)):  # referenced secrets exist, as in a deployment
+    # referenced secrets and variables exist, as in a deployment
+    named = re.findall(r'(?:"env"|_env"):\s*"(\w+)"', code) + re.findall(r"os\.environ\[[\"'](\w+)[\"']\]", code)
+    for var in set(named):
         monkeypatch.setenv(var, f"test-value-of-{var}")
     namespace: dict[str, Any] = {}
     preamble = "from agent_health import *\nfrom agent_health import AgentSpec, define_config\n"
