@@ -18,26 +18,30 @@ def package_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def imported_modules(path: Path) -> list[str]:
+    """Absolute module names `path` imports, inside functions and TYPE_CHECKING blocks too."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+    return names
+
+
 def import_graph() -> dict[str, set[str]]:
     """Package -> packages it imports, counting imports inside functions and TYPE_CHECKING blocks."""
     graph: dict[str, set[str]] = defaultdict(set)
     for path in LIB.rglob("*.py"):
         rel = path.relative_to(LIB.parent).with_suffix("")
         me = package_of(".".join(rel.parts))
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            for name in names:
-                if name == "agent_health" or name.startswith("agent_health."):
-                    other = package_of(name)
-                    if other != me:
-                        graph[me].add(other)
-                elif name.split(".")[0] == "dagster":
-                    graph[me].add("<dagster>")
+        for name in imported_modules(path):
+            if name == "agent_health" or name.startswith("agent_health."):
+                other = package_of(name)
+                if other != me:
+                    graph[me].add(other)
+            elif name.split(".")[0] == "dagster":
+                graph[me].add("<dagster>")
     return graph
 
 
@@ -157,16 +161,9 @@ def test_the_dagster_layer_enters_the_library_only_through_pipeline_and_errors()
     allowed = {"agent_health.pipeline", "agent_health.errors"}
     found = {}
     for path in dagster_layer.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            for name in names:
-                if (name == "agent_health" or name.startswith("agent_health.")) and name not in allowed:
-                    found.setdefault(str(path.relative_to(LIB.parent)), []).append(name)
+        for name in imported_modules(path):
+            if (name == "agent_health" or name.startswith("agent_health.")) and name not in allowed:
+                found.setdefault(str(path.relative_to(LIB.parent)), []).append(name)
     assert found == {}
 
 
