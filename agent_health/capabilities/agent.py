@@ -10,6 +10,7 @@ from agent_health.errors import AgentRunTwiceError, InfrastructureError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
 from agent_health.model.case import to_context
+from agent_health.spend import current_tab
 
 
 class AgentFixture:
@@ -70,6 +71,8 @@ class AgentFixture:
         if view is not None:
             self._ctx.trace_views[result.run_id] = view
         self._ctx.run = result
+        if (tab := current_tab()) is not None:  # its spend counts against the budget from now on
+            tab.count_agent(result.usage, replayed=result.replayed)
         return result
 
 

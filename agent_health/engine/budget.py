@@ -1,12 +1,22 @@
 """A run's spend budget, kept by the scheduler (docs/budgets.md).
 
-Spend is counted from each finished result (its agent and judge usage, priced from the price
-table; judge cache hits cost nothing). Before a test starts, `admit` estimates what it and the
-tests still in flight will spend, each at the most one finished test spent so far, and refuses
-when that could pass a limit: it waits for the tests in flight, and once none is left and the next
-test could still pass it, the run starts no more tests and the rest are reported as not run,
-"budget reached". Until the first test has finished there is no estimate, so the first test runs
-alone: its result prices the rest.
+Two checks hold a run to its budget:
+
+- Before each judge model call (`agent_health.spend`), the call's estimate (its prompt's size, its
+  answer at the judge's max output tokens, priced from the price table) is held against the spend
+  so far: the tests finished, what the tests in flight counted, the estimates of the calls in
+  flight, and for each test whose agent run is still to come the most one agent run has spent. A
+  call that fits is reserved and made, and its usage replaces the reservation once it returns. A
+  call that does not fit waits while calls in flight might make room (they may spend less than
+  their estimate); when none can, it is not made: its test ends not run, "budget reached", and
+  the run starts no more tests.
+- Before a test starts, `admit` estimates what it and the tests still in flight will spend, each
+  at the most one finished test spent so far, and refuses when that could pass a limit: it waits
+  for the tests in flight, and once none is left and the next test could still pass it, the run
+  starts no more tests. An agent run has no size before it is made, so while a limit counts agent
+  spend (`max_cost_usd`, `max_tokens`) and the agents spend (not re-judging), the first test runs
+  alone: its agent run prices the others'. Judge spend alone (`max_judge_cost_usd`, re-judging) is
+  held call by call, so tests start at the usual concurrency from the first.
 """
 
 from __future__ import annotations
@@ -14,15 +24,26 @@ from __future__ import annotations
 import asyncio
 
 from agent_health.model import BudgetSettings, BudgetSpend, TestResult
+from agent_health.spend import NOTHING, Spend, SpendRefused, Tab
 
 BUDGET_REACHED = "budget reached"
+COST_UNKNOWN = "cost unknown"
 
 
 class Budget:
-    """The spend of one run against its `BudgetSettings`; used from the run's event loop only."""
+    """The spend of one run against its `BudgetSettings`; used from the run's event loop only.
+    `agents_spend` is False when every agent run is replayed (re-judging): only judge calls spend."""
 
-    def __init__(self, settings: BudgetSettings):
+    def __init__(
+        self,
+        settings: BudgetSettings,
+        prices: dict[str, tuple[float, float]] | None = None,
+        *,
+        agents_spend: bool = True,
+    ):
         self.settings = settings
+        self.prices = dict(prices or {})
+        self.agents_spend = agents_spend
         self.cost = 0.0
         self.judge_cost = 0.0
         self.tokens = 0
@@ -30,9 +51,13 @@ class Budget:
         self.reached: str | None = None
         self._finished = 0
         self._in_flight = 0
+        self._tabs: set[Tab] = set()  # the tabs of the tests in flight
         # the most one test spent so far (cost, judge cost, tokens): the estimate of the next test
         self._most = (0.0, 0.0, 0)
+        self._most_run = NOTHING  # the most one agent run spent: the estimate of an agent run to come
         self._ended = asyncio.Event()
+        # an agent run has no size before it is made: the first one prices the rest
+        self._probe_first = agents_spend and (settings.max_cost_usd is not None or settings.max_tokens is not None)
 
     async def admit(self) -> bool:
         """True when the next test may start (it then counts as in flight until `charge` or
@@ -49,13 +74,19 @@ class Budget:
                 if not self._in_flight:
                     self.reached = over
                     break
-            elif not self._in_flight:
-                break  # the first test: nothing to estimate from yet
+            elif not self._in_flight or not self._probe_first:
+                break  # the first test, or judge spend alone: each call is held before it is made
             await self._ended.wait()  # a test in flight ends: look again
         if self.reached is not None:
             return False
         self._in_flight += 1
         return True
+
+    def open(self, test_id: str, cap_usd: float | None = None) -> Tab:
+        """The tab of a test admitted: its judge calls are held against this budget (and its cap)."""
+        tab = Tab(test_id, cap_usd=cap_usd, prices=self.prices, pool=self)
+        self._tabs.add(tab)
+        return tab
 
     def _over(self) -> str | None:
         """The first limit the spend so far, the tests in flight and one more could pass."""
@@ -70,18 +101,99 @@ class Budget:
                 return name
         return None
 
-    def charge(self, result: TestResult) -> None:
-        """Count a finished test's spend (its `admit` slot ends)."""
+    # -- judge calls (agent_health.spend.Pool) ---------------------------------------------------
+    def _pending(self, tab: Tab) -> Spend:
+        """What a tab's agent run still to come is estimated at (the most one run has spent)."""
+        if not self.agents_spend or not tab.run_pending:
+            return NOTHING
+        return Spend(self._most_run.cost_usd, 0.0, self._most_run.tokens)
+
+    def _committed(self) -> Spend:
+        """The spend so far with every reservation and every agent run to come of the tests in flight."""
+        total = Spend(self.cost, self.judge_cost, self.tokens)
+        for tab in self._tabs:
+            total += tab.counted + tab.reserved + self._pending(tab)
+        return total
+
+    def _over_call(self, estimate: Spend) -> tuple[str, float] | None:
+        """The first limit (name, amount) that the spend committed and `estimate` would pass."""
+        after = self._committed() + estimate
+        for name, limit, value in (
+            ("max_cost_usd", self.settings.max_cost_usd, after.cost_usd),
+            ("max_judge_cost_usd", self.settings.max_judge_cost_usd, after.judge_usd),
+            ("max_tokens", self.settings.max_tokens, after.tokens),
+        ):
+            # a hair of rounding slack: prices are rounded to 8 places, counted and estimated alike
+            if limit is not None and value > limit + 1e-9:
+                return name, limit
+        return None
+
+    def _may_make_room(self) -> bool:
+        """Whether something in flight may yet spend less than it holds: a call reserved, or an
+        agent run to come of a test that is not itself waiting for room."""
+        return any(t.reserved or (not t.waiting and self._pending(t)) for t in self._tabs)
+
+    async def reserve(self, tab: Tab, estimate: Spend, unpriced: str | None = None) -> None:
+        """Reserve a judge call's `estimate` on `tab` once it fits every limit; wait while calls in
+        flight may make room; raise `SpendRefused` (and stop the run starting tests) when none can."""
+        unknown = unpriced or tab.unpriced
+        if self.settings.counts_cost and (unknown or (self.reached or "").startswith(COST_UNKNOWN)):
+            if unknown and self.reached is None:
+                self.reached = f"{COST_UNKNOWN}: no price for {unknown} (test {tab.test_id})"
+            raise SpendRefused(
+                f"{BUDGET_REACHED}: the judge call's cost cannot be held to the budget ({self.reached})",
+                budget=True,
+                limit="max_cost_usd",
+            )
+        tab.waiting += 1
+        try:
+            while (over := self._over_call(estimate)) is not None:
+                if not self._may_make_room():
+                    name, limit = over
+                    self.reached = self.reached or name
+                    amount = f"{estimate.tokens:,} tokens" if name == "max_tokens" else f"${estimate.cost_usd:.6f}"
+                    raise SpendRefused(
+                        f"{BUDGET_REACHED}: the judge call's estimated {amount} would take the run past "
+                        f"its budget ({name} {limit:g})",
+                        budget=True,
+                        limit=name,
+                    )
+                await self._ended.wait()  # a call or a test in flight ends: look again
+            tab.reserved += estimate
+        finally:
+            tab.waiting -= 1
+
+    def changed(self) -> None:
+        """A tab's spend or reservations changed: whoever waits looks again."""
+        ended, self._ended = self._ended, asyncio.Event()
+        ended.set()
+
+    # -- tests ending ------------------------------------------------------------------------------
+    def charge(self, result: TestResult, tab: Tab | None = None) -> None:
+        """Count a finished test's spend (its `admit` slot and its tab end). What its tab counted
+        wins where it is more: a judge call whose verdict was lost (a later call of the same
+        verdict refused) still spent."""
         cost = result.cost_usd
         judge = result.judge_cost_usd
         tokens = result.usage.total_tokens + result.judge_usage.total_tokens
         if result.run is not None and result.run.replayed:  # a replayed agent run spent nothing now
             cost, tokens = judge, result.judge_usage.total_tokens
+        if tab is not None:
+            counted = tab.counted
+            cost = None if cost is None else max(cost, counted.cost_usd)
+            judge = None if judge is None else max(judge, counted.judge_usd)
+            tokens = max(tokens, counted.tokens)
+            if tab.most_run.cost_usd > self._most_run.cost_usd or tab.most_run.tokens > self._most_run.tokens:
+                self._most_run = Spend(
+                    max(self._most_run.cost_usd, tab.most_run.cost_usd),
+                    0.0,
+                    max(self._most_run.tokens, tab.most_run.tokens),
+                )
         self.cache_hits += sum(1 for s in result.signals if s.kind == "judge" and s.cached)
         if self.settings.counts_cost and (cost is None or judge is None) and self.reached is None:
             # spend that cannot be priced cannot be held to a budget: stop rather than guess zero
             models = sorted({m for m in (result.usage.model, result.judge_usage.model) if m})
-            self.reached = f"cost unknown: no price for {', '.join(models) or 'a model'} (test {result.test_id})"
+            self.reached = f"{COST_UNKNOWN}: no price for {', '.join(models) or 'a model'} (test {result.test_id})"
         self.cost += cost or 0.0
         self.judge_cost += judge or 0.0
         self.tokens += tokens
@@ -91,13 +203,14 @@ class Budget:
             max(self._most[1], judge or 0.0),
             max(self._most[2], tokens),
         )
-        self.release()
+        self.release(tab)
 
-    def release(self) -> None:
-        """A test admitted ended without a result to charge (cancelled)."""
+    def release(self, tab: Tab | None = None) -> None:
+        """A test admitted ended without a result to charge (cancelled), or was charged."""
         self._in_flight = max(0, self._in_flight - 1)
-        ended, self._ended = self._ended, asyncio.Event()
-        ended.set()
+        if tab is not None:
+            self._tabs.discard(tab)
+        self.changed()
 
     def spend(self) -> BudgetSpend:
         """The spend so far against the limits."""

@@ -44,6 +44,7 @@ from agent_health.model.encodable import encodable
 from agent_health.model.result import TRIALS_KEPT
 from agent_health.offloop import call, is_async_callable, run_off_loop
 from agent_health.pricing import cost_of
+from agent_health.spend import Tab, reset_tab, use_tab
 
 # An analyzer gets a finished result and its run's traces view (None without traces).
 Analyzer = Callable[[TestResult, Any], Any]
@@ -168,9 +169,12 @@ class AgentEngine:
     def agent_ref(self) -> str:
         return self.runtime.ref if self.runtime else "none"
 
-    async def run_test(self, test: LoadedTest) -> TestResult:
-        """One test, every epoch, analysed: always a result, never an exception."""
+    async def run_test(self, test: LoadedTest, tab: Tab | None = None) -> TestResult:
+        """One test, every epoch, analysed: always a result, never an exception. Its judge calls
+        are held against `tab` (the run's budget gives one), else against the test's own cap."""
         started = time.time()
+        if tab is None and test.case.max_cost_usd is not None:
+            tab = Tab(test.case.id, cap_usd=test.case.max_cost_usd, prices=self.options.prices)
         t0 = time.perf_counter()
         setup_error = await self.scopes.enter(test)
         epochs = max(1, test.case.epochs or self.options.epochs)
@@ -184,9 +188,9 @@ class AgentEngine:
                 trials.add(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
             views.clear()
-            trials.add(await self._run_trial(test, epoch, timeout, views, trials.cost))
+            trials.add(await self._run_trial(test, epoch, timeout, views, trials.cost, tab))
         await self.scopes.leave(test)
-        result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000)
+        result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000, tab)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
         try:
             return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
@@ -218,7 +222,13 @@ class AgentEngine:
         return result
 
     async def _run_trial(
-        self, test: LoadedTest, epoch: int, timeout: float, views: dict[str, Any], spent: float | None = 0.0
+        self,
+        test: LoadedTest,
+        epoch: int,
+        timeout: float,
+        views: dict[str, Any],
+        spent: float | None = 0.0,
+        tab: Tab | None = None,
     ) -> TrialResult:
         case, spec = test.case, test.spec
         ctx = TestContext(
@@ -238,6 +248,9 @@ class AgentEngine:
             case.name,
         )
         token = set_context(ctx)
+        tab_token = use_tab(tab)  # the trial's judge calls are held against it (agent_health.spend)
+        if tab is not None:
+            tab.trial(starting=True)
         infra: list[str] = []
         watch = self.watchdog.watch(case.id, timeout) if self.watchdog else None
         t0 = time.perf_counter()
@@ -307,6 +320,9 @@ class AgentEngine:
             infra.extend(await fixtures.teardown(deadline))
             ctx.close()
             reset_context(token)
+            reset_tab(tab_token)
+            if tab is not None:
+                tab.trial(starting=False)
             views.update(ctx.trace_views)
         signals = tuple(ctx.signals)
         error = "; ".join(infra) if infra else None
@@ -355,7 +371,9 @@ class AgentEngine:
                 raise
             raise InfrastructureError(f"{kind} hook {hook.__name__!r} failed: {describe(exc)}") from exc
 
-    def _result(self, test: LoadedTest, trials: _Trials, started: float, duration_ms: float) -> TestResult:
+    def _result(
+        self, test: LoadedTest, trials: _Trials, started: float, duration_ms: float, tab: Tab | None = None
+    ) -> TestResult:
         last = trials.last
         assert last is not None
         prices = self.options.prices
@@ -397,6 +415,9 @@ class AgentEngine:
             fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
         if (over := _over_cap(test.case.max_cost_usd, trials)) is not None:
             fields.update(status="errored", score=None, error=over)
+        elif tab is not None and tab.refused is not None and not tab.refused.budget:
+            # its cap refused a judge call before it was made: errored, naming the estimate and the cap
+            fields.update(status="errored", score=None, error=f"not judged: {tab.refused}")
         return TestResult.for_case(test.case, self.agent_ref, **fields)
 
 

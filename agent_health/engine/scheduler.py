@@ -7,8 +7,11 @@ starting tests after the first failure with `fail_fast`, counting what never sta
 A run cancelled meanwhile (Ctrl-C, SIGTERM) hands on each test it cut short as `errored`, with
 the reason `stop_reason` gives; `running` lists the tests in flight for whoever must end the run
 while its loop cannot (see `agent_health.session.control`). With a `budget`, each test starts only
-when the budget admits it (`agent_health.engine.budget`); once it does not, no more tests start.
-Every test that never started is handed back in `PlanOutcome.unstarted`, with the reason.
+when the budget admits it (`agent_health.engine.budget`), with a tab its judge calls are held
+against; once it does not admit one, or a test's judge call did not fit it, no more tests start.
+Every test that never started is handed back in `PlanOutcome.unstarted`, with the reason, and so
+is a test whose judge call the budget refused: it counts as not run, and is not handed to
+`on_result` (never stored, so `--only missing` runs it again).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ async def run_plan(
     stop = asyncio.Event()
 
     work_left: list[tuple[AgentEngine, LoadedTest]] = []  # taken from `work` after the run stopped
+    refused: list[tuple[AgentEngine, LoadedTest]] = []  # started, then stopped by the budget before a judge call
     in_flight = running if running is not None else {}
     ids = itertools.count()
 
@@ -94,18 +98,26 @@ async def run_plan(
             started[engine.agent_ref] += 1
             key = next(ids)
             in_flight[key] = Running(engine, test, time.time())
+            tab = budget.open(test.case.id, test.case.max_cost_usd) if budget is not None else None
             try:
-                result = await engine.run_test(test)
+                result = await engine.run_test(test, tab)
             except asyncio.CancelledError:  # the run was cancelled: this test ends errored, with why
                 if budget is not None:
-                    budget.release()
+                    budget.release(tab)
                 cut = in_flight.pop(key, None)
                 if cut is not None:  # (None: the run was abandoned and reported it already)
                     await on_result(cut.unfinished(stop_reason() or "the run was cancelled"))
                 raise
             in_flight.pop(key, None)
             if budget is not None:
-                budget.charge(result)
+                budget.charge(result, tab)
+            if tab is not None and tab.refused is not None and tab.refused.budget:
+                # a judge call did not fit the budget and was not made: the test is not run (its
+                # agent's spend is counted), never stored, so `--only missing` runs it again
+                started[engine.agent_ref] -= 1
+                refused.append(item)
+                stop.set()
+                return
             await on_result(result)
             if fail_fast and result.status != "passed":
                 stop.set()
@@ -122,7 +134,10 @@ async def run_plan(
         outcome.stopped_early = stop.is_set()
         await scopes.close()
         outcome.not_run = {agent: planned[agent] - started[agent] for agent in planned}
-        outcome.unstarted = [(e.agent_ref, t) for e, t in (*work_left, *work)]
+        # tests are taken in plan order, so the ones the budget stopped come before those never taken
+        order = {(id(e), id(t)): i for i, (e, t) in enumerate((e, t) for e, tests in plan for t in tests)}
+        stopped = sorted(refused, key=lambda item: order[(id(item[0]), id(item[1]))])
+        outcome.unstarted = [(e.agent_ref, t) for e, t in (*stopped, *work_left, *work)]
         if outcome.unstarted:
             if budget is not None and budget.reached is not None:
                 outcome.not_run_reason = BUDGET_REACHED

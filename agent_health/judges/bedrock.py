@@ -70,6 +70,11 @@ class BedrockChat(ChatClient):
     def label(self) -> str:
         return f"bedrock:{self.model} ({self.region})"
 
+    @property
+    def max_output_tokens(self) -> int | None:
+        value = self.inference_config.get("maxTokens")
+        return int(value) if value else None
+
     def _boto(self) -> Any:
         with self._lock:
             if self._client is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import json
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model import Usage
+from agent_health.spend import ASSUMED_OUTPUT_TOKENS, Held, current_tab, estimate_tokens
 
 T = TypeVar("T")
 
@@ -178,6 +180,12 @@ class ChatClient(abc.ABC):
         """What, besides the model id, decides which model answers (part of cache keys)."""
         return ""
 
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The most tokens one answer may have (the provider's max tokens setting), None when the
+        client sets no bound; what a call's estimate counts for its answer."""
+        return None
+
     async def chat(
         self,
         messages: list[ChatMessage],
@@ -192,6 +200,47 @@ class ChatClient(abc.ABC):
         With `schema`, the provider is asked for a structured answer where it can give one; an
         endpoint that rejects the request for it is asked again without, once, and remembered."""
         wanted = schema if schema is not None and self.structured else None
+        held = await self._hold(messages, system, tools, wanted)
+        try:
+            response = await self._chat(messages, system, tools, json_mode, wanted)
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        if held is not None:
+            held.settle(response.usage)
+        return response
+
+    async def _hold(
+        self, messages: list[ChatMessage], system: str | None, tools: tuple[ToolSpec, ...], schema: AnswerSchema | None
+    ) -> Held | None:
+        """Reserve the call's estimated cost on the running test's tab (agent_health.spend), or
+        raise `SpendRefused` so it is not made; None when there is no tab (no budget, no cap).
+        The input is estimated from everything sent: the system prompt, the messages, the tools
+        and the answer schema; the answer at `max_output_tokens`."""
+        tab = current_tab()
+        if tab is None:
+            return None
+        sent = json.dumps(
+            [
+                system or "",
+                [m.model_dump(mode="json") for m in messages],
+                [t.model_dump(mode="json") for t in tools],
+                dict(schema.schema) if schema is not None else None,
+            ],
+            ensure_ascii=False,
+        )
+        output = self.max_output_tokens or ASSUMED_OUTPUT_TOKENS
+        return await tab.hold(self.model, estimate_tokens(sent), output)
+
+    async def _chat(
+        self,
+        messages: list[ChatMessage],
+        system: str | None,
+        tools: tuple[ToolSpec, ...],
+        json_mode: bool,
+        wanted: AnswerSchema | None,
+    ) -> ChatResponse:
         try:
             response, retries = await self.backoff.run(
                 lambda: self._call(messages, system=system, tools=tools, json_mode=json_mode, schema=wanted),

@@ -93,6 +93,10 @@ class OpenAIChat(ChatClient):
         return f"openai:{self.model} at {redact_url(self.base_url)}"
 
     @property
+    def max_output_tokens(self) -> int | None:
+        return int(self.max_tokens) if self.max_tokens else None
+
+    @property
     def identity(self) -> str:
         # Two OpenAI-compatible servers may serve different weights under the same model name.
         return redact_url(self.base_url)

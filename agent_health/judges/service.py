@@ -36,6 +36,7 @@ from agent_health.judges.registry import REGISTRY
 from agent_health.model import JudgeIdentity, Verdict
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.settings import StoreSettings
+from agent_health.spend import SpendRefused
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.config.model import JudgeSettings
@@ -278,6 +279,16 @@ class JudgeService:
                     verdict = await provider.evaluate(request)
                     if verdict.identity is None:  # a provider that does not describe itself
                         verdict = verdict.model_copy(update={"identity": fallback_identity(request, who, verdict)})
+        except SpendRefused as exc:  # the call was not made: its estimate passes the budget or the cap
+            return Verdict(
+                passed=False,
+                errored=True,
+                criteria=request.criteria,
+                role=request.role,
+                error=f"not judged: {exc}",
+                evaluator="budget" if exc.budget else "cost cap",
+                identity=described or fallback_identity(request, str(who)),
+            )
         except Exception as exc:  # provider failure: errored, never a silent pass or zero  # noqa: BLE001
             where = f" in test {request.test_id}" if request.test_id else ""
             return Verdict(

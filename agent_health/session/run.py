@@ -270,7 +270,8 @@ async def run_evaluation(
     collected: list[TestResult] | None = [] if any(r.keeps_results for r in reporters) else None
     done: set[str] = set()
     running: dict[int, Running] = {}  # tests in flight, for `abandon`
-    budget = Budget(settings.budget) if settings.budget.active else None
+    # re-judging replays every agent run: only the judge calls spend
+    budget = Budget(settings.budget, options.prices, agents_spend=rejudge_of is None) if settings.budget.active else None
 
     def documents(
         status: RunStatus,

@@ -103,6 +103,7 @@ LAYERS = [
     "files",
     "model",
     "pricing",
+    "spend",
     "config",
     "traces",
     "backends",

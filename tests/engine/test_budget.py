@@ -50,7 +50,7 @@ config = define_config(
     state_dir="state",
     prices={{"judge-model": {price!r}}},
     judge={{"provider": "openai", "model": "{model}", "cache": {cache}, "backoff_s": 0.01,
-            "settings": {{"base_url": "{url}/v1"}}}},
+            "settings": {{"base_url": "{url}/v1", "max_tokens": 200}}}},
 )
 """
 
@@ -178,9 +178,15 @@ def test_judge_budget_and_token_budget_stop_the_run_too(judge_server, tmp_path):
     assert len(report.results) == 10 and report.budget.judge_cost_usd <= judge_budget
     assert not outcome.all_passed and not outcome.exit_ok  # exit 1 unless budget.exit_code is 0
 
-    per_test_tokens = report.results[0].usage.total_tokens + sum(JUDGE_USAGE)
+    agent_tokens = report.results[0].usage.total_tokens
+    per_test_tokens = agent_tokens + sum(JUDGE_USAGE)
     outcome, report = _run(tests, config, {"max_tokens": per_test_tokens * 3, "budget_exit": 0})
-    assert report.budget.reached == "max_tokens" and len(report.results) == 3
+    # the third test's judge call is estimated at more than the 1,100 tokens it would have counted
+    # (its prompt's bytes / 3, and the judge's max_tokens of 200 for the answer): it does not fit
+    # what is left, so it is not made, and the third test is not run; its agent's tokens count
+    assert report.budget.reached == "max_tokens" and len(report.results) == 2 and report.not_run == 198
+    assert report.not_run_tests[0].test_id == "many::case-002" and len(judge_server.posts()) == 10 + 2
+    assert report.budget.tokens == 3 * agent_tokens + 2 * sum(JUDGE_USAGE) <= per_test_tokens * 3
     assert outcome.exit_ok and not outcome.all_passed
 
 
@@ -205,15 +211,17 @@ async def roomy(agent, judge):
     _, report = _run(tests, config, {})
     by = {r.name: r for r in report.results}
     agent_usd = by["roomy"].cost_usd - JUDGE_CALL_USD
-    assert agent_usd < 0.0065 < agent_usd + JUDGE_CALL_USD  # the first judge call passes the cap
+    assert agent_usd < 0.0065 < agent_usd + JUDGE_CALL_USD  # the first judge call would pass the cap
 
-    capped = by["capped"]  # over its cap after the first judge call: the second is never made
+    capped = by["capped"]  # the first judge call's estimate would pass the cap: it is never made
     assert capped.status == "errored" and capped.score is None, capped
-    assert f"cost ${capped.cost_usd:.6f} passed the test's cap of $0.0065" in capped.error
-    assert f"judge ${JUDGE_CALL_USD:.6f}" in capped.error
+    assert capped.judge_cost_usd == 0.0 and capped.cost_usd == pytest.approx(agent_usd)
+    estimate = re.search(r"estimated cost \$([\d.]+)", capped.error)
+    assert estimate and float(estimate.group(1)) > JUDGE_CALL_USD  # estimated conservatively
+    assert f"would take the test's cost ${capped.cost_usd:.6f} past its cap of $0.0065" in capped.error
     judged = [s for s in capped.signals if s.kind == "judge"]
-    assert judged[0].passed is True and judged[1].errored and "not judged" in judged[1].reasoning
-    assert len(judge_server.posts()) == 2  # capped's first call and roomy's
+    assert [s.errored for s in judged] == [True, True] and all("not judged" in s.reasoning for s in judged)
+    assert len(judge_server.posts()) == 1  # roomy's call alone: the server never saw capped's
 
     data_capped = by["data capped"]  # the agent alone passed the cap: the judge was never asked
     assert data_capped.status == "errored" and data_capped.judge_cost_usd == 0.0
@@ -408,7 +416,9 @@ for i in range(5):
     root = project(tmp_path, judge_server, evals=evals)
     config, tests = _load(root)
     outcome, report = _run(tests, config, {"max_cost": 1})
-    assert len(report.results) == 1 and report.not_run == 4 and report.not_run_reason == "budget reached"
+    # the first judge call cannot be priced, so it cannot be held to the budget: it is not made,
+    # its test is not run, and no more tests start
+    assert report.results == [] and report.not_run == 5 and report.not_run_reason == "budget reached"
     assert report.budget.reached.startswith("cost unknown: no price for")
-    assert "unpriced-judge-9" in report.budget.reached and report.results[0].judge_cost_usd is None
+    assert "unpriced-judge-9" in report.budget.reached and judge_server.posts() == []
     assert not outcome.exit_ok
