@@ -142,9 +142,13 @@ class BudgetSpend(BaseModel):
     max_cost_usd: float | None = Field(None, description="The budget of agent + judge spend, USD.")
     max_judge_cost_usd: float | None = Field(None, description="The budget of judge spend alone, USD.")
     max_tokens: int | None = Field(None, description="The budget of agent + judge tokens.")
-    cost_usd: float = Field(0.0, description="Agent + judge spend of the tests that ran, USD.")
+    cost_usd: float = Field(
+        0.0,
+        description="Agent + judge spend of the tests that ran, and the agent runs of tests a judge call's "
+        "estimate stopped (not run), USD.",
+    )
     judge_cost_usd: float = Field(0.0, description="Judge spend alone, USD.")
-    tokens: int = Field(0, description="Agent + judge tokens of the tests that ran.")
+    tokens: int = Field(0, description="Agent + judge tokens, counted as cost_usd is.")
     judge_cache_hits: int = Field(0, description="Judge verdicts from the cache: they cost nothing.")
     reached: str | None = Field(
         None, description="The limit that stopped the run (e.g. 'max_cost_usd'), or why spend became unknown."

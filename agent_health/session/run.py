@@ -271,7 +271,9 @@ async def run_evaluation(
     done: set[str] = set()
     running: dict[int, Running] = {}  # tests in flight, for `abandon`
     # re-judging replays every agent run: only the judge calls spend
-    budget = Budget(settings.budget, options.prices, agents_spend=rejudge_of is None) if settings.budget.active else None
+    budget = (
+        Budget(settings.budget, options.prices, agents_spend=rejudge_of is None) if settings.budget.active else None
+    )
 
     def documents(
         status: RunStatus,

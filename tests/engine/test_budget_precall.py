@@ -66,7 +66,9 @@ def test_longer_later_judge_prompts_never_take_the_run_past_its_budget(sized_jud
     asked = len(sized_judge.posts())
 
     budget = 0.32
-    p = run_cli("run", "evals", "--no-store", "--max-cost", str(budget), "--reporter", "json=out.json", cwd=root, env=ENV)
+    p = run_cli(
+        "run", "evals", "--no-store", "--max-cost", str(budget), "--reporter", "json=out.json", cwd=root, env=ENV
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     report = RunReport.model_validate_json((root / "out.json").read_text())
     ran = report.results
@@ -125,7 +127,18 @@ async def judged(judge):
     assert [r.status for r in hit.results] == ["passed"] and hit.budget.judge_cache_hits == 1
     assert hit.budget.cost_usd == 0 and hit.budget.reached is None and len(sized_judge.posts()) == 1
 
-    p = run_cli("run", "evals", "--no-store", "--no-cache", "--max-cost", tiny, "--reporter", "json=miss.json", cwd=root, env=ENV)
+    p = run_cli(
+        "run",
+        "evals",
+        "--no-store",
+        "--no-cache",
+        "--max-cost",
+        tiny,
+        "--reporter",
+        "json=miss.json",
+        cwd=root,
+        env=ENV,
+    )
     assert p.returncode == 1, p.stdout + p.stderr  # without the cache the call does not fit: not made
     miss = RunReport.model_validate_json((root / "miss.json").read_text())
     assert miss.results == [] and miss.not_run == 1 and miss.budget.reached == "max_cost_usd"
