@@ -10,6 +10,8 @@ tokenizer would (its body's bytes / 4) and answers in 50 tokens."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agent_health.model import RunReport
@@ -167,3 +169,57 @@ def test_rejudging_holds_each_judge_call_to_the_budget(sized_judge, tmp_path):
     after = {r.test_id: r for r in store.get_many(store.list())}
     for test_id in (t.test_id for t in report.not_run_tests):  # not run: the stored result stays
         assert after[test_id].eval_run_id == stored[test_id].eval_run_id
+
+
+def test_a_cap_stops_the_judge_call_of_a_sync_body_before_it_is_made(sized_judge, tmp_path):
+    """A sync body's judge call runs on the loop from a worker thread: the test's tab goes with it."""
+    evals = """
+from agent_health import test
+
+@test("sync capped", prompt="Diagnose why the payment service is failing.", max_cost_usd=0.007)
+def capped(agent, judge):
+    judge(agent.run(), "names the database")
+"""
+    root = growing(tmp_path, sized_judge, evals=evals)
+    config, tests = _load(root)
+    _, report = _run(tests, config, {})
+    [result] = report.results
+    assert result.status == "errored" and sized_judge.posts() == []
+    assert result.error.startswith("not judged: the judge call's estimated cost $")
+    assert f"would take the test's cost ${result.cost_usd:.6f} past its cap of $0.007" in result.error
+
+
+TWINS = """
+from agent_health import test
+
+def make(i):
+    @test(f"twin {{i}}", prompt="unused", max_cost_usd={cap})
+    async def body(judge):
+        await judge("The payment service cannot reach db-primary:5432.", "names the database")
+
+for i in range(2):
+    make(i)
+"""
+
+
+def test_a_call_that_does_not_fit_waits_for_the_calls_in_flight(sized_judge, tmp_path):
+    """Two identical judge calls start together; the budget holds one estimate and one counted call
+    but not two estimates: the second waits until the first has counted less than its estimate,
+    then fits and is made."""
+    root = growing(tmp_path, sized_judge, evals=TWINS.format(cap=1e-6))
+    config, tests = _load(root)
+    _, probe = _run(tests[:1], config, {})  # a cap below any call: its error names the estimate
+    estimate = float(re.search(r"estimated cost \$([\d.]+)", probe.results[0].error).group(1))
+    root = growing(tmp_path, sized_judge, evals=TWINS.format(cap=1))
+    config, tests = _load(root)
+    _, free = _run(tests[:1], config, {})
+    counted = free.results[0].judge_cost_usd
+    assert 0 < counted < estimate
+
+    sized_judge.delay_s = 0.3  # the first call is still in flight when the second asks for room
+    before = len(sized_judge.posts())
+    budget = estimate + counted + (estimate - counted) / 2  # less than two estimates
+    _, report = _run(tests, config, {"max_judge_cost": budget, "concurrency": 2})
+    assert sorted(r.status for r in report.results) == ["passed", "passed"] and report.not_run == 0
+    assert len(sized_judge.posts()) - before == 2 and sized_judge.max_in_flight == 1  # one after the other
+    assert report.budget.judge_cost_usd == pytest.approx(2 * counted) and report.budget.judge_cost_usd <= budget
