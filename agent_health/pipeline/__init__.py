@@ -2,9 +2,10 @@
 (configuration, eval root, result store), running exactly a set of partitions, keeping test
 partitions in step with the eval files, data versions of agent versions, gating rollups, and
 tables with readable numbers; per agent version a suite's rollup, metrics, insights, comparison and
-gates; across suites the leaderboard and a version's comparison; re-judging partitions. No Dagster
-import here. It is the transport's one door into the library (with `agent_health.errors`): the
-model types and settings a transport handles are re-exported here too."""
+gates; per judge identity its calibration against the stored human labels; across suites the
+leaderboard and a version's comparison; re-judging partitions. No Dagster import here. It is the
+transport's one door into the library (with `agent_health.errors`): the model types and settings a
+transport handles are re-exported here too."""
 
 from agent_health.config.fingerprints import agent_version_data_version, judge_settings
 from agent_health.loader import LoadResult
@@ -17,7 +18,15 @@ from agent_health.pipeline.benchmark import (
     compare_version,
     write_report,
 )
-from agent_health.pipeline.calibration import JUDGES_CALIBRATED, CalibrationView, calibrate_judges
+from agent_health.pipeline.calibration import (
+    JUDGES_CALIBRATED,
+    JudgeCalibration,
+    LabelledJudge,
+    LabelledJudges,
+    calibrate_identities,
+    judge_partition_key,
+    labelled_judges,
+)
 from agent_health.pipeline.environment import env_number, env_whole
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
 from agent_health.pipeline.freshness import (
@@ -46,11 +55,13 @@ from agent_health.session import build_settings
 __all__ = [
     "JUDGES_CALIBRATED",
     "UP_TO_DATE",
-    "CalibrationView",
     "Column",
     "Current",
     "DeclaredSetting",
     "Gate",
+    "JudgeCalibration",
+    "LabelledJudge",
+    "LabelledJudges",
     "LeaderboardView",
     "LoadResult",
     "MetricStats",
@@ -66,7 +77,7 @@ __all__ = [
     "agent_version_data_version",
     "build_leaderboard",
     "build_settings",
-    "calibrate_judges",
+    "calibrate_identities",
     "clear_project_cache",
     "compare_version",
     "current_summaries",
@@ -76,7 +87,9 @@ __all__ = [
     "failure_reason",
     "freshness_description",
     "freshness_gate",
+    "judge_partition_key",
     "judge_settings",
+    "labelled_judges",
     "list_table",
     "ms",
     "out_of_date",

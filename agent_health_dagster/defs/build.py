@@ -8,9 +8,9 @@ from typing import Any
 from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 
 from agent_health.pipeline import Project, env_whole
-from agent_health_dagster.defs.automation import build_automation
+from agent_health_dagster.defs.automation import build_automation, sensor_interval
 from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
-from agent_health_dagster.defs.calibration_assets import build_calibration_assets
+from agent_health_dagster.defs.calibration_assets import build_calibration_assets, build_calibration_sensor
 from agent_health_dagster.defs.names import (
     CALIBRATE_JOB,
     CALIBRATION_KEY,
@@ -74,7 +74,8 @@ def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
     jobs[CALIBRATE_JOB] = define_asset_job(
         CALIBRATE_JOB,
         selection=AssetSelection.assets(CALIBRATION_KEY),
-        description="Calibrate every judge identity against the stored human labels (docs/judges.md).",
+        description="Calibrate a range of judge identities (partitions of judges/calibration) against the stored "
+        "human labels, in one run (docs/judges.md); the calibration sensor requests it when labels change.",
     )
     return jobs
 
@@ -113,6 +114,7 @@ def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
     ]
     jobs = build_jobs(suites)
     sensors, schedules = build_automation(suites, jobs)
+    sensors.append(build_calibration_sensor(jobs[CALIBRATE_JOB], sensor_interval()))
     defs = Definitions(
         assets=assets,
         jobs=[*jobs.values(), *build_rejudge_jobs(suites)],

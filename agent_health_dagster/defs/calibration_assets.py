@@ -1,27 +1,61 @@
 """Judge calibration: the human labels (stored beside the results by `agent-health calibrate` or
 the HTML report) and, downstream of them and of every suite's results, the calibration of each
-judge identity with its `judges_calibrated` check. The library computes it
-(agent_health.pipeline.calibration); this maps it to metadata."""
+judge identity, one partition per identity (`judge_identities`) with its `judges_calibrated`
+check on that partition. `calibration_sensor` adds an identity's partition when its first
+labelled verdict appears and requests a calibration of the identities whose labelled verdicts
+changed. The library computes it all (agent_health.pipeline.calibration); this maps it to
+metadata, partitions and runs."""
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dagster import (
-    AssetCheckResult,
+    AddDynamicPartitionsRequest,
+    AllPartitionMapping,
+    AssetCheckEvaluation,
     AssetCheckSpec,
+    AssetDep,
     AssetExecutionContext,
+    AssetKey,
+    AssetObservation,
     AssetSpec,
+    BackfillPolicy,
+    DefaultSensorStatus,
     MaterializeResult,
-    asset,
+    Output,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    multi_asset,
+    sensor,
 )
 
-from agent_health.pipeline import JUDGES_CALIBRATED, calibrate_judges
-from agent_health_dagster.defs.names import CALIBRATION_KEY, LABELS_KEY
+from agent_health.pipeline import (
+    JUDGES_CALIBRATED,
+    LabelledJudges,
+    Project,
+    Table,
+    calibrate_identities,
+    labelled_judges,
+)
+from agent_health_dagster.defs.beta import beta_api
+from agent_health_dagster.defs.names import CALIBRATE_JOB, CALIBRATION_KEY, JUDGE_IDENTITIES, LABELS_KEY
+from agent_health_dagster.defs.partitions import (
+    DATA_VERSION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    contiguous_blocks,
+    judge_identities,
+    ordered_after,
+)
 from agent_health_dagster.defs.resources import AgentHealthResource
-from agent_health_dagster.defs.suite_assets import OWNERS, SuiteAssets, clean
+from agent_health_dagster.defs.suite_assets import OWNERS, SuiteAssets, clean, gate_evaluations
 from agent_health_dagster.defs.tables import table_value
 
 GROUP = "judges"
+CALIBRATION = AssetKey(CALIBRATION_KEY)
 
 LABELS = AssetSpec(
     key=LABELS_KEY,
@@ -29,47 +63,130 @@ LABELS = AssetSpec(
     owners=OWNERS,
     kinds={"python"},
     description="Human labels of judge verdicts (pass/fail per test, agent version or run, and claim), stored "
-    "beside the results by `agent-health calibrate --labels FILE` (docs/judges.md).",
+    "beside the results by `agent-health calibrate --labels FILE` (docs/judges.md); observed by the "
+    "calibration sensor (labels, unmatched labels, judge identities labelled).",
 )
 
 
+def _metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return clean({k: table_value(v) if isinstance(v, Table) else v for k, v in meta.items()})
+
+
 def build_calibration_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
-    @asset(
-        key=CALIBRATION_KEY,
-        group_name=GROUP,
-        owners=OWNERS,
-        kinds={"python", "table"},
-        tags={"agent_health/layer": "judges"},
-        deps=[LABELS_KEY, *(s.key("results") for s in suites)],
-        check_specs=[
-            AssetCheckSpec(
-                JUDGES_CALIBRATED,
-                asset=CALIBRATION_KEY,
-                description="Every labelled judge identity meets judge.calibration (min_kappa, min_labels); a "
-                "gating judge that does not only observes.",
-            )
-        ],
-        description="Per judge identity (provider, model, evaluator, definition, prompt version) and criterion: "
-        "agreement with the stored human labels over the latest results, Cohen's kappa with its 95% interval, "
-        "true positive and negative rates; stored, so the next run's calibration gate reads it.",
-    )
-    def calibration(context: AssetExecutionContext, agent_health: AgentHealthResource) -> MaterializeResult:  # type: ignore[type-arg]  # Dagster rejects MaterializeResult[Any] on an asset with checks
-        project = agent_health.project()
-        view = calibrate_judges(project.store, project.config.judge.calibration)
-        gate = view.gate_result()
-        return MaterializeResult(
-            metadata=clean({"calibration": table_value(view.table()), **view.numbers()}),
-            check_results=[
-                AssetCheckResult(
-                    check_name=gate.name,
-                    passed=gate.passed,
-                    description=gate.description[:1000],
-                    metadata=clean(gate.metadata),
+    """The labels (external) and the calibration asset, partitioned by judge identity."""
+    every = AllPartitionMapping()  # an identity's calibration reads every labelled result
+    with beta_api("a check on each judge identity's partition says whether that judge is calibrated (PreviewWarning)"):
+        check = AssetCheckSpec(
+            JUDGES_CALIBRATED,
+            asset=CALIBRATION_KEY,
+            partitions_def=judge_identities,
+            description="This judge identity meets judge.calibration (min_kappa, min_labels); a gating judge "
+            "that does not only observes.",
+        )
+
+        @multi_asset(
+            name="judges__calibrate",
+            specs=[
+                AssetSpec(
+                    key=CALIBRATION_KEY,
+                    group_name=GROUP,
+                    owners=OWNERS,
+                    kinds={"python", "table"},
+                    tags={"agent_health/layer": "judges"},
+                    partitions_def=judge_identities,
+                    deps=[
+                        AssetDep(LABELS_KEY, partition_mapping=every),
+                        *(AssetDep(s.key("results"), partition_mapping=every) for s in suites),
+                    ],
+                    description="Per judge identity (provider, model, evaluator, definition or rubric hash, prompt "
+                    "version; one partition each): agreement with the stored human labels over the latest results, "
+                    "Cohen's kappa with its 95% interval, true positive and negative rates, the confusion matrix, "
+                    "disagreements and a row per claim; stored, so the next run's calibration gate reads it.",
                 )
             ],
+            check_specs=[check],
+            partitions_def=judge_identities,
+            can_subset=False,
+            backfill_policy=BackfillPolicy.single_run(),
+            description="Calibrate the judge identities of the run against the stored human labels.",
         )
+        def calibration(
+            context: AssetExecutionContext, agent_health: AgentHealthResource
+        ) -> Iterator[AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
+            project = agent_health.project()
+            found = calibrate_identities(project.store, context.partition_keys, project.config.judge.calibration)
+            for key, judged in found.items():
+                context.add_asset_metadata(_metadata(judged.metadata()), asset_key=CALIBRATION, partition_key=key)
+                # evaluated in the materializing run, on the identity's partition (a runless
+                # evaluation of a partitioned check can be stored once per partition only)
+                yield from gate_evaluations(CALIBRATION, key, [judged.gate_result()])
+            yield MaterializeResult(asset_key=CALIBRATION)
+            yield Output(None, output_name=check.get_python_identifier())  # its evaluations were logged above
 
     return [LABELS, calibration]
 
 
-__all__ = ["GROUP", "LABELS", "build_calibration_assets"]
+def _digest(*parts: Any) -> str:
+    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+REASON = "labelled verdicts changed"
+NO_LABELS = LabelledJudges(0, 0, ()).digest  # a store without labels has nothing to observe
+
+
+def sync_judge_identities(instance: Any, project: Project, cursor: Mapping[str, Any]) -> SensorResult:
+    """The calibration sensor's work as a function: add a partition for each judge identity whose
+    labelled verdicts first appear in the store, request one calibration run per contiguous block
+    of identities whose labelled verdicts changed since the cursor (`judges`: key -> digest), and
+    observe the labels when they changed (`labels`: their digest)."""
+    found = labelled_judges(project.store)
+    registered = list(instance.get_dynamic_partitions(JUDGE_IDENTITIES))
+    add = [j.key for j in found.judges if j.key not in registered]
+    seen: dict[str, str] = dict(cursor.get("judges", {}))
+    now = {j.key: j.digest for j in found.judges}
+    changed = [key for key, digest in now.items() if seen.get(key) != digest]
+    runs = [
+        RunRequest(
+            # a change from one digest to another: a label reverted later is a new change
+            run_key=f"calibrate:{block[0]}:{_digest([(k, seen.get(k), now[k]) for k in block])}",
+            job_name=CALIBRATE_JOB,
+            tags={
+                RANGE_START_TAG: block[0],
+                RANGE_END_TAG: block[-1],
+                "agent_health/reason": "labelled verdicts changed",
+            },
+        )
+        for block in contiguous_blocks(ordered_after(registered, add, ()), changed)
+    ]
+    events: list[Any] = []
+    if cursor.get("labels", NO_LABELS) != found.digest:
+        events.append(
+            AssetObservation(AssetKey(LABELS_KEY), metadata=found.numbers(), tags={DATA_VERSION_TAG: found.digest})
+        )
+    return SensorResult(
+        run_requests=runs,
+        dynamic_partitions_requests=[AddDynamicPartitionsRequest(JUDGE_IDENTITIES, add)] if add else [],
+        asset_events=events,
+        cursor=json.dumps({"labels": found.digest, "judges": {**seen, **now}}, sort_keys=True),
+    )
+
+
+def build_calibration_sensor(job: Any, interval: int) -> Any:
+    """`calibration_sensor`: keeps the judge identities in step with the stored labels and verdicts."""
+
+    @sensor(
+        name="calibration_sensor",
+        minimum_interval_seconds=interval,
+        default_status=DefaultSensorStatus.RUNNING,
+        job=job,
+        description="Adds a judge identity's partition of judges/calibration when its first labelled verdict is "
+        "stored, and calibrates the identities whose labels or labelled verdicts changed. Reads the stored labels, "
+        "then only the results of labelled tests.",
+    )
+    def calibration_sensor(context: SensorEvaluationContext, agent_health: AgentHealthResource) -> SensorResult:
+        return sync_judge_identities(context.instance, agent_health.project(), json.loads(context.cursor or "{}"))
+
+    return calibration_sensor
+
+
+__all__ = ["GROUP", "LABELS", "build_calibration_assets", "build_calibration_sensor", "sync_judge_identities"]

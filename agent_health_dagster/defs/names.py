@@ -18,6 +18,7 @@ COMPARISON_KEY = ["benchmark", "comparison"]
 LABELS_KEY = ["judges", "labels"]
 CALIBRATION_KEY = ["judges", "calibration"]
 CALIBRATE_JOB = "calibrate"
+JUDGE_IDENTITIES = "judge_identities"  # the calibration asset's partitions: one per judge identity
 
 
 def safe(part: str) -> str:

@@ -1,11 +1,14 @@
 """Partitions: agent versions (dynamic, 'demo@v2'), and per suite its test ids (dynamic), crossed
-into the (agent x test) partitions of results, metrics and insights."""
+into the (agent x test) partitions of results, metrics and insights; judge identities (dynamic,
+'openai:gpt-4o-mini+contextual@judge-prompt-2~1a2b3c4d') of the calibration asset."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
 from dagster import AssetKey, DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
+
+from agent_health_dagster.defs.names import JUDGE_IDENTITIES
 
 # The run tags that make one run cover a range of partitions (Dagster's single-run backfill
 # shape, as its CLI's --partition-range writes them). Dagster exports no constant for them.
@@ -24,6 +27,11 @@ AGENT_SETTINGS_KEY = AssetKey(["agents", "settings"])
 # The tag Dagster reads an observation's data version from (what ObserveResult(data_version=)
 # writes); runless observations reported by the sensors carry it themselves.
 DATA_VERSION_TAG = "dagster/data_version"
+
+
+# Judge identities with labelled verdicts, added by the calibration sensor as they first appear
+# (agent_health.pipeline.judge_partition_key); an identity no longer judging keeps its history.
+judge_identities = DynamicPartitionsDefinition(name=JUDGE_IDENTITIES)
 
 
 def tests_partitions(name: str) -> DynamicPartitionsDefinition:

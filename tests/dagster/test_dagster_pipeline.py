@@ -87,7 +87,13 @@ def test_definitions_load_validate_and_name_suites(make_pipeline):
     jobs = {j.name for j in pipeline.defs.resolve_all_job_defs()}
     assert {"evaluate__rca__payments", "evaluate__smoke_checks", "evaluate__cases", "refresh", "leaderboard"} <= jobs
     repo = pipeline.defs.get_repository_def()
-    assert {s.name for s in repo.sensor_defs} == {"eval_files_sensor", "agent_versions_sensor", "refresh_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {
+        "eval_files_sensor",
+        "agent_versions_sensor",
+        "refresh_sensor",
+        "calibration_sensor",
+    }
+    assert graph.get(AssetKey(["judges", "calibration"])).partitions_def.name == "judge_identities"
     assert {s.name for s in repo.schedule_defs} == {"nightly__rca__payments", "nightly__smoke_checks", "nightly__cases"}
 
 

@@ -1,7 +1,8 @@
 """Human labels and judge calibrations are stored beside the results in every store type (local
 files, S3 on a moto server, OpenSearch on a real node): read back whole, the newest label of each
-result, claim, judge and labeller wins, every calibration is kept, and neither ever shows up as a
-result or a run."""
+result, claim, judge and labeller wins (labels are keyed by the result's identity and the judge's),
+every calibration is kept, neither ever shows up as a result or a run, and each judge identity's
+calibration (what the Dagster calibration asset runs) reads them back from the store."""
 
 from __future__ import annotations
 
@@ -52,3 +53,58 @@ def test_labels_and_calibrations_round_trip_beside_the_results(store):
     # none of it is a result or a run
     assert [k.test_id for k in store.list()] == ["s::a"]
     assert [r.id for r in store.list_runs()] == ["20261202T000000-00000000"]
+
+
+def test_labels_are_keyed_by_the_results_and_the_judges_identity_and_calibrate_from_the_store(store):
+    """A label of one test for another agent version, another run or another judge is another
+    label; a newer label replaces only the one of the same result and judge. The calibration of
+    each judge identity reads them back from the store (what the Dagster calibration sensor and
+    asset do), with the results of the labelled tests only."""
+    from agent_health.model import Signal
+    from agent_health.pipeline import calibrate_identities, judge_partition_key, labelled_judges
+
+    other = JUDGE.model_copy(update={"model": "judge-b"})
+
+    def result(test: str, agent: str, run: str) -> TestResult:
+        signals = [
+            Signal(
+                kind="judge",
+                name="judge('names the db')",
+                passed=judge.model == "judge-a",
+                evidence={"provenance": judge.model_dump(mode="json")},
+            )
+            for judge in (JUDGE, other)
+        ]
+        return TestResult(
+            test_id=test, name=test, suite="s", source_file="s.eval.py", agent=agent, status="passed",
+            eval_run_id=run, signals=signals,
+        )  # fmt: skip
+
+    store.put_many(
+        [result("s::a", "sre@v1", "run-1"), result("s::a", "sre@v2", "run-2"), result("s::c", "sre@v1", "run-1")]
+    )
+    a, b = judge_key(JUDGE), judge_key(other)
+    first = [
+        Label(test_id="s::a", agent="sre@v1", judge=a, passed=True),
+        Label(test_id="s::a", agent="sre@v1", judge=b, passed=True),
+        Label(test_id="s::a", agent="sre@v2", judge=a, passed=True),
+        Label(test_id="s::a", run_id="run-1", judge=a, passed=False),
+    ]
+    assert store.put_labels(first) == 4
+    time.sleep(0.002)
+    store.put_labels([Label(test_id="s::a", agent="sre@v1", judge=b, passed=False, note="judge-b was right")])
+    got = {(lab.agent, lab.run_id, lab.judge): lab for lab in store.labels()}
+    assert len(got) == 4  # each result and judge keeps its own label
+    assert got[("sre@v1", None, b)].passed is False and got[("sre@v1", None, b)].note == "judge-b was right"
+    assert got[("sre@v1", None, a)].passed is True and got[("sre@v2", None, a)].passed is True
+    assert got[(None, "run-1", a)].passed is False
+
+    found = labelled_judges(store)
+    assert (found.labels, found.unmatched) == (4, 0)
+    labelled = {j.key: j.labels for j in found.judges}
+    # judge-a: s::a for v1 (the agent label and the run-1 label) and for v2; judge-b: s::a for v1
+    assert labelled == {judge_partition_key(JUDGE): 3, judge_partition_key(other): 1}
+    calibrated = calibrate_identities(store, labelled, None)
+    assert calibrated[judge_partition_key(other)].calibration.confusion.tn == 1  # judge-b failed, as labelled
+    assert calibrated[judge_partition_key(JUDGE)].calibration.confusion.fp == 1  # the run-1 label says fail
+    assert {c.judge.model for c in store.calibrations()} == {"judge-a", "judge-b"}
