@@ -280,23 +280,17 @@ class JudgeService:
                     if verdict.identity is None:  # a provider that does not describe itself
                         verdict = verdict.model_copy(update={"identity": fallback_identity(request, who, verdict)})
         except SpendRefused as exc:  # the call was not made: its estimate passes the budget or the cap
-            return Verdict(
-                passed=False,
-                errored=True,
-                criteria=request.criteria,
-                role=request.role,
-                error=f"not judged: {exc}",
+            return _errored(
+                request,
+                f"not judged: {exc}",
                 evaluator="budget" if exc.budget else "cost cap",
                 identity=described or fallback_identity(request, str(who)),
             )
         except Exception as exc:  # provider failure: errored, never a silent pass or zero  # noqa: BLE001
             where = f" in test {request.test_id}" if request.test_id else ""
-            return Verdict(
-                passed=False,
-                errored=True,
-                criteria=request.criteria,
-                role=request.role,
-                error=f"{who} judge failed{where}: {type(exc).__name__}: {exc}",
+            return _errored(
+                request,
+                f"{who} judge failed{where}: {type(exc).__name__}: {exc}",
                 evaluator=str(who),
                 identity=described or fallback_identity(request, str(who)),
             )
@@ -329,15 +323,12 @@ class JudgeService:
         if reason is None:
             return None
         self.uncalibrated.setdefault(identity.label, reason)
-        return Verdict(
-            passed=False,
-            errored=True,
-            criteria=request.criteria,
-            role=request.role,
-            error=_refusal(identity, request, reason),
+        return _errored(
+            request,
+            _refusal(identity, request, reason),
             evaluator=identity.evaluator,
-            model=identity.model,
             identity=identity,
+            model=identity.model,
             calibration=reason,
         )
 
@@ -432,3 +423,18 @@ class JudgeService:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+
+def _errored(request: JudgeRequest, error: str, *, evaluator: str, identity: JudgeIdentity, **more: Any) -> Verdict:
+    """A verdict that could not be reached (the judge failed, or was refused before a call): errored,
+    never a silent pass."""
+    return Verdict(
+        passed=False,
+        errored=True,
+        criteria=request.criteria,
+        role=request.role,
+        error=error,
+        evaluator=evaluator,
+        identity=identity,
+        **more,
+    )

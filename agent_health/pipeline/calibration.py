@@ -164,14 +164,7 @@ class JudgeCalibration:
             "definition_hash": who.definition_hash,
             "prompt_version": who.prompt_version,
             "judge_key": c.judge_key,
-            "labels": c.n,
-            "agreement": sig(c.agreement),
-            "kappa": sig(c.kappa),
-            "kappa_low": sig(c.kappa_low),
-            "kappa_high": sig(c.kappa_high),
-            "tpr": sig(c.tpr),
-            "tnr": sig(c.tnr),
-            "disagreements": len(c.disagreements),
+            **_figures(c),
             "calibrated": calibrated,
             "confusion": Table(
                 _CONFUSION,
@@ -209,8 +202,12 @@ class JudgeCalibration:
 
 
 def _criterion_row(c: Calibration) -> dict[str, Any]:
+    return {"criterion": c.criterion or "(all)", **_figures(c)}
+
+
+def _figures(c: Calibration) -> dict[str, Any]:
+    """What one calibration measured, as metadata and table cells."""
     return {
-        "criterion": c.criterion or "(all)",
         "labels": c.n,
         "agreement": sig(c.agreement),
         "kappa": sig(c.kappa),
