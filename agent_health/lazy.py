@@ -3,7 +3,9 @@ every module behind its public names: what a run never touches is never loaded."
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,3 +21,26 @@ def lazy_names(package: str, modules: Mapping[str, str]) -> Callable[[str], Any]
         return getattr(importlib.import_module(module), name)
 
     return __getattr__
+
+
+def stub_names(init_file: str, package: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The public names a package's stub (`__init__.pyi` beside `init_file`) declares: each
+    re-export `from MODULE import NAME as NAME` as NAME -> MODULE (a relative MODULE is resolved
+    against `package`), and the other names it annotates at module level (`agent: AgentProxy`),
+    which the package defines itself. Other imports of the stub (`from typing import Any`) are
+    not public. The stub is then the one list of the names: type checkers read it for what they
+    are, and the package reads it for where they come from, its `__all__` and its `dir()`."""
+    path = init_file.removesuffix(".py") + ".pyi"
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    lazy: dict[str, str] = {}
+    own: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            if node.level:
+                module = importlib.util.resolve_name(module, package)
+            lazy.update((a.name, module) for a in node.names if a.asname == a.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            own.append(node.target.id)
+    return lazy, tuple(own)

@@ -1,7 +1,7 @@
 """Shared fixtures. Tests that need a real service start it in their own fixtures; the helpers they
-share (ports, HTTP servers, skip-or-fail) live in tests/support; the session-wide services several
-test folders use (OpenSearch, PostgreSQL, S3) are the plugins below, with the session-end check
-that no test left a process behind (tests/support/leftovers.py)."""
+share (ports, HTTP servers, skip-or-fail) live in tests/support; what several test folders use
+(OpenSearch, PostgreSQL, S3, Chromium, the reports' demo project) are the plugins below, with the
+session-end check that no test left a process behind (tests/support/leftovers.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Session-wide real services any test folder may use (each starts once, on first use), and the
 # check at the end of the session that no test left a process behind.
-pytest_plugins = ["tests.support.opensearch", "tests.support.postgres", "tests.support.s3", "tests.support.leftovers"]
+pytest_plugins = [
+    "tests.support.opensearch",
+    "tests.support.postgres",
+    "tests.support.s3",
+    "tests.support.leftovers",
+    "tests.support.browser",  # one headless Chromium per test module that asks for it
+    "tests.support.report_project",  # the demo project the report and reporter tests read
+]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -162,8 +162,8 @@ def run_command(
     if only and no_store:
         raise click.UsageError("--only compares with the stored results; it cannot be combined with --no-store")
     settings = build_settings(config, given)
-    for ref in settings.agents or (config.default_agent,):  # fail before loading: the message lists the agents
-        config.agent(ref)
+    if not settings.agents:  # fail before loading: the message lists the agents (build_settings checked given ones)
+        config.agent_ref(config.default_agent)
     paths = (*paths, *files) or (config.path(config.eval_root),)
     with real_ctrl_c():  # a Ctrl-C while eval files are imported is not their KeyboardInterrupt
         loaded = load_tests(paths, root=eval_root_for(config, paths))

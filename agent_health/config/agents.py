@@ -63,13 +63,20 @@ class AgentSpec(KnownKeys):
                 raise ValueError(f"version {name!r}: overrides must be a mapping of settings")  # noqa: TRY004
         return value
 
-    def resolve(self, version: str | None = None) -> ResolvedAgent:
+    def version_name(self, version: str | None = None) -> str:
+        """The version `version` names (None: the default one); a ConfigError listing the known
+        versions for an unknown one."""
         version = version or self.default_version or list(self.versions)[-1]
         if version not in self.versions:
             raise ConfigError(
                 f"unknown version {version!r} of agent {self.key!r}; known: "
                 + ", ".join(f"{self.key}@{v}" for v in self.versions)
             )
+        return version
+
+    def resolve(self, version: str | None = None) -> ResolvedAgent:
+        """The agent at `version` (None: the default one): its connector and merged settings."""
+        version = self.version_name(version)
         return ResolvedAgent(
             key=self.key,
             version=version,

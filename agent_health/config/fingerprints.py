@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from agent_health.config.model import Config, JudgeSettings, verdict_fields
 from agent_health.config.secrets import display_value as _public  # env refs by name, credentials redacted
+from agent_health.model.agent import ResolvedAgent
 
 VERSION_LENGTH = 16
 
@@ -52,10 +53,10 @@ def _file_digest(config: Config, path: str) -> str:
         return f"missing:{path}"
 
 
-def agent_settings(config: Config, ref: str) -> dict[str, Any]:
-    """One agent version as it runs: connector, effective settings (secrets excluded), traces.
-    Raises ConfigError for an unknown version."""
-    agent = config.agent(ref)
+def agent_settings(config: Config, ref: str | ResolvedAgent) -> dict[str, Any]:
+    """One agent version as it runs (KEY@VERSION, or as a run resolved it): connector, effective
+    settings (secrets excluded), traces. Raises ConfigError for an unknown version."""
+    agent = config.agent(ref) if isinstance(ref, str) else ref
     return {
         "ref": agent.ref,
         "connector": agent.connector,
@@ -64,7 +65,7 @@ def agent_settings(config: Config, ref: str) -> dict[str, Any]:
     }
 
 
-def agent_settings_hash(config: Config, ref: str) -> str:
+def agent_settings_hash(config: Config, ref: str | ResolvedAgent) -> str:
     """Hash of one agent version's effective settings (secrets excluded), without the judge's."""
     return digest(agent_settings(config, ref))
 

@@ -330,13 +330,23 @@ class Config(create_model("_ConfigRunSettings", __base__=KnownKeys, **_run_setti
         return value
 
     def agent(self, ref: str) -> ResolvedAgent:
-        """Resolve KEY@VERSION (or KEY for its default version)."""
+        """Resolve KEY@VERSION (or KEY for its default version): its connector and merged settings.
+        A run resolves each of its agent versions once and passes the result down."""
+        return self._agent_spec(ref).resolve(ref.partition("@")[2] or None)
+
+    def agent_ref(self, ref: str) -> str:
+        """The KEY@VERSION `ref` names (KEY alone: its default version), checked as `agent` checks
+        it but without resolving its settings."""
         key, _, version = ref.partition("@")
+        return f"{key}@{self._agent_spec(ref).version_name(version or None)}"
+
+    def _agent_spec(self, ref: str) -> AgentSpec:
+        key = ref.partition("@")[0]
         spec = self.agents.get(key)
         if spec is None:
             refs = self.agent_refs()
             raise ConfigError(f"unknown agent {ref!r}; known: {', '.join(refs)}{did_you_mean(key, self.agents)}")
-        return spec.resolve(version or None)
+        return spec
 
     def agent_refs(self) -> list[str]:
         return [r for spec in self.agents.values() for r in spec.refs]

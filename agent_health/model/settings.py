@@ -124,7 +124,7 @@ class Declared:
     """Where a user can give one run setting. It sits on the RunSettings field (as the field's
     `json_schema_extra`, a callable that leaves the JSON schema alone), and every surface is derived
     from it: the CLI options of `run` and `rejudge`, the environment variables and configuration
-    lookups of `build_settings`, and Dagster's `EvaluateConfig` and resource fields
+    lookups of `build_settings`, and Dagster's `EvaluateConfig`, `RejudgeConfig` and resource fields
     (`declared_settings()`; docs/running.md)."""
 
     flag: str | None = None  # the CLI flag, `--concurrency`; None: no flag
@@ -133,6 +133,9 @@ class Declared:
     config: str | None = None  # the Config attribute (dotted: `judge.cache`) that gives a project's value
     dagster: str | None = None  # the name in Dagster's run config and resource (dotted: a nested group)
     commands: tuple[str, ...] = ("run",)  # the CLI commands that take the flag
+    # the Dagster jobs whose run config takes the `dagster` name: `evaluate` (EvaluateConfig and the
+    # resource's defaults), `rejudge` (RejudgeConfig)
+    jobs: tuple[str, ...] = ("evaluate",)
     negate: bool = False  # the flag and the variable turn the setting off (--no-cache)
     off_flag: str | None = None  # a flag that sets the setting to None (--no-store)
     off_help: str | None = None  # the CLI help of `off_flag`
@@ -251,6 +254,7 @@ class JudgeRunSettings(BaseModel):
             env="AGENT_HEALTH_JUDGE_MODEL",
             dagster="judge_model",
             commands=("run", "rejudge"),
+            jobs=("evaluate", "rejudge"),
             metavar="[PROVIDER:]MODEL",
             help="Judge model for this run, over judge.model.",
         ),
@@ -298,6 +302,7 @@ class BudgetSettings(BaseModel):
             config="budget.max_cost_usd",
             dagster="budget.max_cost_usd",
             commands=("run", "rejudge"),
+            jobs=("evaluate", "rejudge"),
             parse="usd",
             metavar="USD",
             names=("max_cost_usd",),
@@ -314,6 +319,7 @@ class BudgetSettings(BaseModel):
             config="budget.max_judge_cost_usd",
             dagster="budget.max_judge_cost_usd",
             commands=("run", "rejudge"),
+            jobs=("evaluate", "rejudge"),
             parse="usd",
             metavar="USD",
             names=("max_judge_cost_usd",),
@@ -329,6 +335,7 @@ class BudgetSettings(BaseModel):
             config="budget.max_tokens",
             dagster="budget.max_tokens",
             commands=("run", "rejudge"),
+            jobs=("evaluate", "rejudge"),
             help="Budget of agent + judge tokens.",
         ),
     )
@@ -475,13 +482,15 @@ class RunSettings(BaseModel):
         json_schema_extra=declare(
             flag="--label",
             commands=("run", "rejudge"),
+            dagster="labels",  # Dagster's evaluate jobs select tests by partition instead
+            jobs=("rejudge",),
             help="Only tests with this label (repeatable: all must match).",
         ),
     )
     grep: str | None = Field(
         None,
         description="Only tests whose name or id matches this regular expression.",
-        json_schema_extra=declare(flag="--grep", commands=("run", "rejudge")),
+        json_schema_extra=declare(flag="--grep", commands=("run", "rejudge"), dagster="grep", jobs=("rejudge",)),
     )
     shard: Shard | None = Field(
         None,

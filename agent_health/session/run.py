@@ -129,7 +129,7 @@ def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list
             for agent, ts in tests.items()
         }
     selected = shard_tests(select_tests(tests, settings.labels, settings.grep), settings.shard)
-    return {agent: selected for agent in settings.agents or (config.agent(config.default_agent).ref,)}
+    return {agent: selected for agent in settings.agents or (config.agent_ref(config.default_agent),)}
 
 
 def plan_run(
@@ -221,19 +221,20 @@ async def run_evaluation(
     settings = settings or build_settings(config)
     plan, skipped, store = plan_run(tests, config, settings, store)
     check_planned_work(plan, settings)  # after --only: a resumed run plans only what is left
+    agents = [config.agent(ref) for ref in plan]  # each agent version resolved once, for all below
     if judges is None:  # the run's judge model, skip and cache come from its typed settings
         judges = build_judges(config, settings.judge)
     if settings.budget.counts_cost:
         try:
-            check_budget_prices(config, judges, plan)
+            check_budget_prices(config, judges, agents)
         except BaseException:
             await judges.aclose()
             raise
     closers: list[Callable[[], Any]] = [judges.aclose]
     try:
         runtimes = []
-        for agent in plan:
-            runtimes.append(build_runtime(config, agent, settings.replay))
+        for resolved in agents:
+            runtimes.append(build_runtime(config, resolved, settings.replay))
             closers.insert(0, runtimes[-1].aclose)
         if store is None and settings.store is not None:
             store = open_store(config, settings.store)

@@ -236,7 +236,7 @@ def build_settings(
     if isinstance(values.get("only"), (list, tuple)):  # a union: naming a rule twice changes nothing
         values["only"] = tuple(dict.fromkeys(values["only"]))
     if values.get("agents"):  # KEY alone is the agent's default version; each version runs once
-        values["agents"] = tuple(dict.fromkeys(config.agent(str(ref)).ref for ref in values["agents"]))
+        values["agents"] = tuple(dict.fromkeys(config.agent_ref(str(ref)) for ref in values["agents"]))
     try:
         _Bounded.model_validate({k: values[k] for k in _Bounded.model_fields if k in values})
         settings = RunSettings(**values, **nested)

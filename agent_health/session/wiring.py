@@ -3,6 +3,7 @@ record/replay, traces), the judge service and the analyzers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from agent_health.config import Config
@@ -10,6 +11,7 @@ from agent_health.config.fingerprints import agent_settings_hash, judge_settings
 from agent_health.config.model import JudgeSettings
 from agent_health.connectors.base import AgentRuntime, connector_class
 from agent_health.judges.service import JudgeService
+from agent_health.model.agent import ResolvedAgent
 from agent_health.model.settings import JudgeRunSettings
 
 
@@ -24,16 +26,18 @@ def replay_mode(config: Config, replay: str | None = None) -> str:
     return build_settings(config).replay
 
 
-def build_runtime(config: Config, agent_ref: str, replay: str | None = None) -> AgentRuntime:
-    """Resolve KEY@VERSION and build its connector (raises ConfigError naming the agent, or the
-    setting whose environment variable is missing), wrapped for record/replay unless the mode is
+def build_runtime(config: Config, agent: str | ResolvedAgent, replay: str | None = None) -> AgentRuntime:
+    """Build the connector of an agent version (KEY@VERSION, resolved here, or as the run resolved
+    it; raises ConfigError naming the agent, or the setting whose environment variable is missing),
+    wrapped for record/replay unless the mode is
     `off`. Recordings live in `<state>/recordings`. Runs of agents with traces get a lazy
     `result.traces` view. While re-judging (`agent_health.replay.stored.replaying`), the version
     replays its stored results' runs instead, and its connector is never built."""
     from agent_health.traces import trace_view_factory, traces_enabled
 
-    agent = config.agent(agent_ref)
-    settings_hash = agent_settings_hash(config, agent_ref)  # as configured: before the paths added below
+    if isinstance(agent, str):
+        agent = config.agent(agent)
+    settings_hash = agent_settings_hash(config, agent)  # as configured: before the paths added below
     if agent.connector != "demo" and "root" not in agent.settings:  # relative cwd/modules resolve here
         agent = agent.model_copy(update={"settings": {**agent.settings, "root": config.root}})
     if agent.connector == "demo" and traces_enabled(config, agent) and "spans_dir" not in agent.settings:
@@ -111,11 +115,12 @@ def build_judges(
     return judges
 
 
-def check_budget_prices(config: Config, judges: JudgeService, plan: Any = ()) -> None:
+def check_budget_prices(config: Config, judges: JudgeService, agents: Iterable[str | ResolvedAgent] = ()) -> None:
     """With a budget in USD every model the run will call needs a price (`prices`, the demo prices
     or the bundled price database): a ConfigError naming the first one without, and how to add it,
     instead of counting its spend as zero. Checks the judge models the configuration names (the
-    run's, `per_test`, `judge.providers`) and an agent version's `model` setting, when it has one."""
+    run's, `per_test`, `judge.providers`) and the `model` setting of each of `agents` (KEY@VERSION,
+    or as the run resolved them), when it has one."""
     from agent_health.errors import ConfigError
     from agent_health.pricing import price_source
 
@@ -131,10 +136,11 @@ def check_budget_prices(config: Config, judges: JudgeService, plan: Any = ()) ->
                 continue  # a provider without a model: the run names it when the judge is used
             if kind != "demo" and model:
                 wanted.append((model, where))
-    for ref in plan:
-        model = config.agent(ref).settings.get("model")
+    for agent in agents:
+        resolved = config.agent(agent) if isinstance(agent, str) else agent
+        model = resolved.settings.get("model")
         if isinstance(model, str) and model:
-            wanted.append((model, f"agent {ref} settings.model"))
+            wanted.append((model, f"agent {resolved.ref} settings.model"))
     for model, where in wanted:
         if price_source(model, config.prices) is None:
             raise ConfigError(

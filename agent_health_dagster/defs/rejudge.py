@@ -9,7 +9,6 @@ from typing import Any
 
 from dagster import (
     AssetMaterialization,
-    Config,
     Failure,
     JobDefinition,
     OpExecutionContext,
@@ -21,20 +20,17 @@ from pydantic import Field
 from agent_health.errors import AgentHealthError
 from agent_health.pipeline import TestResult, rejudge_partitions
 from agent_health_dagster.defs.partitions import multi_key, split_keys, test_id_of, test_key
-from agent_health_dagster.defs.resources import AgentHealthResource, BudgetConfig
+from agent_health_dagster.defs.resources import AgentHealthResource, job_config_fields
 from agent_health_dagster.defs.suite_assets import SuiteAssets, outcome_metadata
 
 
-class RejudgeConfig(Config):
-    """How to re-judge (the Launchpad's config of a `rejudge__*` run); partitions pick what."""
+class RejudgeConfig(job_config_fields("rejudge")):  # type: ignore[misc]
+    """How to re-judge (the Launchpad's config of a `rejudge__*` run); partitions pick what. One
+    field per run setting declared for the rejudge job (agent_health.model.settings.Declared: judge
+    model, labels, grep, budget), and the judge cache, whose default here is rejudge's own."""
 
-    judge_model: str | None = Field(None, description="Judge model of the new verdicts (`provider:model`).")
+    # as `agent-health rejudge --cache/--no-cache`: re-judging asks the judges again unless told
     cache: bool = Field(False, description="Reuse verdicts from the judge cache (default: ask the judges again).")
-    labels: list[str] = Field(default_factory=list, description="Only tests carrying every one of these labels.")
-    grep: str | None = Field(None, description="Only tests whose name or id matches this regular expression.")
-    budget: BudgetConfig | None = Field(
-        None, description="Spend budget of the re-judging: only new judge spend counts (docs/budgets.md)."
-    )
 
 
 def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
@@ -55,15 +51,7 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
             agent: [test_id_of(suite.suite, t) for t in tests]
             for agent, tests in split_keys(context.partition_keys).items()
         }
-        settings = agent_health.run_settings(  # this run's config wins over the resource's settings
-            more={
-                "judge_model": config.judge_model,
-                "cache": config.cache,
-                "labels": tuple(config.labels),
-                "grep": config.grep,
-                "budget": config.budget,
-            }
-        )
+        settings = agent_health.run_settings(config)  # this run's config wins over the resource's settings
         try:
             done = rejudge_partitions(
                 agent_health.project(),

@@ -20,22 +20,27 @@ from agent_health.errors import ConfigError
 from agent_health.pipeline import Project, RunSettings, Thresholds, build_settings, declared_settings, env_number
 
 
-def _fields(group: str, unset: str) -> dict[str, Any]:
+def _fields(group: str, unset: str, job: str | None = None) -> dict[str, Any]:
     """The Dagster fields of the run settings declared with a Dagster name in `group` ("" for the
-    top level; a dotted name `budget.max_tokens` is in group "budget"), all optional: unset, the
-    value comes from `unset`."""
+    top level; a dotted name `budget.max_tokens` is in group "budget") for `job` (any, when None),
+    all optional: unset, the value comes from `unset` (from the environment or the configuration
+    file, else the default, for a setting the resource does not have)."""
     out: dict[str, Any] = {}
     for d in declared_settings():
         name = d.declared.dagster or ""
         head, _, tail = name.rpartition(".")
-        if not name or head != group:
+        if not name or head != group or (job is not None and job not in d.declared.jobs):
             continue
+        after = unset
+        if "evaluate" not in d.declared.jobs:  # not a resource field: its sources are the ones after it
+            after = "the environment, then the configuration file" if d.declared.env or d.declared.config else "all"
         kind = str if d.choices is not None or d.annotation not in (bool, int, float) else d.annotation
+        kind = list[str] if d.multiple else kind  # a repeatable flag: a list in run config
         # the lower bound only: a value above a limit reaches `build_settings`, whose error names
         # the setting and the limit (docs/limits.md)
         lo, _, lo_open = d.bounds
         bounds: dict[str, Any] = {("gt" if lo_open else "ge"): lo} if lo is not None else {}
-        out[tail] = (kind | None, Field(None, description=f"{d.field.description} Unset: {unset}.", **bounds))
+        out[tail] = (kind | None, Field(None, description=f"{d.field.description} Unset: {after}.", **bounds))
     return out
 
 
@@ -62,9 +67,10 @@ if _groups() != list(_GROUPS):  # pragma: no cover - a declaration names a group
     raise ConfigError(f"Dagster run-config groups {_groups()} need a Config class each in {__name__}")
 
 
-def _run_setting_fields(unset: str) -> dict[str, Any]:
-    """Every declared Dagster run setting as a field, nested groups as their Config class."""
-    fields = _fields("", unset)
+def _run_setting_fields(unset: str, job: str) -> dict[str, Any]:
+    """Every run setting declared with a Dagster name for `job` as a field, nested groups as their
+    Config class."""
+    fields = _fields("", unset, job)
     for group, model in _GROUPS.items():
         fields[group] = (model | None, Field(None, description=f"{model.__name__}: " + ", ".join(model.model_fields)))
     return fields
@@ -74,7 +80,14 @@ def _budget(config: BudgetConfig | None) -> dict[str, Any] | None:
     return config.model_dump(exclude_none=True) or None if config is not None else None
 
 
-class EvaluateConfig(_config_model("_EvaluateFields", Config, _run_setting_fields("the resource's"))):  # type: ignore[misc]
+def job_config_fields(job: str) -> type[Config]:
+    """A Config class (to subclass) of the run settings declared for Dagster job `job`
+    (agent_health.model.settings.Declared: `dagster` name, `jobs`); unset fields come from the
+    resource, then the environment, then the configuration file."""
+    return _config_model(f"_{job.title()}Fields", Config, _run_setting_fields("the resource's", job))
+
+
+class EvaluateConfig(job_config_fields("evaluate")):  # type: ignore[misc]
     """Run settings of one evaluation run (the Launchpad's config of an `evaluate__*` step), one
     field per run setting declared with a Dagster name (agent_health.model.settings.Declared).
     Unset fields come from the resource, then the configuration file."""
@@ -82,7 +95,9 @@ class EvaluateConfig(_config_model("_EvaluateFields", Config, _run_setting_field
 
 class AgentHealthResource(  # Dagster's idiom: the resource is its own value
     _config_model(  # type: ignore[misc]
-        "_ResourceFields", ConfigurableResource, _run_setting_fields("the environment, then the configuration file")
+        "_ResourceFields",
+        ConfigurableResource,
+        _run_setting_fields("the environment, then the configuration file", "evaluate"),
     )
 ):
     """agent-health project settings for the code location; its run settings are those declared
@@ -110,16 +125,20 @@ class AgentHealthResource(  # Dagster's idiom: the resource is its own value
         """The project (cached per process; reloaded when the configuration file changes)."""
         return Project.load(self.config_path, self.eval_root, self.state_dir)
 
-    def run_settings(self, run: EvaluateConfig | None = None, more: Mapping[str, Any] | None = None) -> RunSettings:
+    def run_settings(self, run: Config | None = None, more: Mapping[str, Any] | None = None) -> RunSettings:
         """The typed settings of an evaluation run, built by the CLI's builder: the run's config
-        (and `more` settings of another job's run config, as `build_settings` names them), then this
-        resource, then the environment, then the configuration file, then defaults."""
-        fields = [name for name in _fields("", "") if name not in _GROUPS]
+        (`EvaluateConfig`, `RejudgeConfig`: fields named as `build_settings` takes them; and `more`
+        settings, likewise), then this resource, then the environment, then the configuration file,
+        then defaults."""
+        fields = [name for name in _fields("", "", "evaluate") if name not in _GROUPS]
         overrides: dict[str, Any] = {name: getattr(self, name) for name in fields}
         budget = _budget(self.budget) or {}
-        if run is not None:
-            overrides.update({name: getattr(run, name) for name in fields if getattr(run, name) is not None})
-            budget.update(_budget(run.budget) or {})  # the run's limits over the resource's, one by one
+        for name in type(run).model_fields if run is not None else ():
+            value = getattr(run, name)
+            if name in _GROUPS:
+                budget.update(_budget(value) or {})  # the run's limits over the resource's, one by one
+            elif value is not None:
+                overrides[name] = value
         more = dict(more or {})
         if isinstance(more.get("budget"), BudgetConfig):
             budget.update(_budget(more.pop("budget")) or {})

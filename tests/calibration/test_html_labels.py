@@ -9,14 +9,14 @@ import json
 from agent_health.analysis.labels import load_labels
 from agent_health.model.calibration import judge_key
 from agent_health.stores import LocalResultStore
-from tests.reports.test_html_browser import Page, browser  # noqa: F401 - the module's Chromium fixture
+from tests.support.browser import Page
 
 from ..conftest import run_cli
 from .conftest import case_id
 from .test_calibrate_cli import JUDGE_PASS
 
 
-def test_labels_given_in_the_report_export_the_labels_file_calibrate_reads(calib_project, browser):  # noqa: F811
+def test_labels_given_in_the_report_export_the_labels_file_calibrate_reads(calib_project, browser):
     project = calib_project
     project.judge.passes = JUDGE_PASS
     p = run_cli("run", "evals", "--reporter", "html=report.html", cwd=project.root)

@@ -57,17 +57,20 @@ EXERCISED = {
     (
         "reports.md",
         "agent-health serve --port 0",
-    ): "tests/reports/test_serve.py::test_the_documented_serve_commands_run",
-    ("README.md", "agent-health serve --port 0"): "tests/reports/test_serve.py::test_the_documented_serve_commands_run",
+    ): "tests/reporters/test_serve.py::test_the_documented_serve_commands_run",
+    (
+        "README.md",
+        "agent-health serve --port 0",
+    ): "tests/reporters/test_serve.py::test_the_documented_serve_commands_run",
     ("reports.md", "agent-health run evals --agent demo@v2 --shard 1/3"): "tests/reports/test_docs.py",
     (
         "reports.md",
         "::error file=evals/rca.eval.py",
-    ): "tests/reports/test_ci_reporters.py::test_the_documented_annotation_is_what_the_run_prints",
+    ): "tests/reporters/test_ci_reporters.py::test_the_documented_annotation_is_what_the_run_prints",
     (
         "reports.md",
         "# .github/workflows/evals.yml",
-    ): "tests/reports/test_ci_reporters.py::test_the_documented_workflow_runs_as_written",
+    ): "tests/reporters/test_ci_reporters.py::test_the_documented_workflow_runs_as_written",
     ("reports.md", ">>> from agent_health import results_frame"): "tests/reports/test_docs.py (doctest)",
     ("reports.md", "agent-health rejudge  # exits 1"): "tests/reports/test_docs.py",
     ("reports.md", ">>> from agent_health.stores import LocalResultStore"): "tests/reports/test_docs.py (doctest)",

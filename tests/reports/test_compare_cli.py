@@ -18,11 +18,11 @@ def _json(p) -> dict:
     return json.loads(p.stdout)
 
 
-def test_json_reports_compare_like_the_library_function(project):
-    v1 = RunReport.model_validate_json(project.v1.read_bytes())
-    v2 = RunReport.model_validate_json(project.v2.read_bytes())
+def test_json_reports_compare_like_the_library_function(report_project):
+    v1 = RunReport.model_validate_json(report_project.v1.read_bytes())
+    v2 = RunReport.model_validate_json(report_project.v2.read_bytes())
     expected = compare_results(v1.results, v2.results)
-    got = _json(run_cli("compare", str(project.v1), str(project.v2), "--json", cwd=project.root))
+    got = _json(run_cli("compare", str(report_project.v1), str(report_project.v2), "--json", cwd=report_project.root))
     assert got["flip_counts"] == expected.flip_counts and got["regressed_tests"] == expected.regressed_tests
     assert got["stats"] == expected.stats.model_dump(mode="json")  # same seed, same bootstrap interval
     assert got["baseline"].startswith("demo@v1") and got["candidate"].startswith("demo@v2")
@@ -30,20 +30,20 @@ def test_json_reports_compare_like_the_library_function(project):
     assert expected.flip_counts["fixed"] >= 4 and expected.regressed_tests
 
 
-def test_run_ids_agent_versions_and_picked_agents_give_the_same_comparison(project):
-    cwd = project.store.root.parents[1]
-    runs = _json(run_cli("compare", project.run_ids["v1"], project.run_ids["v2"], "--json", cwd=cwd))
+def test_run_ids_agent_versions_and_picked_agents_give_the_same_comparison(report_project):
+    cwd = report_project.store.root.parents[1]
+    runs = _json(run_cli("compare", report_project.run_ids["v1"], report_project.run_ids["v2"], "--json", cwd=cwd))
     agents = _json(run_cli("compare", "demo@v1", "demo@v2", "--json", cwd=cwd))
-    both = project.run_ids["both"]
+    both = report_project.run_ids["both"]
     picked = _json(run_cli("compare", f"{both}#demo@v1", f"{both}#demo@v2", "--json", cwd=cwd))
     for other in (agents, picked):
         assert other["flip_counts"] == runs["flip_counts"] and other["stats"]["mcnemar"] == runs["stats"]["mcnemar"]
-    assert runs["baseline"] == f"demo@v1 (run {project.run_ids['v1']})" and agents["baseline"] == "demo@v1"
+    assert runs["baseline"] == f"demo@v1 (run {report_project.run_ids['v1']})" and agents["baseline"] == "demo@v1"
 
 
-def test_table_output_and_the_html_page(project, tmp_path):
+def test_table_output_and_the_html_page(report_project, tmp_path):
     page = tmp_path / "cmp.html"
-    p = run_cli("compare", str(project.v1), str(project.v2), "--html", str(page), cwd=project.root)
+    p = run_cli("compare", str(report_project.v1), str(report_project.v2), "--html", str(page), cwd=report_project.root)
     assert p.returncode == 0, p.stderr
     assert "McNemar exact p" in p.stdout and "Wilson" in p.stdout and "bootstrap" in p.stdout
     assert "regressed" in p.stdout and "fixed" in p.stdout and f"comparison page: {page}" in p.stdout
@@ -51,11 +51,13 @@ def test_table_output_and_the_html_page(project, tmp_path):
     assert 'id="flip-counts"' in html and html.count('<div class="test"') == 15
 
 
-def test_fail_on_regression_and_significant(project, tmp_path):
-    args = ("compare", str(project.v1), str(project.v2))
-    assert run_cli(*args, cwd=project.root).returncode == 0  # informative by default
-    assert run_cli(*args, "--fail-on", "regression", cwd=project.root).returncode == 1
-    same = run_cli("compare", str(project.v2), str(project.v2), "--fail-on", "regression", cwd=project.root)
+def test_fail_on_regression_and_significant(report_project, tmp_path):
+    args = ("compare", str(report_project.v1), str(report_project.v2))
+    assert run_cli(*args, cwd=report_project.root).returncode == 0  # informative by default
+    assert run_cli(*args, "--fail-on", "regression", cwd=report_project.root).returncode == 1
+    same = run_cli(
+        "compare", str(report_project.v2), str(report_project.v2), "--fail-on", "regression", cwd=report_project.root
+    )
     assert same.returncode == 0
 
     # significant: 6 of 10 tests pass -> fail, none the other way: McNemar p = 2/64 = 0.031 < 0.05
@@ -80,16 +82,16 @@ def test_fail_on_regression_and_significant(project, tmp_path):
     assert loose.returncode == 0
 
 
-def test_bad_input_exits_2_with_one_clear_message(project):
-    cwd = project.store.root.parents[1]
-    missing = run_cli("compare", "gone/v1.json", str(project.v2), cwd=cwd)
+def test_bad_input_exits_2_with_one_clear_message(report_project):
+    cwd = report_project.store.root.parents[1]
+    missing = run_cli("compare", "gone/v1.json", str(report_project.v2), cwd=cwd)
     assert missing.returncode == 2 and "BASELINE 'gone/v1.json': no such file" in missing.stderr
     unknown = run_cli("compare", "demo@v1", "20990101T000000-deadbeef", cwd=cwd)
     assert unknown.returncode == 2 and "CANDIDATE '20990101T000000-deadbeef'" in unknown.stderr
     assert "agent versions with results: demo@v1, demo@v2" in unknown.stderr
-    several = run_cli("compare", str(project.both), str(project.v2), cwd=cwd)
-    assert several.returncode == 2 and f"pick one with {project.both}#demo@v1" in several.stderr
-    wrong = run_cli("compare", f"{project.both}#demo@v9", str(project.v2), cwd=cwd)
+    several = run_cli("compare", str(report_project.both), str(report_project.v2), cwd=cwd)
+    assert several.returncode == 2 and f"pick one with {report_project.both}#demo@v1" in several.stderr
+    wrong = run_cli("compare", f"{report_project.both}#demo@v9", str(report_project.v2), cwd=cwd)
     assert wrong.returncode == 2 and "has no results of demo@v9; it holds: demo@v1, demo@v2" in wrong.stderr
     for p in (missing, unknown, several, wrong):
         assert "Traceback" not in p.stderr and p.stdout == ""

@@ -33,13 +33,13 @@ def readme_section() -> str:
 
 
 @pytest.fixture
-def docs_project(project, tmp_path, monkeypatch) -> Path:
+def docs_project(report_project, tmp_path, monkeypatch) -> Path:
     shutil.copytree(ROOT / "evals", tmp_path / "evals")
     (tmp_path / "agent_health_config.py").write_text(
         "from agent_health import define_config\nconfig = define_config()\n"
     )
     store = LocalResultStore(tmp_path / ".agent_health" / "results")
-    for n, report in enumerate((project.v1, project.v2)):
+    for n, report in enumerate((report_project.v1, report_project.v2)):
         results = RunReport.model_validate_json(report.read_bytes()).results
         store_run(store, f"20260104T00000{n}-0000ddd{n}", results, started_at=float(n))
     monkeypatch.chdir(tmp_path)

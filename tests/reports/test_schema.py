@@ -29,24 +29,24 @@ def _validator(name: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(published_path(name).read_text()))
 
 
-def test_real_reports_results_runs_and_comparisons_validate(project):
-    for report_file in (project.both, project.hostile):
+def test_real_reports_results_runs_and_comparisons_validate(report_project):
+    for report_file in (report_project.both, report_project.hostile):
         data = json.loads(report_file.read_text())
         assert list(_validator("report").iter_errors(data)) == []
-    stored = list(project.store.root.glob("demo@v2/rca/*.json"))
+    stored = list(report_project.store.root.glob("demo@v2/rca/*.json"))
     assert stored
     for path in stored:
         assert list(_validator("result").iter_errors(json.loads(path.read_text()))) == []
-    run_file = project.store.root / "_runs" / project.run_ids["both"] / "run.json"
+    run_file = report_project.store.root / "_runs" / report_project.run_ids["both"] / "run.json"
     assert list(_validator("run").iter_errors(json.loads(run_file.read_text()))) == []
-    v1 = RunReport.model_validate_json(project.v1.read_bytes())
-    v2 = RunReport.model_validate_json(project.v2.read_bytes())
+    v1 = RunReport.model_validate_json(report_project.v1.read_bytes())
+    v2 = RunReport.model_validate_json(report_project.v2.read_bytes())
     cmp = compare_results(v1.results, v2.results).model_dump(mode="json")
     assert list(_validator("comparison").iter_errors(cmp)) == []
 
 
-def test_the_schemas_reject_what_agent_health_never_writes(project):
-    data = json.loads(project.v1.read_text())
+def test_the_schemas_reject_what_agent_health_never_writes(report_project):
+    data = json.loads(report_project.v1.read_text())
     data["results"][0]["status"] = "sort of passed"
     del data["results"][1]["test_id"]
     errors = {e.message for e in _validator("report").iter_errors(data)}

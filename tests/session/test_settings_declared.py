@@ -91,16 +91,54 @@ def test_configuration_keys_are_fields_of_the_configuration_and_read_by_the_buil
     assert (s.concurrency, s.timeout_s, s.epochs, s.replay, s.judge.cache) == (3, 7, 2, "record", False)
 
 
+def _dagster_names(job: str) -> tuple[set[str], set[str]]:
+    """The top-level and `budget.` Dagster names of the settings declared for `job`."""
+    named = [str(d.declared.dagster) for d in DECLARED if d.declared.dagster and job in d.declared.jobs]
+    return {n for n in named if "." not in n}, {n.split(".")[1] for n in named if n.startswith("budget.")}
+
+
 def test_dagster_run_config_and_resource_have_exactly_the_declared_dagster_settings():
+    from agent_health_dagster.defs.rejudge import RejudgeConfig
     from agent_health_dagster.defs.resources import AgentHealthResource, BudgetConfig, EvaluateConfig
 
-    top = {d.declared.dagster for d in DECLARED if d.declared.dagster and "." not in d.declared.dagster}
-    budget = {d.declared.dagster.split(".")[1] for d in DECLARED if (d.declared.dagster or "").startswith("budget.")}
+    top, budget = _dagster_names("evaluate")
     assert set(EvaluateConfig.model_fields) == top | {"budget"}
     assert set(BudgetConfig.model_fields) == budget
     resource_own = {"config_path", "eval_root", "state_dir", "min_pass_rate", "suite_min_pass_rate"}
     resource_own |= {"max_errored_share", "baseline"}
     assert set(AgentHealthResource.model_fields) == top | {"budget"} | resource_own
+    # the rejudge job's run config: its declared settings, and (as `rejudge --cache/--no-cache`) its
+    # own judge cache switch, off by default
+    top, budget = _dagster_names("rejudge")
+    assert {"judge_model", "labels", "grep"} <= top and budget == set(BudgetConfig.model_fields)
+    assert set(RejudgeConfig.model_fields) == top | {"budget", "cache"}
+    assert RejudgeConfig.model_fields["cache"].default is False
+    command = {"evaluate": "run", "rejudge": "rejudge"}  # a job's settings are its command's too
+    for d in DECLARED:
+        if d.declared.dagster and d.declared.flag:
+            assert {command[job] for job in d.declared.jobs} <= set(d.declared.commands), d.path
+
+
+def test_the_rejudge_run_config_reaches_the_run_settings(tmp_path):
+    """Each field of RejudgeConfig is the run setting it is declared as: given in the run config,
+    it is in the settings the rejudge op builds, over the resource's."""
+    from agent_health_dagster.defs.rejudge import RejudgeConfig
+    from agent_health_dagster.defs.resources import AgentHealthResource, BudgetConfig
+
+    (tmp_path / "agent_health_config.py").write_text(
+        "from agent_health import define_config\nconfig = define_config()\n"
+    )
+    resource = AgentHealthResource(
+        config_path=str(tmp_path / "agent_health_config.py"), judge_model="demo:one", budget=BudgetConfig(max_tokens=9)
+    )
+    s = resource.run_settings(RejudgeConfig())
+    assert (s.judge.model, s.judge.cache, s.labels, s.grep, s.budget.max_tokens) == ("demo:one", False, (), None, 9)
+    run = RejudgeConfig(
+        judge_model="demo:two", cache=True, labels=["a", "b"], grep="x", budget=BudgetConfig(max_cost_usd=1.5)
+    )
+    s = resource.run_settings(run)
+    assert (s.judge.model, s.judge.cache, s.labels, s.grep) == ("demo:two", True, ("a", "b"), "x")
+    assert (s.budget.max_cost_usd, s.budget.max_tokens) == (1.5, 9)  # the run's limits over the resource's
 
 
 def test_the_docs_table_lists_every_declared_flag_and_variable_and_no_other():
@@ -130,6 +168,7 @@ NEW_FIELD = """
             config="retries",
             dagster="retries",
             commands=("run", "rejudge"),
+            jobs=("evaluate", "rejudge"),
         ),
     )
 """
@@ -142,6 +181,7 @@ assert agent_health.__file__.startswith(sys.argv[1]), agent_health.__file__
 from agent_health import ConfigError, build_settings, define_config
 from agent_health.cli.run import run_command
 from agent_health.cli.rejudge import rejudge_command
+from agent_health_dagster.defs.rejudge import RejudgeConfig
 from agent_health_dagster.defs.resources import AgentHealthResource, EvaluateConfig
 
 for command in (run_command, rejudge_command):
@@ -162,6 +202,8 @@ assert "retries" in EvaluateConfig.model_fields and "retries" in AgentHealthReso
 resource = AgentHealthResource(config_path=sys.argv[2], retries=6)
 assert resource.run_settings().retries == 6
 assert resource.run_settings(EvaluateConfig(retries=5)).retries == 5
+assert "retries" in RejudgeConfig.model_fields
+assert resource.run_settings(RejudgeConfig(retries=7)).retries == 7
 print("ok")
 """
 
@@ -169,7 +211,7 @@ print("ok")
 def test_a_setting_added_as_one_declared_field_is_on_every_surface(tmp_path):
     """The library copied into a fixture project with one more RunSettings field: the field alone
     puts it on the CLI of run and rejudge, in the environment, in the configuration, and in
-    Dagster's run config and resource."""
+    Dagster's run config of the evaluate and rejudge jobs and its resource."""
     copy = tmp_path / "lib"
     for package in ("agent_health", "agent_health_dagster"):
         shutil.copytree(ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))

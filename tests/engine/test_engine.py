@@ -7,8 +7,7 @@ import json
 from agent_health import load_tests
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.service import JudgeService
-
-from .helpers import body_signals, run_dir, run_engine
+from tests.core.helpers import body_signals, run_dir, run_engine
 
 
 def test_statuses_follow_gate_signals(write_eval, tmp_path):

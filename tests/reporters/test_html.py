@@ -9,10 +9,10 @@ from html import unescape
 
 from agent_health import RunReport
 from agent_health.reporters.html import ReportBuilder, script_json, write_run_report
+from tests.reports.helpers import result
+from tests.support.report_project import HOSTILE
 
 from ..conftest import run_cli
-from .conftest import HOSTILE
-from .helpers import result
 
 
 def test_script_json_cannot_close_its_script_element():
@@ -21,8 +21,10 @@ def test_script_json_cannot_close_its_script_element():
     assert json.loads(text) == {"out": HOSTILE, "x": "a\u2028b <!-- c"}
 
 
-def test_page_is_self_contained_and_hostile_output_appears_only_escaped(project, tmp_path):
-    page = write_run_report(tmp_path / "hostile.html", RunReport.model_validate_json(project.hostile.read_bytes()))
+def test_page_is_self_contained_and_hostile_output_appears_only_escaped(report_project, tmp_path):
+    page = write_run_report(
+        tmp_path / "hostile.html", RunReport.model_validate_json(report_project.hostile.read_bytes())
+    )
     html = page.read_text()
     assert HOSTILE not in html and "<script>alert" not in html
     assert "&lt;/script&gt;&lt;script&gt;alert(1)" in html  # the row's error snippet, escaped by the template
@@ -35,8 +37,8 @@ def test_page_is_self_contained_and_hostile_output_appears_only_escaped(project,
     assert scripts.count("") == 1 and all(s == "" or 'type="application/json"' in s for s in scripts)
 
 
-def test_page_has_summary_suite_and_label_tables(project, tmp_path):
-    report = RunReport.model_validate_json(project.both.read_bytes())
+def test_page_has_summary_suite_and_label_tables(report_project, tmp_path):
+    report = RunReport.model_validate_json(report_project.both.read_bytes())
     html = write_run_report(tmp_path / "both.html", report).read_text()
     for section in ('id="summary"', 'id="suites"', 'id="labels"', 'id="tests"'):
         assert section in html
@@ -59,29 +61,29 @@ def test_file_size_grows_linearly_with_the_tests(tmp_path):
     assert abs((two - base) / 400 - per_test) < 0.02 * per_test
 
 
-def test_reporter_writes_the_page_of_a_cli_run(project, tmp_path):
+def test_reporter_writes_the_page_of_a_cli_run(report_project, tmp_path):
     out = tmp_path / "run.html"
-    p = run_cli("run", "evals/smoke.yaml", "--reporter", f"html={out}", cwd=project.root)
+    p = run_cli("run", "evals/smoke.yaml", "--reporter", f"html={out}", cwd=report_project.root)
     assert p.returncode in (0, 1), p.stderr
     html = out.read_text()
     assert html.count('<div class="test"') == 2 and "oom triage" in html
     # without FILE the page goes to stdout and the summary to stderr
-    p = run_cli("run", "evals/smoke.yaml", "--reporter", "html", cwd=project.root)
+    p = run_cli("run", "evals/smoke.yaml", "--reporter", "html", cwd=report_project.root)
     assert p.stdout.startswith("<!doctype html>") and "oom triage" in p.stdout and "demo@v2" in p.stderr
 
 
-def test_report_command_reads_every_kind_of_source(project, tmp_path):
+def test_report_command_reads_every_kind_of_source(report_project, tmp_path):
     cases = {
-        "report.html": [str(project.both)],
-        "run.html": [project.run_ids["v1"]],
+        "report.html": [str(report_project.both)],
+        "run.html": [report_project.run_ids["v1"]],
         "newest.html": [],  # the newest run: "both"
-        "store.html": [str(project.store.root)],
+        "store.html": [str(report_project.store.root)],
         "agent.html": ["demo@v1"],
-        "picked.html": [f"{project.run_ids['both']}#demo@v2"],
+        "picked.html": [f"{report_project.run_ids['both']}#demo@v2"],
     }
     counts = {}
     for name, args in cases.items():
-        p = run_cli("report", *args, "-o", str(tmp_path / name), cwd=project.store.root.parents[1])
+        p = run_cli("report", *args, "-o", str(tmp_path / name), cwd=report_project.store.root.parents[1])
         assert p.returncode == 0, p.stdout + p.stderr
         counts[name] = (tmp_path / name).read_text().count('<div class="test"')
     assert counts == {
@@ -92,16 +94,16 @@ def test_report_command_reads_every_kind_of_source(project, tmp_path):
         "agent.html": 15,
         "picked.html": 15,
     }
-    assert f"run {project.run_ids['both']}" in (tmp_path / "newest.html").read_text()
+    assert f"run {report_project.run_ids['both']}" in (tmp_path / "newest.html").read_text()
 
 
-def test_report_command_bad_sources_exit_2_with_one_clear_message(project, tmp_path):
-    cwd = project.store.root.parents[1]
+def test_report_command_bad_sources_exit_2_with_one_clear_message(report_project, tmp_path):
+    cwd = report_project.store.root.parents[1]
     missing = run_cli("report", "nope/missing.json", "-o", str(tmp_path / "x.html"), cwd=cwd)
     assert missing.returncode == 2 and "'nope/missing.json': no such file" in missing.stderr
     unknown = run_cli("report", "20990101T000000-deadbeef", "-o", str(tmp_path / "x.html"), cwd=cwd)
     assert unknown.returncode == 2 and "is not a JSON report file, a store folder, a run id" in unknown.stderr
-    assert project.run_ids["both"] in unknown.stderr  # names what does exist
+    assert report_project.run_ids["both"] in unknown.stderr  # names what does exist
     junk = tmp_path / "junk.json"
     junk.write_text('{"results": 3}')
     bad = run_cli("report", str(junk), "-o", str(tmp_path / "x.html"), cwd=cwd)
@@ -113,7 +115,7 @@ def test_report_command_bad_sources_exit_2_with_one_clear_message(project, tmp_p
     assert none.returncode == 2 and "no runs in store" in none.stderr
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    unwritable = run_cli("report", str(project.v1), "-o", str(blocked / "x.html"), cwd=cwd)
+    unwritable = run_cli("report", str(report_project.v1), "-o", str(blocked / "x.html"), cwd=cwd)
     assert unwritable.returncode == 2 and f"cannot write HTML report {blocked / 'x.html'}" in unwritable.stderr
     assert "Traceback" not in missing.stderr + unknown.stderr + bad.stderr + none.stderr + unwritable.stderr
     assert not (tmp_path / "x.html").exists()

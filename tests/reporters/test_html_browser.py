@@ -4,8 +4,6 @@ shows flips side by side, and hostile agent output stays text."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -14,68 +12,18 @@ from agent_health import RunReport
 from agent_health.analysis.compare import compare_results
 from agent_health.model import JudgeIdentity, Judgement, Provenance, Verdict
 from agent_health.reporters.html import ReportBuilder, write_comparison, write_report, write_run_report
-from tests.support import skip_or_fail
-from tests.support.browser import CHROMIUM, launch_chromium
-
-from .conftest import HOSTILE
-from .helpers import epochs, result
+from tests.reports.helpers import epochs, result
+from tests.support.browser import Page
+from tests.support.report_project import HOSTILE
 
 
 @pytest.fixture(scope="module")
-def browser():
-    """One Chromium for these tests (Playwright gives it a fresh temporary profile)."""
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        skip_or_fail("Debian's chromium package is not installed (/usr/bin/chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("playwright is not installed (pip install playwright)")
-    with sync_playwright() as pw:
-        try:
-            b = launch_chromium(pw)
-        except Exception as exc:  # any launch failure skips (fails on CI) with its reason  # noqa: BLE001
-            skip_or_fail(f"cannot start Chromium: {exc}")
-        yield b
-        b.close()
-
-
-class Page:
-    """A page with every console error, page error and dialog it produced."""
-
-    def __init__(self, browser, path: Path, fragment: str = "", width: int = 1280):
-        self.page = browser.new_page(viewport={"width": width, "height": 900})
-        self.errors: list[str] = []
-        self.dialogs: list[str] = []
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-        self.page.goto(path.as_uri() + fragment)
-
-    def visible_keys(self) -> list[str]:
-        return self.page.eval_on_selector_all(".test:not([hidden])", "els => els.map(e => e.id)")
-
-    def attr_of_visible(self, attr: str) -> list[str]:
-        return self.page.eval_on_selector_all(
-            ".test:not([hidden])", f"els => els.map(e => e.getAttribute('data-{attr}'))"
-        )
-
-    def count_text(self) -> str:
-        return self.page.text_content("#count") or ""
-
-    def __enter__(self) -> Page:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.page.close()
-
-
-@pytest.fixture(scope="module")
-def pages(project, tmp_path_factory):
+def pages(report_project, tmp_path_factory):
     out = tmp_path_factory.mktemp("pages")
-    both = RunReport.model_validate_json(project.both.read_bytes())
-    v1 = RunReport.model_validate_json(project.v1.read_bytes())
-    v2 = RunReport.model_validate_json(project.v2.read_bytes())
-    hostile = RunReport.model_validate_json(project.hostile.read_bytes())
+    both = RunReport.model_validate_json(report_project.both.read_bytes())
+    v1 = RunReport.model_validate_json(report_project.v1.read_bytes())
+    v2 = RunReport.model_validate_json(report_project.v2.read_bytes())
+    hostile = RunReport.model_validate_json(report_project.hostile.read_bytes())
     return {
         "both": (write_run_report(out / "both.html", both), both),
         "hostile": (write_run_report(out / "hostile.html", hostile), hostile),

@@ -10,7 +10,6 @@ import json
 import os
 import queue
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,14 +23,12 @@ import pytest
 from agent_health.model import EvalRun, RunSummary, Step, TestResult
 from agent_health.stores import LocalResultStore
 from tests.core.test_docs_examples import block
-from tests.support import skip_or_fail
-from tests.support.browser import CHROMIUM, launch_chromium
+from tests.reports.helpers import result, store_run
 from tests.support.net import wait_for_port
 from tests.support.processes import stop
+from tests.support.report_project import HOSTILE
 
 from ..conftest import ROOT
-from .conftest import HOSTILE
-from .helpers import result, store_run
 
 CONFIG = "from agent_health import define_config\nconfig = define_config()\n"
 OLD, NEW = "20260101T000000-0000aaa1", "20260102T000000-0000aaa2"
@@ -302,23 +299,6 @@ def test_the_documented_serve_commands_run(runs_project):
 
 
 # -- a running run in a real browser ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        skip_or_fail("Debian's chromium package is not installed (/usr/bin/chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("playwright is not installed (pip install playwright)")
-    with sync_playwright() as pw:
-        try:
-            b = launch_chromium(pw)
-        except Exception as exc:  # any launch failure skips (fails on CI) with its reason  # noqa: BLE001
-            skip_or_fail(f"cannot start Chromium: {exc}")
-        yield b
-        b.close()
-
-
 def test_a_running_run_updates_in_the_browser_until_it_finishes(runs_project, browser):
     """Results written into the store while the pages are open show up without a reload, on the
     run list and on the run's page (its status bar and the report under it), then the final status."""

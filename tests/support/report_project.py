@@ -1,6 +1,7 @@
-"""A real project for the report tests: the shipped demo evals plus a hostile eval, run once per
-session through the CLI against demo@v1, demo@v2 and a hostile agent, and the runs written to a
-local result store (as the CLI stores them)."""
+"""A real project for the report and reporter tests (tests/reports, tests/reporters): the shipped
+demo evals plus a hostile eval, run once per session through the CLI against demo@v1, demo@v2 and a
+hostile agent, and the runs written to a local result store (as the CLI stores them). Fixture
+`report_project`, a plugin of tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ import pytest
 
 from agent_health import RunReport
 from agent_health.stores import LocalResultStore
-
-from ..conftest import ROOT, run_cli
-from .helpers import store_run
+from tests.conftest import ROOT, run_cli
+from tests.reports.helpers import store_run
 
 # What hostile agent output looks like: markup, a script that closes its element, an event handler.
 HOSTILE = '</script><script>alert(1)</script><img src=x onerror="alert(2)"><b>bold?</b> & "quotes"'
@@ -80,7 +80,7 @@ def _run(root: Path, out: Path, *args: str) -> RunReport:
 
 
 @pytest.fixture(scope="session")
-def project(tmp_path_factory) -> Project:
+def report_project(tmp_path_factory) -> Project:
     # Generate the reports in one folder and build the store in another: the runs the store holds
     # are exactly the ones written below, whatever the CLI itself stores.
     gen = tmp_path_factory.mktemp("gen")
