@@ -1,18 +1,20 @@
 """Registries and entry points: a third-party package adds a connector, judge providers, a reporter
 and a result store with one module each plus entry points, and a run uses them.
 
-The fixture package tests/fixtures/ah_plugin is "installed" the way pip installs it: its code and a
-`.dist-info` holding the entry points its pyproject.toml declares, in a folder on the path. Nothing
-touches the test venv, and importlib.metadata finds the plugin by the real entry-point mechanism.
+The fixture package tests/fixtures/ah_plugin is installed by pip (`pip install --target`, offline,
+built by the test venv's setuptools and wheel) into a folder put on the path: its code and the
+`.dist-info` pip writes from its pyproject.toml's entry points. The test venv itself is left alone
+(a test checks the kinds are unknown without the plugin), and importlib.metadata finds the plugin by
+the real entry-point mechanism.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,19 +29,15 @@ PLUGIN = ROOT / "tests" / "fixtures" / "ah_plugin"
 GROUPS = list(REGISTRY_MODULES)
 
 
-def install(project: Path, site: Path, package: str) -> Path:
-    """Put `project` into `site` as pip would: the package's code, and a .dist-info with the
-    METADATA and entry_points.txt its pyproject.toml declares. Returns `site`."""
-    meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
-    shutil.copytree(project / package, site / package, dirs_exist_ok=True)
-    dist = site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n")
-    sections = [
-        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in eps.items())
-        for group, eps in meta["entry-points"].items()
-    ]
-    (dist / "entry_points.txt").write_text("\n".join(sections))
+def install(project: Path, site: Path) -> Path:
+    """`pip install` `project` into the folder `site` (its code and the .dist-info with the entry
+    points its pyproject.toml declares), built from a copy so the fixture's tree stays clean.
+    Returns `site`."""
+    src = site.parent / f"{project.name}-src"
+    shutil.copytree(project, src, dirs_exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
+    proc = subprocess.run([*pip, "--target", str(site), str(src)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     return site
 
 
@@ -50,7 +48,7 @@ def reset_registries() -> None:
 
 @pytest.fixture(scope="session")
 def plugin_site(tmp_path_factory) -> Path:
-    return install(PLUGIN, tmp_path_factory.mktemp("site"), "ah_plugin")
+    return install(PLUGIN, tmp_path_factory.mktemp("plugin") / "site")
 
 
 @pytest.fixture
@@ -278,7 +276,7 @@ def test_the_extending_docs_example_is_a_working_plugin(on_path, tmp_path):
     (src / "pyproject.toml").write_text(pyproject)
     (src / "my_agents" / "__init__.py").write_text("")
     (src / "my_agents" / "plugin.py").write_text(module)
-    site = install(src, tmp_path / "site", "my_agents")
+    site = install(src, tmp_path / "site")
     root = tmp_path / "project"
     (root / "evals").mkdir(parents=True)
     (root / "agent_health_config.py").write_text(config)
