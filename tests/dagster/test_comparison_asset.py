@@ -14,9 +14,8 @@ from dagster import AssetKey, instance_for_test
 from agent_health_dagster.defs.build import build_pipeline
 from agent_health_dagster.defs.resources import AgentHealthResource
 from agent_health_dagster.headless import QUIET, register
+from tests.conftest import run_cli
 from tests.evalkit import write_config, write_evals
-
-from ..conftest import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 PASS_RATE_FIELDS = (("", "estimate"), ("_low", "low"), ("_high", "high"))

@@ -9,8 +9,7 @@ from agent_health import load_config, results_frame
 from agent_health.analysis.frames import COLUMNS
 from agent_health.errors import UsageError
 from agent_health.stores import LocalResultStore
-
-from .helpers import epochs, result, store_run
+from tests.reports.helpers import epochs, result, store_run
 
 
 @pytest.fixture

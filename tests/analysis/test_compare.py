@@ -9,8 +9,7 @@ import pytest
 from agent_health.analysis.compare import Comparison, compare, compare_results
 from agent_health.errors import ConfigError
 from agent_health.stores import ResultSummary
-
-from .helpers import epochs, result
+from tests.reports.helpers import epochs, result
 
 
 def test_a_flip_within_its_trials_noise_is_noise_not_a_regression():

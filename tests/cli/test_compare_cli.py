@@ -8,9 +8,9 @@ import json
 from agent_health import RunReport
 from agent_health.analysis.compare import compare_results
 from agent_health.stores import LocalResultStore
+from tests.reports.helpers import result, store_run
 
 from ..conftest import run_cli
-from .helpers import result, store_run
 
 
 def _json(p) -> dict:
