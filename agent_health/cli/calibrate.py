@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from agent_health.cli.options import limit_option
 from agent_health.errors import UsageError
-from agent_health.model import limits
 
 if TYPE_CHECKING:
     from agent_health.analysis.calibration import CalibrationReport
@@ -88,13 +88,7 @@ def print_tables(report: CalibrationReport, limit: int) -> None:
     show_default=True,
     help="Fewest labelled verdicts of one criterion for its own row.",
 )
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1, max=limits.TABLE_ROWS_MAX),
-    default=20,
-    show_default=True,
-    help="Disagreeing cases listed per judge in the table.",
-)
+@limit_option(20, "Disagreeing cases listed per judge in the table.")
 @click.pass_context
 def calibrate_command(
     ctx: click.Context,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from agent_health.cli.options import limit_option
 from agent_health.errors import UsageError
 from agent_health.model import limits
 
@@ -99,13 +100,7 @@ def failed_conditions(cmp: Comparison, fail_on: tuple[str, ...]) -> list[str]:
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--resamples", type=click.IntRange(min=1, max=limits.RESAMPLES_MAX), default=10_000, show_default=True)
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1, max=limits.TABLE_ROWS_MAX),
-    default=50,
-    show_default=True,
-    help="Changed tests in the table.",
-)
+@limit_option(50, "Changed tests in the table.")
 @click.pass_context
 def compare_command(
     ctx: click.Context,

@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 
 import click
 
+from agent_health.model import limits
 from agent_health.model.settings import DeclaredSetting, declared_settings, flag_name
 
-__all__ = ["setting_options", "settings_for"]
+__all__ = ["limit_option", "setting_options", "settings_for"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -87,3 +88,14 @@ def setting_options(command: str) -> Callable[[F], F]:
         return out  # type: ignore[no-any-return]
 
     return decorate
+
+
+def limit_option(default: int, help: str) -> Callable[[F], F]:
+    """`--limit N`: how many rows a command's table lists (bounded like every table, docs/limits.md)."""
+    return click.option(
+        "--limit",
+        type=click.IntRange(min=1, max=limits.TABLE_ROWS_MAX),
+        default=default,
+        show_default=True,
+        help=help,
+    )
