@@ -11,6 +11,7 @@ from one still being written, and the next run writing the same report removes t
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import re
@@ -18,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import quote
 
 try:
     import fcntl
@@ -230,9 +232,6 @@ def safe_name(text: str) -> str:
     `-_.~` stay, anything else is %-escaped (a SHA-256 hex digest stays unchanged), "." and ".."
     never name a folder, and a name past 200 bytes becomes `=sha256-<digest>` ('=' is always
     escaped in the other form, so the two never meet)."""
-    import hashlib
-    from urllib.parse import quote
-
     name = quote(text, safe=_NAME_SAFE)
     if not name.strip("."):  # "", ".", "..": escaped so they name a file, never a folder
         name = name.replace(".", "%2E") or "%"

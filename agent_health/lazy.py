@@ -1,11 +1,24 @@
-"""Package names imported on first use (PEP 562), so that importing a package does not import
-every module behind its public names: what a run never touches is never loaded."""
+"""Imports on first use, so that importing a package does not import every module behind its
+public names: what a run never touches is never loaded.
+
+- `lazy_names`: a package's public names (PEP 562 `__getattr__`).
+- `deferred`: one module that only some calls need (a heavy third-party library, a command's or a
+  backend's own module), named at the top of the module that uses it:
+
+      if TYPE_CHECKING:
+          import json_repair  # the type checker and tests/core/test_layers.py see the real import
+      else:
+          json_repair = deferred("json_repair")  # imported at the first attribute lookup
+
+  This is the one place deferred imports go: an `import` inside a function is a lint error
+  (ruff PLC0415), so an import that is not deferred on purpose sits at the top of its module."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import importlib.util
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,3 +57,19 @@ def stub_names(init_file: str, package: str) -> tuple[dict[str, str], tuple[str,
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             own.append(node.target.id)
     return lazy, tuple(own)
+
+
+class _Deferred(types.ModuleType):
+    """Stands in for a module until an attribute is looked up; nothing enters sys.modules before."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), name)
+
+    def __repr__(self) -> str:
+        return f"<deferred module {self.__name__!r}>"
+
+
+def deferred(module: str) -> types.ModuleType:
+    """`module`, imported at the first attribute lookup on the returned object (then looked up in
+    sys.modules at each use). A missing module is the ModuleNotFoundError of that first use."""
+    return _Deferred(module)

@@ -17,9 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agent_health.lazy import deferred
 from agent_health.model import Usage
+
+# the price database loads for the first model that no price table names
+if TYPE_CHECKING:
+    import genai_prices as genai_prices
+else:
+    genai_prices = deferred("genai_prices")
+
 
 PriceTable = Mapping[str, tuple[float, float]]
 
@@ -49,13 +57,10 @@ def _override(model: str, table: PriceTable | None) -> tuple[float, float] | Non
 @lru_cache(maxsize=1024)
 def _library_provider(model: str) -> tuple[bool, str | None]:
     """(found, provider id to ask) for `model` in genai-prices; misses are remembered too."""
-    from genai_prices import Usage as PriceUsage
-    from genai_prices import calc_price
-
     attempts: list[str | None] = ["aws", None] if _BEDROCK_ID.match(model) else [None]
     for provider_id in attempts:
         try:
-            calc_price(PriceUsage(input_tokens=0, output_tokens=0), model, provider_id=provider_id)
+            genai_prices.calc_price(genai_prices.Usage(input_tokens=0, output_tokens=0), model, provider_id=provider_id)
         except LookupError:
             continue
         return True, provider_id
@@ -67,11 +72,8 @@ def _library_price(model: str, input_tokens: int, output_tokens: int) -> Any | N
     found, provider_id = _library_provider(model)
     if not found:
         return None
-    from genai_prices import Usage as PriceUsage
-    from genai_prices import calc_price
-
-    return calc_price(
-        PriceUsage(input_tokens=input_tokens, output_tokens=output_tokens), model, provider_id=provider_id
+    return genai_prices.calc_price(
+        genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens), model, provider_id=provider_id
     )
 
 

@@ -15,10 +15,12 @@ only when its kind is used. See docs/extending.md.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import threading
 import warnings
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any
 
 from agent_health.errors import ConfigError
@@ -114,8 +116,6 @@ class Registry:
         known = self.kinds()
         hint = ""
         if isinstance(kind, str):
-            import difflib
-
             close = difflib.get_close_matches(kind, known, n=1, cutoff=0.7)
             hint = f"; did you mean {close[0]!r}?" if close else ""
         where = f"{setting}: " if setting else ""
@@ -138,8 +138,6 @@ class Registry:
 
     # -- entry points ----------------------------------------------------------------
     def _scan(self) -> dict[str, Plugin]:
-        from importlib.metadata import entry_points
-
         found: dict[str, Plugin] = {}
         for ep in entry_points(group=self.group):
             dist = getattr(ep, "dist", None)

@@ -21,7 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+from dagster import AddDynamicPartitionsRequest, AssetKey, DagsterInstance
+
+from agent_health.errors import AgentHealthError
+from agent_health.pipeline import env_whole
 from agent_health_dagster.dagster_env import apply_dagster_env, dagster_env
+from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
+from agent_health_dagster.defs.build import build_pipeline
+from agent_health_dagster.defs.names import REFRESH_JOB
+from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags, version_range_tags
 
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
@@ -58,11 +67,7 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[
     """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on
     (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours), runs dequeued again and
     retried when user code did not answer, code servers given time to load."""
-    import yaml
-
     settings: dict[str, Any] = dict(RUN_MONITORING)
-    from agent_health.pipeline import env_whole
-
     seconds = env_whole(MAX_RUNTIME_ENV, None, 1, 30 * 86_400)
     if seconds is not None:
         settings["max_runtime_seconds"] = seconds
@@ -84,17 +89,15 @@ def prepare_home(path: Path) -> Path:
     """Create DAGSTER_HOME (SQLite storage) unless it has a dagster.yaml, and point Dagster at it."""
     path = path.resolve()
     path.mkdir(parents=True, exist_ok=True)
-    yaml = path / "dagster.yaml"
-    if not yaml.exists():
-        yaml.write_text(instance_yaml())
+    instance_file = path / "dagster.yaml"
+    if not instance_file.exists():
+        instance_file.write_text(instance_yaml())
     os.environ["DAGSTER_HOME"] = str(path)
     return path
 
 
 def apply_sensor_result(instance: Any, result: Any) -> None:
     """Apply a SensorResult's partition changes and observations directly (no daemon)."""
-    from dagster import AddDynamicPartitionsRequest
-
     for req in result.dynamic_partitions_requests or ():
         if isinstance(req, AddDynamicPartitionsRequest):
             instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
@@ -108,8 +111,6 @@ def apply_sensor_result(instance: Any, result: Any) -> None:
 def register(instance: Any, pipeline: Any, cursor_file: Path | None = None) -> list[str]:
     """Register agent versions and test partitions; returns the problems the eval sync found.
     `cursor_file` keeps the hashes seen last time (as the sensors keep theirs)."""
-    from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
-
     saved = json.loads(cursor_file.read_text()) if cursor_file and cursor_file.is_file() else {}
     agents = sync_agent_versions(instance, pipeline.project, pipeline.suites, saved.get("agents"))
     apply_sensor_result(instance, agents)
@@ -136,9 +137,6 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
     runs of at most the suite's partitions per run), then refresh what follows (every suite's
     metrics, insights and rollup with its checks, the comparisons, the leaderboard: one run per block
     of versions). Says what it is doing as it goes; returns the check evaluations of the refresh."""
-    from agent_health_dagster.defs.names import REFRESH_JOB
-    from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags, version_range_tags
-
     defs = pipeline.defs
     order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
     agent_blocks = contiguous_blocks(order, agents)
@@ -186,8 +184,6 @@ def latest_table(
 ) -> str:
     """A table of the latest materialization as aligned text (for the terminal). With `width`,
     long cells are cut and the columns that do not fit are left out (and named), so no line wraps."""
-    from dagster import AssetKey
-
     records = instance.fetch_materializations(AssetKey(key), limit=200).records
     record = next((r for r in records if partition is None or r.partition_key == partition), None)
     if record is None or record.asset_materialization is None:
@@ -251,11 +247,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # This process creates and runs the runs itself: it runs with the deployment's Dagster settings.
     apply_dagster_env()
 
-    from dagster import DagsterInstance
-
-    from agent_health.errors import AgentHealthError
-    from agent_health_dagster.defs.build import build_pipeline
-
     try:
         pipeline = build_pipeline()
         agents = [a.strip() for a in args.agents.split(",") if a.strip()]
@@ -305,9 +296,9 @@ def dev_command(home: Path, checkout: Path | None = None) -> str:
     if script.exists():
         return f"DAGSTER_HOME={home} bash {os.path.relpath(script)}"
     beside = Path(sys.executable).parent / "dagster"  # the dagster of this virtualenv, if that is where we run
-    dagster = os.path.relpath(beside) if beside.exists() else "dagster"
+    dagster_cli = os.path.relpath(beside) if beside.exists() else "dagster"
     settings = " ".join(f"{k}={v}" for k, v in dagster_env().items())
-    return f"DAGSTER_HOME={home} {settings} {dagster} dev -m agent_health_dagster.definitions"
+    return f"DAGSTER_HOME={home} {settings} {dagster_cli} dev -m agent_health_dagster.definitions"
 
 
 if __name__ == "__main__":

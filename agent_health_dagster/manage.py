@@ -13,12 +13,15 @@ import os
 import sys
 from collections.abc import Sequence
 
+from dagster import DagsterInstance
+
+from agent_health_dagster.defs.partitions import AGENT_VERSIONS
+from agent_health_dagster.defs.resources import resource_from_env
+
 
 def delete_version(instance: object, project: object, ref: str, purge_results: bool = False) -> tuple[bool, int]:
     """Delete agent version `ref` from `agent_versions` (and its stored results when asked).
     Returns (whether the partition existed, results deleted)."""
-    from agent_health_dagster.defs.partitions import AGENT_VERSIONS
-
     existed = ref in instance.get_dynamic_partitions(AGENT_VERSIONS)  # type: ignore[attr-defined]
     if existed:
         instance.delete_dynamic_partition(AGENT_VERSIONS, ref)  # type: ignore[attr-defined]
@@ -38,10 +41,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     delete.add_argument("--purge-results", action="store_true", help="Also delete its stored results.")
     delete.add_argument("--dagster-home", default=os.environ.get("DAGSTER_HOME"), help="Dagster instance folder.")
     args = parser.parse_args(argv)
-
-    from dagster import DagsterInstance
-
-    from agent_health_dagster.defs.resources import resource_from_env
 
     if not args.dagster_home:
         print("agent-health: set --dagster-home or $DAGSTER_HOME (the instance to change)", file=sys.stderr)

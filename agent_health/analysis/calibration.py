@@ -18,11 +18,22 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_health.lazy import deferred
 from agent_health.model import JudgeIdentity, Signal, TestResult
 from agent_health.model.calibration import Calibration, Confusion, Disagreement, Label, judge_key
+
+# kappa's interval (statsmodels, numpy) loads when judges are calibrated
+if TYPE_CHECKING:
+    import numpy as np
+    import statsmodels.stats.inter_rater as inter_rater
+else:
+    np = deferred("numpy")
+    inter_rater = deferred("statsmodels.stats.inter_rater")
+
 
 __all__ = [
     "CalibrationReport",
@@ -104,14 +115,11 @@ def kappa_interval(confusion: Confusion) -> tuple[float | None, float | None, fl
     """Cohen's kappa with its 95% interval (statsmodels), or Nones when kappa is undefined."""
     if confusion.n == 0:
         return None, None, None
-    import numpy as np
-    from statsmodels.stats.inter_rater import cohens_kappa
-
     # rows: the human (pass, fail); columns: the judge (pass, fail)
     table = np.array([[confusion.tp, confusion.fn], [confusion.fp, confusion.tn]], dtype=float)
     with warnings.catch_warnings():  # 0/0 when both answered one class: reported as None below
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = cohens_kappa(table)
+        res = inter_rater.cohens_kappa(table)
     kappa = float(res.kappa)
     if math.isnan(kappa):
         return None, None, None

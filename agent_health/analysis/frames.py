@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pandas as pd
 
 from agent_health.config import Config, load_config
 from agent_health.errors import UsageError
 from agent_health.stores import LocalResultStore, ResultStore, ResultSummary, open_store
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 COLUMNS = (
     "agent",
@@ -133,8 +132,6 @@ def results_frame(
     `store_or_config`: a ResultStore, a Config, a store folder, a configuration file, or None for
     the project found from the current folder. `agents` / `suites` keep only those (KEY@VERSION,
     suite names)."""
-    import pandas as pd
-
     rows = list(iter_rows(store_or_config, agents=agents, suites=suites, run=run))
     frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     # numbers stay numbers when a column is all missing (no scores, no costs)

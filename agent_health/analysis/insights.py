@@ -11,8 +11,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from agent_health.errors import ConfigError
 from agent_health.judges.prompt import FENCE_RULES, content_nonce, fence
 from agent_health.model import Insight, Step, TestResult
+from agent_health.model.run import parse_json_output
 from agent_health.offloop import call
 
 if TYPE_CHECKING:  # the stores (and their summaries) are not needed to run tests
@@ -241,8 +243,6 @@ class LLMSynthesizer:
         )
 
     async def __call__(self, data: SynthesisInput) -> Mapping[str, Any]:
-        from agent_health.model.run import parse_json_output
-
         text = await self.llm.complete(await self.prompt(data), system=_SYSTEM, json_mode=True)
         parsed = parse_json_output(text)
         if not isinstance(parsed, Mapping):
@@ -311,8 +311,6 @@ async def synthesize(
 
 def resolve_synthesizer(setting: Any, llm: Any = None) -> Synthesizer | None:
     """The configured synthesizer: None (off), a callable, or "llm" (needs the judge's LLM)."""
-    from agent_health.errors import ConfigError
-
     if setting in (None, False, "", "off", "none"):
         return None
     if setting == "llm":

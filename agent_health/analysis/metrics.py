@@ -11,10 +11,19 @@ import json
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agent_health.errors import AgentHealthError
+from agent_health.lazy import deferred
 from agent_health.model import RunResult, Signal, TestResult
 from agent_health.pricing import cost_of
+
+# span arithmetic loads for a test that has traces
+if TYPE_CHECKING:
+    import agent_health.traces.spans as spans
+else:
+    spans = deferred("agent_health.traces.spans")
+
 
 _WS = re.compile(r"[\s_\-.,:;'\"]+")
 
@@ -124,18 +133,14 @@ async def atrace_metrics(
 
 
 def _span_metrics(view: Any, found: Any, prices: Mapping[str, tuple[float, float]] | None) -> dict[str, Any]:
-    from agent_health.traces.spans import span_metrics
-
     try:
-        metrics = span_metrics(found.spans, {**view.prices, **(prices or {})})
+        metrics = spans.span_metrics(found.spans, {**view.prices, **(prices or {})})
     except Exception as exc:  # spans are untrusted data from any source  # noqa: BLE001
         return _unavailable(view, exc)
     return {"status": "ok", "correlation": found.correlation, **metrics}
 
 
 def _unavailable(view: Any, exc: Exception) -> dict[str, Any]:
-    from agent_health.errors import AgentHealthError
-
     if isinstance(exc, AgentHealthError):  # store down, bad trace settings: recorded, the test stands
         return {"status": "unavailable", "error": str(exc)}
     # malformed spans from the agent must not crash the whole run

@@ -17,8 +17,16 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from agent_health.lazy import deferred
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = deferred("numpy")  # only commands that compare pay for the import
 
 
 def z_value(confidence: float) -> float:
@@ -136,8 +144,6 @@ def paired_bootstrap(
     n = len(deltas)
     if n == 0 or resamples < 1:
         return BootstrapInterval(confidence=confidence, n=n, resamples=0, seed=seed)
-    import numpy as np  # only commands that compare pay for the import
-
     values = np.asarray(deltas, dtype=float)
     rng = np.random.default_rng(seed)
     means = np.empty(resamples)

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from opensearchpy import helpers
+
 from agent_health.backends.shared import check_no_inline_secrets
 from agent_health.config.secrets import redact_url
 from agent_health.errors import ConfigError, StoreError
@@ -143,8 +145,6 @@ class OpenSearchIndex:
 
     def put_many(self, docs: Iterable[tuple[str, dict[str, Any]]]) -> int:
         """Index many documents with the bulk API (`helpers.bulk`); every failure is reported."""
-        from opensearchpy import helpers
-
         actions = ({"_index": self.index, "_id": id, "_source": body} for id, body in docs)
         try:
             ok, errors = helpers.bulk(self.ensure(), actions, chunk_size=500, raise_on_error=False, max_retries=3)

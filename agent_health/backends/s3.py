@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
+import boto3
+from botocore.config import Config as BotoConfig
+from botocore.exceptions import ClientError
+
 from agent_health.backends.shared import check_no_inline_secrets
 from agent_health.config.secrets import register_credentials
 from agent_health.errors import ConfigError, StoreError
@@ -135,9 +139,6 @@ class S3Bucket:
     def client(self) -> Any:
         """The boto3 S3 client, made on first use (boto3 clients are thread-safe)."""
         if self._client is None:
-            import boto3
-            from botocore.config import Config as BotoConfig
-
             session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
             register_credentials(session.get_credentials())  # the secret key is scrubbed like any credential
             self._client = session.client(
@@ -162,8 +163,6 @@ class S3Bucket:
         return "/".join([self.prefix, *parts] if self.prefix else parts)
 
     def _fail(self, what: str, exc: Exception) -> StoreError:
-        from botocore.exceptions import ClientError
-
         if isinstance(exc, ClientError):
             err = exc.response.get("Error", {})
             detail = f"{err.get('Code', 'error')}: {err.get('Message', '')}".strip(": ")

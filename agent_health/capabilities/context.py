@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent_health.errors import UsageError
 from agent_health.model import Signal, TestCase, Usage
 from agent_health.model.run import TRACE_VIEWS
+from agent_health.pricing import total_cost
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_health.connectors.base import AgentRuntime
@@ -61,8 +63,6 @@ class TestContext:
     def spent_usd(self) -> float | None:
         """What the test has spent so far (earlier epochs, this trial's agent run and judge calls),
         priced from the price table; None when some part has no price."""
-        from agent_health.pricing import total_cost
-
         usages = [self.run.usage] if self.run is not None else []
         with self.lock:
             usages += [
@@ -123,8 +123,6 @@ _current: ContextVar[TestContext | None] = ContextVar("agent_health_test_context
 
 def bridge(ctx: TestContext, coro: Any) -> Any:
     """In an async body return the awaitable; in a sync body (worker thread) run it to completion."""
-    import asyncio
-
     try:
         asyncio.get_running_loop()
     except RuntimeError:

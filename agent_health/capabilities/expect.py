@@ -10,11 +10,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agent_health.capabilities.context import TestContext, current_context
+from agent_health.capabilities.context import TestContext, bridge, current_context
+from agent_health.capabilities.judge import PendingVerdict, build_request, criteria_list, verdict_for
 from agent_health.errors import ExpectationFailed
 from agent_health.judges.checks import schema_problem as _schema_problem
 from agent_health.judges.checks import subset as _subset
 from agent_health.model import RunResult, Signal, Verdict
+from agent_health.model.run import parse_json_output
 
 _MAX_EVIDENCE = 400
 
@@ -136,8 +138,6 @@ class Expectation:
         value = self._actual
         data = value.json() if isinstance(value, RunResult) else value
         if isinstance(data, str):
-            from agent_health.model.run import parse_json_output
-
             data = parse_json_output(data)
         problem = _schema_problem(schema, data)
         return self._check(
@@ -154,9 +154,6 @@ class Expectation:
         records and goes on. `judge_or_criteria` is what `judge()` takes (criteria, the rich dict,
         a named judge). With `threshold` the verdict's score must reach it (its own pass is not
         used). Await it in an async body; a sync body gets the Verdict directly."""
-        from agent_health.capabilities.context import bridge
-        from agent_health.capabilities.judge import build_request, criteria_list
-
         if threshold is not None and (isinstance(threshold, bool) or not 0 <= threshold <= 1):
             raise ValueError(f"to_satisfy_judge(): threshold must be a number from 0 to 1, got {threshold!r}")
         if criteria_list(judge_or_criteria) is not None:
@@ -165,15 +162,12 @@ class Expectation:
         out = bridge(self._ctx, self._satisfy(request, threshold))
         if isinstance(out, Verdict):
             return out
-        from agent_health.capabilities.judge import PendingVerdict
 
         pending = PendingVerdict(out)
         self._ctx.pending.append(pending)  # a forgotten await still records (and gates) after the body
         return pending
 
     async def _satisfy(self, request: Any, threshold: float | None) -> Verdict:
-        from agent_health.capabilities.judge import verdict_for
-
         verdict = await verdict_for(self._ctx, request)
         if threshold is None:
             ok = verdict.passed

@@ -7,10 +7,13 @@ body `await` it; in a sync body it returns the Verdict directly.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from agent_health.capabilities.context import Pending, TestContext, bridge, current_context
+from agent_health.judges.kit import as_judge
 from agent_health.model import RunResult, Verdict
 from agent_health.model.judge import JudgeRequest
 
@@ -21,8 +24,6 @@ Criteria = str | Mapping[str, Any] | Any  # a string, the rich dict form, or a n
 
 
 def build_request(ctx: TestContext, subject: Any, criteria: Criteria, *, gate: bool, **kw: Any) -> JudgeRequest:
-    from agent_health.judges.kit import as_judge
-
     named = as_judge(criteria)
     if named is None and isinstance(criteria, Mapping):
         named = as_judge(criteria.get("criteria"))
@@ -64,8 +65,6 @@ def _text(subject: Any, named: bool) -> str:
     if subject is None:
         return ""
     if named and isinstance(subject, (dict, list)):
-        import json
-
         return json.dumps(subject, default=str)
     return str(subject)
 
@@ -109,8 +108,6 @@ async def _judge(ctx: TestContext, request: JudgeRequest) -> Verdict:
 
 async def judge_all(ctx: TestContext, requests: list[JudgeRequest]) -> list[Verdict]:
     """One verdict per criterion, asked concurrently (the service's limit applies), recorded in order."""
-    import asyncio
-
     verdicts = await asyncio.gather(*(verdict_for(ctx, r) for r in requests))
     for verdict in verdicts:
         ctx.record(verdict.to_signal())

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+import agent_health.connectors as connectors
+from agent_health.config import load_config
 from agent_health.config.secrets import display_value
 from agent_health.errors import AgentHealthError
 
@@ -14,8 +16,6 @@ from agent_health.errors import AgentHealthError
 def agent_rows(config: Any, check: bool = False) -> list[dict[str, Any]]:
     """One row per agent version: ref, connector, where it runs, overrides, and (with `check`)
     whether its settings validate and its env references resolve."""
-    from agent_health.connectors.base import connector_class
-
     rows = []
     default_ref = config.default_agent
     for spec in config.agents.values():
@@ -41,7 +41,7 @@ def agent_rows(config: Any, check: bool = False) -> list[dict[str, Any]]:
                     agent = spec.resolve(version)
                     if spec.connector != "demo":
                         agent = agent.model_copy(update={"settings": {"root": config.root, **agent.settings}})
-                    connector_class(spec.connector)(agent)
+                    connectors.connector_class(spec.connector)(agent)
                     row["status"] = "ok"
                 except AgentHealthError as exc:
                     row["status"] = f"error: {exc}"
@@ -58,8 +58,6 @@ def agents(ctx: click.Context, as_json: bool, check: bool) -> None:
     config = (ctx.obj or {}).get("config")
     try:
         if config is None:
-            from agent_health.config import load_config
-
             config = load_config()
         rows = agent_rows(config, check)
     except AgentHealthError as exc:

@@ -13,10 +13,27 @@ import click
 
 from agent_health.cli.options import limit_option
 from agent_health.errors import UsageError
+from agent_health.lazy import deferred
 
+# loaded when the command runs: `agent-health --help` imports every command module to list it
 if TYPE_CHECKING:
+    import rich.console as rich_console
+    import rich.table as rich_table
+
+    import agent_health.analysis.calibration as calibration
+    import agent_health.analysis.labels as human_labels
+    import agent_health.cli.sources as sources
+    import agent_health.stores as stores
     from agent_health.analysis.calibration import CalibrationReport
     from agent_health.model.calibration import Calibration
+else:
+    rich_console = deferred("rich.console")
+    rich_table = deferred("rich.table")
+    calibration = deferred("agent_health.analysis.calibration")
+    human_labels = deferred("agent_health.analysis.labels")
+    sources = deferred("agent_health.cli.sources")
+    stores = deferred("agent_health.stores")
+
 
 EXIT_OK = 0
 
@@ -33,15 +50,12 @@ def _kappa(c: Calibration) -> str:
 
 def print_tables(report: CalibrationReport, limit: int) -> None:
     """One row per judge (and per criterion with enough labels), then the disagreeing cases."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(highlight=False, soft_wrap=True)
+    console = rich_console.Console(highlight=False, soft_wrap=True)
     console.print(f"{report.source}: {report.labels} label(s)", markup=False)
     if not report.calibrations:
         console.print("no label matched a stored judge verdict", markup=False)
     else:
-        table = Table("judge", "criterion", "n", "agreement", "kappa [95% CI]", "TPR", "TNR", "FPR", "FNR")
+        table = rich_table.Table("judge", "criterion", "n", "agreement", "kappa [95% CI]", "TPR", "TNR", "FPR", "FNR")
         table.add_column("TP/FP/FN/TN")
         for c in report.calibrations:
             m = c.confusion
@@ -104,20 +118,15 @@ def calibrate_command(
 
     Exit codes: 0 calibrated; 2 bad input (a labels file line, nothing to calibrate).
     """
-    from agent_health.analysis.calibration import calibrate
-    from agent_health.analysis.labels import load_labels
-    from agent_health.cli.sources import open_source, store_source
-    from agent_health.stores import open_store
-
     config = ctx.obj["config"]
-    store = open_store(config)
-    src = open_source(source, config, store=store) if source else store_source(store)
+    store = stores.open_store(config)
+    src = sources.open_source(source, config, store=store) if source else sources.store_source(store)
     home = src.store or store  # where the labels and calibrations go: beside the results
-    labels = load_labels(labels_path) if labels_path is not None else home.labels()
+    labels = human_labels.load_labels(labels_path) if labels_path is not None else home.labels()
     if not labels:
         raise UsageError(f"no labels: give --labels FILE (store {home.location} holds none)")
     where = f"{src.label}, labels {labels_path or 'stored in ' + home.location}"
-    report = calibrate(src.results(), labels, source=where, min_criterion_labels=min_criterion_labels)
+    report = calibration.calibrate(src.results(), labels, source=where, min_criterion_labels=min_criterion_labels)
     if not no_save:
         if labels_path is not None:
             home.put_labels(labels)

@@ -9,12 +9,28 @@ from typing import TYPE_CHECKING
 
 import click
 
+import agent_health.analysis as analysis
 from agent_health.cli.options import limit_option
 from agent_health.errors import UsageError
+from agent_health.lazy import deferred
 from agent_health.model import limits
 
+# loaded when the command runs: `agent-health --help` imports every command module to list it
 if TYPE_CHECKING:
+    import rich.console as rich_console
+    import rich.measure as rich_measure
+    import rich.table as rich_table
+
+    import agent_health.cli.sources as sources
+    import agent_health.reporters.html as html
     from agent_health.analysis.compare import Comparison, TestDelta
+else:
+    rich_console = deferred("rich.console")
+    rich_measure = deferred("rich.measure")
+    rich_table = deferred("rich.table")
+    sources = deferred("agent_health.cli.sources")
+    html = deferred("agent_health.reporters.html")
+
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -25,11 +41,7 @@ def _num(value: float | None, fmt: str = "+.3g") -> str:
 
 def print_table(cmp: Comparison, limit: int) -> None:
     """The comparison as rich tables: statistics first, then every test that changed."""
-    from rich.console import Console
-    from rich.measure import Measurement
-    from rich.table import Table
-
-    console = Console(highlight=False, soft_wrap=True)
+    console = rich_console.Console(highlight=False, soft_wrap=True)
     console.print(f"[bold]{cmp.baseline}[/] -> [bold]{cmp.candidate}[/]", markup=True)
     counts = ", ".join(f"{n} {flip}" for flip, n in cmp.flip_counts.items())
     console.print(f"{len(cmp.tests)} test(s): {counts or 'none'}", markup=False)
@@ -39,7 +51,7 @@ def print_table(cmp: Comparison, limit: int) -> None:
     if not changed:
         console.print("no test changed status", markup=False)
         return
-    table = Table("flip", "baseline", "candidate", "score delta", "cost delta USD", "latency delta ms")
+    table = rich_table.Table("flip", "baseline", "candidate", "score delta", "cost delta USD", "latency delta ms")
     table.add_column("test", no_wrap=True)  # ids are what people copy and grep: never cut or fold them
     for t in changed[:limit]:
         table.add_row(
@@ -48,7 +60,7 @@ def print_table(cmp: Comparison, limit: int) -> None:
         )  # fmt: skip
     # The table gets its natural width, wider than a narrow terminal or the 80 columns rich assumes
     # for a pipe (CI logs) when it must: a long line loses nothing, a cell cut or folded to fit does.
-    natural = Measurement.get(console, console.options.update_width(1_000_000), table).maximum
+    natural = rich_measure.Measurement.get(console, console.options.update_width(1_000_000), table).maximum
     console.width = max(console.width, natural)
     console.print(table)
     if len(changed) > limit:
@@ -119,16 +131,13 @@ def compare_command(
 
     Exit codes: 0 fine; 1 a --fail-on condition holds; 2 bad input.
     """
-    from agent_health.analysis.compare import compare_results
-    from agent_health.cli.sources import open_source
-
     config = ctx.obj["config"]
-    base = open_source(baseline, config, role="BASELINE").single_agent("BASELINE")
-    cand = open_source(candidate, config, role="CANDIDATE").single_agent("CANDIDATE")
+    base = sources.open_source(baseline, config, role="BASELINE").single_agent("BASELINE")
+    cand = sources.open_source(candidate, config, role="CANDIDATE").single_agent("CANDIDATE")
     base_results, cand_results = list(base.results()), list(cand.results())
     if not base_results and not cand_results:
         raise UsageError(f"nothing to compare: {base.label} and {cand.label} hold no results")
-    cmp = compare_results(
+    cmp = analysis.compare_results(
         base_results,
         cand_results,
         baseline_ref=_ref(base.label, base.agents[0]),
@@ -138,9 +147,7 @@ def compare_command(
         seed=seed,
     )
     if html_path is not None:
-        from agent_health.reporters.html import write_comparison
-
-        write_comparison(html_path, cmp, base_results, cand_results)
+        html.write_comparison(html_path, cmp, base_results, cand_results)
     if as_json:
         click.echo(json.dumps(cmp.model_dump(mode="json"), indent=2))
     else:

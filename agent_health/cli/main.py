@@ -5,12 +5,20 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from agent_health.config import load_config
 from agent_health.errors import AgentHealthError
 from agent_health.interrupts import Interrupted
+from agent_health.lazy import deferred
+
+# only when test code left threads running
+if TYPE_CHECKING:
+    import agent_health.session.process as process
+else:
+    process = deferred("agent_health.session.process")
 
 
 class LazyGroup(click.Group):
@@ -46,8 +54,6 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
     """Evaluate AI agents: run eval files against agent versions."""
-    from agent_health.config import load_config
-
     ctx.ensure_object(dict)
     ctx.obj["config"] = load_config(config_path)
 
@@ -71,9 +77,7 @@ _register()
 def _leave(code: int) -> NoReturn:
     """Exit; threads test code left running do not keep the process alive (session.process)."""
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
-        from agent_health.session.process import exit_leaving_threads
-
-        exit_leaving_threads(code)
+        process.exit_leaving_threads(code)
     sys.exit(code)
 
 

@@ -6,10 +6,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agent_health.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, REPORTER_FORMS, build_reporters
+from agent_health.lazy import deferred
+from agent_health.model import EvalRun
+from agent_health.reporters.base import ReportError
+
+# loaded when the command runs: `agent-health --help` imports every command module to list it
+if TYPE_CHECKING:
+    import agent_health.reporters.merge as merging
+    import agent_health.reporters.output as report_output
+    import agent_health.reporters.summary as summary
+else:
+    merging = deferred("agent_health.reporters.merge")
+    report_output = deferred("agent_health.reporters.output")
+    summary = deferred("agent_health.reporters.summary")
 
 
 @click.command("merge")
@@ -37,29 +51,23 @@ def merge_command(
     cost are recomputed from the results. Exit codes: 0 all passed; 1 a test failed or errored, or
     tests were not run; 2 the reports cannot be merged, a load error, or a report could not be written.
     """
-    from agent_health.model import EvalRun
-    from agent_health.reporters.base import ReportError
-    from agent_health.reporters.merge import dump, merge_reports, read_report
-    from agent_health.reporters.output import ReportOutput
-    from agent_health.reporters.summary import SummaryReporter
-
     for spec in reporters:
         if spec.partition("=")[0] in ("json", "jsonl"):
             raise click.UsageError(f"--reporter {spec}: the merged JSON report is what merge writes; use -o FILE")
     uses_stdout = any("=" not in spec and spec != "summary" for spec in reporters)
     if uses_stdout and output is None:
         raise click.UsageError("the merged JSON report goes to stdout without -o FILE; give -o FILE with --reporter")
-    merged = merge_reports([(str(p), read_report(p)) for p in reports])
+    merged = merging.merge_reports([(str(p), merging.read_report(p)) for p in reports])
     reps = build_reporters(reporters or ("summary",), verbose=False)
-    reps[0] = SummaryReporter(sys.stderr)  # the summary never shares stdout with the JSON report
+    reps[0] = summary.SummaryReporter(sys.stderr)  # the summary never shares stdout with the JSON report
     config = ctx.obj["config"]
     for rep in reps:  # the shards ran here: their source files are under the configured eval root
         rep.eval_root = str(config.path(config.eval_root))
     failed_output = False
-    out = ReportOutput("merge -o", str(output) if output else None, atomic=True)
+    out = report_output.ReportOutput("merge -o", str(output) if output else None, atomic=True)
     try:
         out.open()
-        out.write(dump(merged))
+        out.write(merging.dump(merged))
         out.close()
     except ReportError as exc:
         click.echo(f"error: {exc}", err=True)

@@ -6,7 +6,7 @@ results are stored as a new evaluation run."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,18 @@ from agent_health.cli.run import (
     REPORTER_FORMS,
     build_reporters,
 )
+from agent_health.interrupts import real_ctrl_c
+from agent_health.lazy import deferred
+
+# loaded when the command runs: `agent-health --help` imports every command module to list it
+if TYPE_CHECKING:
+    import agent_health.cli.sources as sources
+    import agent_health.session as session
+    import agent_health.session.rejudge as session_rejudge
+else:
+    sources = deferred("agent_health.cli.sources")
+    session = deferred("agent_health.session")
+    session_rejudge = deferred("agent_health.session.rejudge")
 
 
 @click.command("rejudge")
@@ -57,19 +69,14 @@ def rejudge_command(
     could not be written. Replayed agent runs cost nothing against a budget: only new judge spend
     counts.
     """
-    from agent_health.cli.sources import newest_run, open_source
-    from agent_health.interrupts import real_ctrl_c
-    from agent_health.session import build_settings
-    from agent_health.session.rejudge import load_tests_for, rejudge_results
-
     config = ctx.obj["config"]
     # rejudge asks the judges again unless told (--cache): its own default, not run's --no-cache
-    settings = build_settings(config, {**given, "cache": cache})
-    src = open_source(source, config, role="SOURCE") if source else newest_run(config)
+    settings = session.build_settings(config, {**given, "cache": cache})
+    src = sources.open_source(source, config, role="SOURCE") if source else sources.newest_run(config)
     what = src.run.id if src.run is not None else (source or src.label)
     results = list(src.results())
     with real_ctrl_c():  # a Ctrl-C while eval files are imported is not their KeyboardInterrupt
-        tests, problems = load_tests_for(results, config)
+        tests, problems = session_rejudge.load_tests_for(results, config)
     reps = build_reporters(reporters, verbose)
     errors: list[str] = []
 
@@ -78,7 +85,7 @@ def rejudge_command(
         click.echo(f"error: {message}", err=True)
 
     outcome = asyncio.run(
-        rejudge_results(
+        session_rejudge.rejudge_results(
             results,
             tests,
             config,

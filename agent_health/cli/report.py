@@ -4,9 +4,21 @@ a store's latest results or one agent version's."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from agent_health.lazy import deferred
+
+# loaded when the command runs: `agent-health --help` imports every command module to list it
+if TYPE_CHECKING:
+    import agent_health.cli.sources as sources
+    import agent_health.reporters.html as html
+    import agent_health.stores as stores
+else:
+    sources = deferred("agent_health.cli.sources")
+    html = deferred("agent_health.reporters.html")
+    stores = deferred("agent_health.stores")
 
 
 @click.command("report")
@@ -25,22 +37,18 @@ def report_command(ctx: click.Context, source: str | None, output: Path, title: 
     """Write the HTML report of SOURCE: a run id in the configured store (default: the newest run),
     a JSON report file (`--reporter json`), a store folder (its latest results) or an agent version
     (its latest stored results); SOURCE#KEY@VERSION keeps one agent version."""
-    from agent_health.cli.sources import newest_run, open_source
-    from agent_health.reporters.html import ReportBuilder, report_page
-    from agent_health.stores import StoreError
-
     config = ctx.obj["config"]
-    src = open_source(source, config) if source else newest_run(config)
-    builder = ReportBuilder()
+    src = sources.open_source(source, config) if source else sources.newest_run(config)
+    builder = html.ReportBuilder()
     try:
         builder.extend(src.results())
-    except StoreError as exc:  # a damaged run log: the page shows what could be read, and exit 2 says so
-        damaged: StoreError | None = exc
+    except stores.StoreError as exc:  # a damaged run log: the page shows what could be read, and exit 2 says so
+        damaged: stores.StoreError | None = exc
     else:
         damaged = None
     page: dict[str, Any] = {"title": title or f"agent-health report: {src.label}", "source": src.label}
     if src.report is not None:
-        page.update(report_page(src.report))
+        page.update(html.report_page(src.report))
     elif src.run is not None:
         page.update(run=src.run, summaries=src.summaries, load_errors=src.run.load_errors,
                     hook_errors=src.run.hook_errors)  # fmt: skip

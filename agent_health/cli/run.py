@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Coroutine, Sequence
@@ -14,13 +15,26 @@ import click
 from agent_health.cli.options import setting_options
 from agent_health.config import Config
 from agent_health.errors import ConfigError
-from agent_health.loader import LoadedTest, LoadResult
+from agent_health.interrupts import Interrupted, real_ctrl_c
+from agent_health.lazy import deferred
+from agent_health.loader import LoadedTest, LoadResult, load_tests
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.registry import REGISTRY as REPORTER_REGISTRY
 
+# loaded when the command runs: `agent-health --help` imports every command module to list it
 if TYPE_CHECKING:  # pragma: no cover
+    import agent_health.reporters.summary as summary
+    import agent_health.session as session
+    import agent_health.session.process as process
+    import agent_health.session.run as session_run
     from agent_health.session import RunOutcome
     from agent_health.session.control import RunControl
+else:
+    summary = deferred("agent_health.reporters.summary")
+    session = deferred("agent_health.session")
+    process = deferred("agent_health.session.process")
+    session_run = deferred("agent_health.session.run")
+
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_TERMINATED = 128 + 15  # the shell's code for a process ended by SIGTERM
@@ -50,8 +64,6 @@ def known_reporters() -> str:
 
 
 def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
-    from agent_health.reporters.summary import SummaryReporter
-
     out: list[Reporter] = []
     stdout_taken = False
     for spec in specs or ("summary",):
@@ -74,7 +86,7 @@ def build_reporters(specs: Sequence[str], verbose: bool) -> list[Reporter]:
             )
         out.append(cls(path or None))  # type: ignore[call-arg]  # the reporter contract: cls(path)
     # the summary always runs; it moves to stderr when a machine-readable report owns stdout
-    out.insert(0, SummaryReporter(sys.stderr if stdout_taken else sys.stdout, verbose=verbose))
+    out.insert(0, summary.SummaryReporter(sys.stderr if stdout_taken else sys.stdout, verbose=verbose))
     return out
 
 
@@ -94,9 +106,7 @@ def _exit_stuck(message: str) -> None:
     """The watchdog found a test blocking the loop that cannot be interrupted: leave now (every
     result finished so far is stored, the tests still running are reported errored, the manifest
     says interrupted and the reports are finished) rather than hang."""
-    from agent_health.session.process import flush_output
-
-    flush_output()
+    process.flush_output()
     sys.stderr.write(f"error: {message}; exiting\n")
     sys.stderr.flush()
     os._exit(EXIT_FAILED)
@@ -143,14 +153,6 @@ def run_command(
     --budget-exit 0); 2 usage, configuration or file errors, or a report or the store could not be
     written.
     """
-    import gc
-
-    from agent_health.interrupts import Interrupted, real_ctrl_c
-    from agent_health.loader import load_tests
-    from agent_health.session import build_settings, plan_run, run_evaluation, select_tests
-    from agent_health.session.process import EXIT_CODES, run_owned
-    from agent_health.session.run import shard_tests
-
     # Everything imported so far lives for the whole process: keep the collector from walking it
     # again on every collection while thousands of results are built (about 10% of a 1,000-test run).
     gc.freeze()
@@ -161,21 +163,21 @@ def run_command(
         raise click.UsageError("--store and --no-store contradict each other; give one")
     if only and no_store:
         raise click.UsageError("--only compares with the stored results; it cannot be combined with --no-store")
-    settings = build_settings(config, given)
+    settings = session.build_settings(config, given)
     if not settings.agents:  # fail before loading: the message lists the agents (build_settings checked given ones)
         config.agent_ref(config.default_agent)
     paths = (*paths, *files) or (config.path(config.eval_root),)
     with real_ctrl_c():  # a Ctrl-C while eval files are imported is not their KeyboardInterrupt
         loaded = load_tests(paths, root=eval_root_for(config, paths))
     load_errors = [str(e) for e in loaded.errors]
-    selected = select_tests(loaded.tests, settings.labels, settings.grep)
-    tests = shard_tests(selected, settings.shard)  # the run takes `selected`: it shards once itself
+    selected = session.select_tests(loaded.tests, settings.labels, settings.grep)
+    tests = session_run.shard_tests(selected, settings.shard)  # the run takes `selected`: it shards once itself
     if list_only:
         for err in load_errors:
             _say(err)
         if not settings.only:
             print_list(loaded, tests)
-        for agent, chosen in plan_run(selected, config, settings)[0].items() if settings.only else ():
+        for agent, chosen in session.plan_run(selected, config, settings)[0].items() if settings.only else ():
             click.echo(f"{agent}: {len(tests) - len(chosen)} skipped as up to date")  # what --only would run
             print_list(loaded, chosen)
         ctx.exit(EXIT_USAGE if load_errors else EXIT_OK)
@@ -195,7 +197,7 @@ def run_command(
     def run(control: RunControl) -> Coroutine[Any, Any, RunOutcome]:
         # Ctrl-C and SIGTERM (a CI job cancelled) end the run as interrupted: the tests in flight
         # end errored, every reporter finishes, nothing already stored is lost (session.process)
-        return run_evaluation(
+        return session.run_evaluation(
             selected,
             config,
             settings,
@@ -208,10 +210,10 @@ def run_command(
         )
 
     try:
-        outcome = run_owned(run)
+        outcome = process.run_owned(run)
     except Interrupted as exc:
         click.echo(f"interrupted ({exc.signame})", err=True)
-        ctx.exit(EXIT_CODES.get(exc.signame, EXIT_TERMINATED))
+        ctx.exit(process.EXIT_CODES.get(exc.signame, EXIT_TERMINATED))
     if outcome.store and outcome.stored:
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
     if load_errors or outcome.output_errors:

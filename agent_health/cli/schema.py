@@ -13,22 +13,21 @@ from typing import Any
 
 import click
 
+import agent_health.analysis as analysis
+from agent_health.files import write_atomic
+from agent_health.model import SCHEMA_VERSION, EvalRun, RunReport, TestResult
+
 PUBLISHED = Path(__file__).resolve().parents[1] / "schemas"
 NAMES = ("report", "result", "run", "comparison")
 
 
 def _model(name: str) -> Any:
-    from agent_health.analysis.compare import Comparison
-    from agent_health.model import EvalRun, RunReport, TestResult
-
-    return {"report": RunReport, "result": TestResult, "run": EvalRun, "comparison": Comparison}[name]
+    return {"report": RunReport, "result": TestResult, "run": EvalRun, "comparison": analysis.Comparison}[name]
 
 
 def schema_for(name: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of what agent-health writes as `name`, versioned by the
     model's schema version."""
-    from agent_health.model import SCHEMA_VERSION
-
     body = _model(name).model_json_schema(mode="serialization")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -38,8 +37,6 @@ def schema_for(name: str) -> dict[str, Any]:
 
 
 def published_path(name: str) -> Path:
-    from agent_health.model import SCHEMA_VERSION
-
     return PUBLISHED / f"{name}.v{SCHEMA_VERSION}.schema.json"
 
 
@@ -53,8 +50,6 @@ def schema_text(name: str) -> str:
 @click.option("--update", is_flag=True, help="Regenerate the published schemas in the package (maintainers).")
 def schema_command(name: str, output: Path | None, update: bool) -> None:
     """Print the JSON Schema of a JSON report (default), a stored result, a run manifest or a comparison."""
-    from agent_health.files import write_atomic
-
     if update:
         for each in NAMES:
             write_atomic(published_path(each), schema_text(each))

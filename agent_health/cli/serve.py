@@ -3,9 +3,24 @@ http://127.0.0.1, live while a run is going."""
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+from agent_health.errors import UsageError
+from agent_health.lazy import deferred
+
+# loaded when the command runs: `agent-health --help` imports every command module to list it
+if TYPE_CHECKING:
+    import agent_health.reporters.serve as reporters_serve
+    import agent_health.stores as stores
+    import agent_health.stores.local as stores_local
+else:
+    reporters_serve = deferred("agent_health.reporters.serve")
+    stores = deferred("agent_health.stores")
+    stores_local = deferred("agent_health.stores.local")
 
 
 @click.command("serve")
@@ -21,25 +36,25 @@ def serve_command(ctx: click.Context, source: str | None, host: str, port: int) 
     """Serve the runs of the configured result store (or of SOURCE: a store folder, a run folder
     `<store>/_runs/<id>`, or a run id in the configured store) and each run's HTML report, until
     Ctrl-C. A running run's page updates as its results are stored."""
-    from agent_health.errors import UsageError
-    from agent_health.reporters.serve import serve
-    from agent_health.stores import LocalResultStore, ResultStore, StoreError, open_store
-    from agent_health.stores.local import RUNS_DIR
-
     config = ctx.obj["config"]
     only: str | None = None
-    store: ResultStore
+    store: stores.ResultStore
     path = Path(source) if source else None
-    if path is not None and path.is_dir() and path.parent.name == RUNS_DIR and (path / "run.json").is_file():
-        store, only = LocalResultStore(path.parent.parent), path.name  # a run folder
+    if (
+        path is not None
+        and path.is_dir()
+        and path.parent.name == stores_local.RUNS_DIR
+        and (path / "run.json").is_file()
+    ):
+        store, only = stores.LocalResultStore(path.parent.parent), path.name  # a run folder
     elif path is not None and path.is_dir():
-        store = LocalResultStore(path)
+        store = stores.LocalResultStore(path)
     else:
-        store = open_store(config)
+        store = stores.open_store(config)
         if source is not None:
             try:
                 run = store.get_run(source)
-            except StoreError:
+            except stores.StoreError:
                 run = None  # not a valid run id (it has a '/')
             if run is None:
                 newest = ", ".join(r.id for r in store.list_runs()[:5]) or "none"
@@ -55,13 +70,11 @@ def serve_command(ctx: click.Context, source: str | None, host: str, port: int) 
         if not _loopback(host):
             click.echo(f"warning: --host {host}: anyone who can reach this machine can read these runs", err=True)
 
-    serve(store, host=host, port=port, only_run=only, on_ready=ready)
+    reporters_serve.serve(store, host=host, port=port, only_run=only, on_ready=ready)
     click.echo("stopped")
 
 
 def _loopback(host: str) -> bool:
-    import ipaddress
-
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -439,8 +439,6 @@ def register_log_secrets(secrets: SecretSet) -> None:
 
 
 def _install_log_filter() -> None:
-    import logging
-
     for name in _FILTERED_LOGGERS:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:

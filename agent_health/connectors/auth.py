@@ -13,11 +13,25 @@ Settings (`auth` of an http/agui agent), values usually env references such as {
 from __future__ import annotations
 
 import base64
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.config.secrets import SecretSet
+from agent_health.errors import ConfigError
+from agent_health.lazy import deferred
+
+# botocore loads for the first SigV4-signed request
+if TYPE_CHECKING:
+    import botocore.auth as botocore_auth
+    import botocore.awsrequest as botocore_awsrequest
+    import botocore.credentials as botocore_credentials
+    import botocore.session as botocore_session
+else:
+    botocore_session = deferred("botocore.session")  # only agents behind SigV4 pay for botocore
+    botocore_credentials = deferred("botocore.credentials")
+    botocore_auth = deferred("botocore.auth")
+    botocore_awsrequest = deferred("botocore.awsrequest")
 
 
 class AuthSettings(BaseModel):
@@ -43,8 +57,6 @@ class Authenticator:
     """Adds credentials to one outgoing request; registers every credential as a secret."""
 
     def __init__(self, settings: AuthSettings, secrets: SecretSet, setting: str):
-        from agent_health.errors import ConfigError
-
         self.settings = s = settings
         self._static: dict[str, str] = {}
         self._credentials: Any = None
@@ -74,15 +86,11 @@ class Authenticator:
                 secrets.add(frozen.token)
 
     def _aws_credentials(self, setting: str) -> Any:
-        import botocore.session  # lazy: only agents behind SigV4 pay for botocore
-        from botocore.credentials import Credentials
-
-        from agent_health.errors import ConfigError
 
         s = self.settings
         if s.access_key_id and s.secret_access_key:
-            return Credentials(s.access_key_id, s.secret_access_key, s.session_token)
-        creds = botocore.session.Session(profile=s.profile).get_credentials()
+            return botocore_credentials.Credentials(s.access_key_id, s.secret_access_key, s.session_token)
+        creds = botocore_session.Session(profile=s.profile).get_credentials()
         if creds is None:
             raise ConfigError(
                 f"setting {setting}: sigv4 needs access_key_id/secret_access_key or AWS "
@@ -96,12 +104,9 @@ class Authenticator:
             return headers
         if self.settings.type != "sigv4":
             return {**headers, **self._static}
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-
         # Only the headers the agent will see are signed; hop-by-hop ones would break verification.
-        aws = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
-        SigV4Auth(
+        aws = botocore_awsrequest.AWSRequest(method=method, url=url, data=body, headers=dict(headers))
+        botocore_auth.SigV4Auth(
             self._credentials.get_frozen_credentials(), self.settings.service, str(self.settings.region)
         ).add_auth(aws)
         return dict(aws.headers.items())

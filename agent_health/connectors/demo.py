@@ -22,14 +22,22 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_health.connectors.base import Connector, random_hex
 from agent_health.errors import ConfigError
+from agent_health.lazy import deferred
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.limits import LATENCY_MAX_MS, check_number
 from agent_health.model.run import Role, StepKind
+
+# the demo agent writes spans only when its settings give a spans_dir
+if TYPE_CHECKING:
+    import agent_health.traces.local as traces_local
+else:
+    traces_local = deferred("agent_health.traces.local")
+
 
 VERSIONS = {"v1": "demo-sre-small", "v2": "demo-sre-large"}
 
@@ -243,9 +251,7 @@ class DemoConnector(Connector):
         """The local span store this agent writes to (built once per connector)."""
         store = getattr(self, "_store", None)
         if store is None:
-            from agent_health.traces.local import LocalSpanStore
-
-            store = self._store = LocalSpanStore(self.agent.settings["spans_dir"])
+            store = self._store = traces_local.LocalSpanStore(self.agent.settings["spans_dir"])
         return store
 
     def _investigate(self, request: AgentRequest, version: str, sc: Scenario) -> tuple[list[Step], str]:

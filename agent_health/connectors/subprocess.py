@@ -31,6 +31,7 @@ from pydantic import Field
 from agent_health.config.secrets import register_log_secrets
 from agent_health.connectors.common import ConnectorSettings, RealConnector, shown
 from agent_health.connectors.parsing import ParseError, as_text, parse_args, parse_body, usage_of
+from agent_health.errors import ConfigError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
 from agent_health.model.limits import Bytes
@@ -69,8 +70,6 @@ class SubprocessConnector(RealConnector):
         cmd = self.settings.command
         self.argv0 = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
         if not self.argv0:
-            from agent_health.errors import ConfigError
-
             raise ConfigError(f"setting agents.{agent.key}.settings.command is empty")
         for k, v in self.settings.env.items():  # literal env values are the usual place for a key
             if any(w in k.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")):

@@ -23,6 +23,10 @@ import os
 import threading
 from typing import Any
 
+import boto3
+from botocore.config import Config as BotoConfig
+from botocore.exceptions import BotoCoreError, ClientError
+
 from agent_health.config.secrets import register_credentials
 from agent_health.judges.chat import (
     AnswerSchema,
@@ -78,9 +82,6 @@ class BedrockChat(ChatClient):
     def _boto(self) -> Any:
         with self._lock:
             if self._client is None:
-                import boto3
-                from botocore.config import Config as BotoConfig
-
                 session = boto3.session.Session(profile_name=self.profile) if self.profile else boto3.session.Session()
                 register_credentials(session.get_credentials())
                 self._client = session.client(
@@ -156,8 +157,6 @@ class BedrockChat(ChatClient):
         json_mode: bool,
         schema: AnswerSchema | None,
     ) -> ChatResponse:
-        from botocore.exceptions import BotoCoreError, ClientError
-
         kwargs = self.request(messages, system, tools, schema)
         try:
             data = await asyncio.to_thread(lambda: self._boto().converse(**kwargs))

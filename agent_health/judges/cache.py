@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import agent_health.backends as backends
 from agent_health.backends import is_shared
 from agent_health.config.secrets import scrub_secrets
 from agent_health.errors import ConfigError
@@ -192,10 +193,8 @@ class S3JudgeCache(JudgeCache):
     Conditional writes (If-None-Match) keep the first entry of a key across machines."""
 
     def __init__(self, settings: dict[str, Any]):
-        from agent_health.backends.s3 import S3Bucket
-
         super().__init__()
-        self.bucket = S3Bucket(settings, "store.settings")
+        self.bucket = backends.S3Bucket(settings, "store.settings")
 
     @property
     def location(self) -> str:
@@ -235,11 +234,9 @@ class OpenSearchJudgeCache(JudgeCache):
     `<store index>-judge-cache`. Create-only writes keep the first entry of a key across machines."""
 
     def __init__(self, settings: dict[str, Any]):
-        from agent_health.backends.opensearch import OpenSearchIndex
-
         super().__init__()
         index = f"{settings.get('index', 'agent-health-results')}-judge-cache"
-        self.index = OpenSearchIndex(settings, index, JUDGE_CACHE_MAPPING, "store.settings")
+        self.index = backends.OpenSearchIndex(settings, index, JUDGE_CACHE_MAPPING, "store.settings")
 
     @property
     def location(self) -> str:

@@ -4,9 +4,19 @@ pydantic-model check with JSON paths, and the subset match of tool arguments."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
+
+from agent_health.lazy import deferred
+
+# jsonschema loads for the first JSON-schema check (a pydantic model needs none)
+if TYPE_CHECKING:
+    import jsonschema as jsonschema
+    import referencing.exceptions as referencing_exceptions
+else:
+    jsonschema = deferred("jsonschema")
+    referencing_exceptions = deferred("referencing.exceptions")
 
 
 def subset(expected: Any, actual: Any) -> bool:
@@ -42,9 +52,6 @@ def schema_problem(schema: Any, data: Any, max_errors: int = 5, *, what: str = "
             return None
     if not isinstance(schema, (dict, bool)):
         raise TypeError(f"{what} needs a pydantic model class or a JSON schema (dict), got {type(schema).__name__}")
-    import jsonschema
-    from referencing.exceptions import Unresolvable
-
     validator_class = jsonschema.validators.validator_for(schema)  # the $schema's draft; the latest by default
     try:
         validator_class.check_schema(schema)
@@ -53,7 +60,7 @@ def schema_problem(schema: Any, data: Any, max_errors: int = 5, *, what: str = "
     validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
     try:
         errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    except Unresolvable as exc:
+    except referencing_exceptions.Unresolvable as exc:
         raise ValueError(f"{what}: the schema's reference cannot be resolved: {exc}") from None
     if not errors:
         return None

@@ -18,12 +18,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_health.judges.base import LLM
 from agent_health.judges.chat import AnswerCutOff, AnswerSchema, ChatClient, ChatMessage, ChatResponse, ToolSpec
 from agent_health.judges.prompt import VERDICT_SCHEMA
+from agent_health.lazy import deferred
 from agent_health.model import Usage
+
+if TYPE_CHECKING:
+    import json_repair as json_repair
+else:
+    json_repair = deferred("json_repair")  # only for an answer that is not JSON: kept off every run's start
+
 
 T = TypeVar("T")
 _MAX_SCAN_CHARS = 100_000  # judge answers are short; a runaway answer is not scanned past this
@@ -92,8 +99,6 @@ def decode(candidate: str) -> Any:
         return json.loads(candidate)
     except ValueError:
         pass
-    import json_repair  # only for an answer that is not JSON: kept off every run's start
-
     try:
         repaired = json_repair.loads(candidate, skip_json_loads=True)
     except Exception:  # json-repair gives up on some inputs by raising; nothing to use then  # noqa: BLE001

@@ -24,6 +24,7 @@ from agent_health.errors import ConfigError
 from agent_health.judges.base import JudgeProvider
 from agent_health.judges.cache import JudgeCache, LocalJudgeCache, open_judge_cache
 from agent_health.judges.chat import Backoff, ChatClient
+from agent_health.judges.demo import DemoJudge
 from agent_health.judges.identity import (
     IN_PROCESS,
     custom_identity,
@@ -31,15 +32,25 @@ from agent_health.judges.identity import (
     fallback_identity,
     named_definition,
 )
+from agent_health.judges.kit import JudgeContext, run_judge
 from agent_health.judges.llm import CachedLLM
+from agent_health.judges.prompt import PromptLimits
 from agent_health.judges.registry import REGISTRY
+from agent_health.lazy import deferred
 from agent_health.model import JudgeIdentity, Verdict
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.settings import StoreSettings
 from agent_health.spend import SpendRefused
 
+# the LLM judge and custom evaluators load when a request is first routed to them
 if TYPE_CHECKING:  # pragma: no cover
+    import agent_health.judges.custom as custom
+    import agent_health.judges.llm_judge as llm_judge
     from agent_health.config.model import JudgeSettings
+else:
+    custom = deferred("agent_health.judges.custom")
+    llm_judge = deferred("agent_health.judges.llm_judge")
+
 
 ProviderFactory = Callable[[JudgeRequest], JudgeProvider]
 # A judge identity -> None when it may gate, else why not (the `judge.calibration` gate).
@@ -67,8 +78,6 @@ class JudgeService:
         evaluators: Mapping[str, Callable[..., Any]] | None = None,
         cache: JudgeCache | Path | None = None,
     ):
-        from agent_health.judges.demo import DemoJudge
-
         self.provider = provider or DemoJudge()
         self.skip = skip
         self._select = select
@@ -219,9 +228,6 @@ class JudgeService:
             return self._judges[own]
         key = (client.provider, str(id(client)))
         if key not in self._judges:
-            from agent_health.judges.llm_judge import LLMJudge
-            from agent_health.judges.prompt import PromptLimits
-
             s = self.settings
             limits = PromptLimits(
                 max_output_chars=s.max_output_chars,
@@ -229,7 +235,9 @@ class JudgeService:
                 max_steps=s.max_steps,
                 max_trace_chars=s.max_trace_chars,
             )
-            self._judges[key] = LLMJudge(client, limits=limits, max_tool_steps=s.max_tool_steps, cache=self.cache)
+            self._judges[key] = llm_judge.LLMJudge(
+                client, limits=limits, max_tool_steps=s.max_tool_steps, cache=self.cache
+            )
         return self._judges[key]
 
     def llm(self, model: str | None = None) -> CachedLLM:
@@ -365,8 +373,6 @@ class JudgeService:
     async def _named(self, request: JudgeRequest) -> Verdict:
         """A named judge (judges/kit.py): deterministic ones ask no model; the others ask it through
         `_ask` or the cached `llm` helper. Its identity names the judge and hashes its configuration."""
-        from agent_health.judges.kit import JudgeContext, run_judge
-
         named = request.judge
         asked: list[JudgeIdentity] = []
 
@@ -398,15 +404,13 @@ class JudgeService:
         return verdict.model_copy(update={"identity": identity})
 
     async def _custom(self, request: JudgeRequest) -> Verdict:
-        from agent_health.judges.custom import run_custom
-
         name = str(request.evaluator)
         fn = self.evaluators.get(name)
         if fn is None:
             known = sorted(self.evaluators) + REGISTRY.kinds()
             raise ConfigError(f"evaluator {name!r} is not configured; known: {', '.join(known)}")
         llm = self.llm(self.model_for(request))
-        verdict = await run_custom(name, fn, request, llm)
+        verdict = await custom.run_custom(name, fn, request, llm)
         if name not in self._definitions:
             self._definitions[name] = definition_hash(fn)
         identity = custom_identity(

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from agent_health.errors import EvalFileError
@@ -82,8 +83,6 @@ def _parse(data: bytes, suffix: str, rel: str) -> tuple[Any, list[int]]:
     text = _decode(data, rel)
     if suffix == ".json":
         return read_json(text, rel), []
-    import yaml
-
     try:
         doc, root = safe_yaml.load(text)
     except yaml.YAMLError as exc:

@@ -5,11 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_health.errors import EvalFileError
+from agent_health.lazy import deferred
 from agent_health.loader.code import load_code_file
 from agent_health.loader.ids import CODE_SUFFIX, DATA_SUFFIXES
 from agent_health.loader.types import LoadedTest, LoadResult
+
+if TYPE_CHECKING:
+    import agent_health.loader.data as data_files
+else:  # data files only: the YAML parser and the data formats load when one is found
+    data_files = deferred("agent_health.loader.data")
 
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".venv", "venv"}
 
@@ -64,8 +71,8 @@ def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[
         try:
             if file.name.lower().endswith(CODE_SUFFIX):
                 loader = load_code_file
-            else:  # data files only: the YAML parser and the data formats load when one is found
-                from agent_health.loader.data import load_data_file as loader
+            else:
+                loader = data_files.load_data_file
             tests, file_errors = loader(file, rel)
         except EvalFileError as exc:
             result.errors.append(exc)

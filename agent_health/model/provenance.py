@@ -4,6 +4,7 @@ the harness, the test definition, the agent version's settings and the judge tha
 from __future__ import annotations
 
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,8 +15,6 @@ JudgeKind = Literal["demo", "llm", "rubric", "custom"]
 @cache
 def harness_version() -> str:
     """The installed agent-health version ('' when it runs from a source tree that is not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("agent-health")
     except PackageNotFoundError:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_health.errors import InfrastructureError, VerdictFailed
 from agent_health.model.limits import StoredText
 from agent_health.model.provenance import JudgeIdentity
 from agent_health.model.run import Usage
@@ -71,8 +72,6 @@ class Verdict(BaseModel):
 
     def or_throw(self) -> Verdict:
         """Stop the test body when this verdict failed (or errored); return self otherwise."""
-        from agent_health.errors import InfrastructureError, VerdictFailed
-
         if self.errored:
             raise InfrastructureError(f"judge errored: {self.error or self.reasoning}")
         if not self.skipped and not self.passed:

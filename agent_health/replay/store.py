@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+import agent_health.backends as backends
 from agent_health.backends import is_shared
 from agent_health.config.secrets import scrub_model
 from agent_health.connectors.base import Connector
@@ -171,9 +172,7 @@ class S3RecordingStore(RecordingStore):
     bucket (names as `LocalRecordingStore`'s); `replace=False` is a conditional write."""
 
     def __init__(self, settings: dict[str, Any]):
-        from agent_health.backends.s3 import S3Bucket
-
-        self.bucket = S3Bucket(settings, "store.settings")
+        self.bucket = backends.S3Bucket(settings, "store.settings")
 
     @property
     def location(self) -> str:
@@ -214,10 +213,8 @@ class OpenSearchRecordingStore(RecordingStore):
     `replace=False` is a create-only write."""
 
     def __init__(self, settings: dict[str, Any]):
-        from agent_health.backends.opensearch import OpenSearchIndex
-
         index = f"{settings.get('index', 'agent-health-results')}-recordings"
-        self.index = OpenSearchIndex(settings, index, RECORDINGS_MAPPING, "store.settings")
+        self.index = backends.OpenSearchIndex(settings, index, RECORDINGS_MAPPING, "store.settings")
 
     @property
     def location(self) -> str:

@@ -38,9 +38,9 @@ from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores.summary import ResultSummary
 
 if TYPE_CHECKING:
-    import jinja2
-
     from agent_health.analysis.compare import Comparison
+
+import jinja2
 
 _STATUS_ORDER = {"errored": 0, "failed": 1, "passed": 2}
 # The ids of details blocks and their rows: "d<n>".
@@ -77,8 +77,6 @@ def anchor(result: ResultSummary | TestResult, many_agents: bool) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    import jinja2
-
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("agent_health.reporters", "templates"),
         autoescape=True,

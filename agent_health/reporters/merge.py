@@ -14,6 +14,7 @@ from agent_health.errors import AgentHealthError
 from agent_health.model import RunReport, TestResult
 from agent_health.model.report import SummaryTally
 from agent_health.model.validation import describe_errors
+from agent_health.reporters.json_report import read_jsonl
 
 __all__ = ["MergeError", "merge_reports", "read_report"]
 
@@ -24,8 +25,6 @@ class MergeError(AgentHealthError):
 
 def read_report(path: str | Path) -> RunReport:
     """A `--reporter json` report (or a `--reporter jsonl` file) from `path`."""
-    from agent_health.reporters.json_report import read_jsonl
-
     p = Path(path)
     try:
         if p.suffix == ".jsonl":

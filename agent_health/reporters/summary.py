@@ -7,13 +7,25 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.markup import escape
 
+from agent_health.lazy import deferred
 from agent_health.model import EvalRun, RunReport, RunSummary, Signal, TestResult
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.text import terminal_safe
+
+# the progress bar and the final table load when first drawn
+if TYPE_CHECKING:
+    import rich.console as rich_console
+    import rich.progress as rich_progress
+    import rich.table as rich_table
+else:
+    rich_console = deferred("rich.console")
+    rich_progress = deferred("rich.progress")
+    rich_table = deferred("rich.table")
+
 
 _MARK = {"passed": "✓", "failed": "✗", "errored": "!"}
 _STYLE = {"passed": "green", "failed": "red", "errored": "yellow"}
@@ -85,10 +97,8 @@ class SummaryReporter(Reporter):
     name = "summary"
 
     def __init__(self, stream: TextIO | None = None, verbose: bool = False, color: bool | None = None):
-        from rich.console import Console
-
         self.stream = stream or sys.stdout
-        self.console = Console(
+        self.console = rich_console.Console(
             file=self.stream, highlight=False, soft_wrap=True, force_terminal=color, no_color=color is False
         )
         if not self.console.is_terminal:  # logs and CI: wide enough that the table never truncates
@@ -110,14 +120,12 @@ class SummaryReporter(Reporter):
         if not self.live:
             return
         if self._progress is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[counts]}"),
-                TimeElapsedColumn(),
+            self._progress = rich_progress.Progress(
+                rich_progress.TextColumn("{task.description}"),
+                rich_progress.BarColumn(),
+                rich_progress.MofNCompleteColumn(),
+                rich_progress.TextColumn("{task.fields[counts]}"),
+                rich_progress.TimeElapsedColumn(),
                 console=self.console,
                 transient=True,
             )
@@ -153,15 +161,13 @@ class SummaryReporter(Reporter):
             self._progress = None
 
     def finish(self, report: RunReport) -> None:
-        from rich.table import Table
-
         self._stop_progress()
         for err in report.hook_errors:
             self.console.print(f"[yellow]hook error[/yellow] {terminal_safe(err)}")
         title = "agent-health results"
         if report.load_errors:  # the table counts only what loaded: say so where the eye lands
             title += f" [red](not counted: {len(report.load_errors)} load error(s), below)[/red]"
-        table = Table(title=title, title_justify="left")
+        table = rich_table.Table(title=title, title_justify="left")
         columns = ["agent", "tests", "passed", "failed", "errored", "pass rate", "score", "tokens", "cost", "duration"]
         columns[7:9] = ["tokens (prompt / completion)", "cost (agent + judge)"]
         if report.not_run:

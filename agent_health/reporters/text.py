@@ -6,6 +6,16 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
+
+from agent_health.lazy import deferred
+
+# rich's markup escaping loads with the first text a terminal reporter prints
+if TYPE_CHECKING:
+    import rich.markup as rich_markup
+else:
+    rich_markup = deferred("rich.markup")
+
 
 # ANSI escape sequences (CSI such as colours, OSC such as hyperlinks, and two-character ones).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -38,8 +48,6 @@ def xml_safe(text: str) -> str:
 def terminal_safe(text: str) -> str:
     """`text` for a terminal through rich: ANSI codes removed, controls and lone surrogates escaped,
     and rich's markup escaped so `[red]` in an error prints as itself."""
-    from rich.markup import escape
-
     if not text:
         return text
-    return escape(_NOT_TERMINAL.sub(_escape, _ANSI.sub("", text)))
+    return rich_markup.escape(_NOT_TERMINAL.sub(_escape, _ANSI.sub("", text)))

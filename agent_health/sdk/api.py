@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agent_health.errors import EvalFileError
+from agent_health.judges.kit import as_judge
 from agent_health.loader.ids import name_problem, shown_name
 from agent_health.loader.options import check_options, one_or_many
 from agent_health.loader.registry import BUILTIN_FIXTURES, FixtureDef, Scope, TestSpec, active_registry, definition_line
@@ -145,8 +146,6 @@ class describe(contextlib.ContextDecorator):
 
 def check_judges(judges: Iterable[Any], where: str) -> list[Any]:
     """Suite judges as given, or TypeError naming `where`: each is a criteria string or a named judge."""
-    from agent_health.judges.kit import as_judge
-
     if isinstance(judges, str) or as_judge(judges) is not None:
         judges = [judges]
     out: list[Any] = []

@@ -22,12 +22,14 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from types import FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_health.capabilities.context import running_test
 from agent_health.interrupts import Interrupted
 from agent_health.session.control import RunControl
-from agent_health.session.run import RunOutcome
+
+if TYPE_CHECKING:  # session.run runs its loop with RunLoop from here
+    from agent_health.session.run import RunOutcome
 
 STOP_S = 5.0  # after SIGINT or SIGTERM the process is gone within this, however stuck the run is
 THREADS_S = 2.0  # how long threads left running by test code get to end after the run

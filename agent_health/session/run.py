@@ -15,12 +15,13 @@ import time
 import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agent_health.config import Config
 from agent_health.engine import AgentEngine, Budget, EngineOptions, PlanOutcome, Running, Scopes, Watchdog, run_plan
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
+from agent_health.lazy import deferred
 from agent_health.loader.types import LoadedTest
 from agent_health.model import (
     EvalRun,
@@ -36,6 +37,7 @@ from agent_health.model.report import NotRunTest, SummaryTally
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
+from agent_health.session.process import RunLoop  # loop.stop() in a test raises in that test
 from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
 from agent_health.session.wiring import (
@@ -47,6 +49,13 @@ from agent_health.session.wiring import (
     run_judge_settings,
 )
 from agent_health.stores import ResultStore, open_store
+
+# --only's freshness check reads stored results: loaded only with --only
+if TYPE_CHECKING:
+    import agent_health.session.only as only
+else:
+    only = deferred("agent_health.session.only")
+
 
 Tests = Sequence[LoadedTest] | Mapping[str, Sequence[LoadedTest]]
 T = TypeVar("T")
@@ -141,15 +150,13 @@ def plan_run(
     plan = _plan(tests, config, settings)
     skipped: dict[str, int] = {}
     if settings.only:
-        from agent_health.session.only import NO_STORE_FOR_ONLY, tests_needing_a_run
-
         if store is None and settings.store is None:
-            raise ConfigError(NO_STORE_FOR_ONLY.format(rules=" ".join(settings.only)))
+            raise ConfigError(only.NO_STORE_FOR_ONLY.format(rules=" ".join(settings.only)))
         if store is None:
             store = open_store(config, settings.store)
         # the run's judge model counts: a result judged by another model is out of date
         judge = run_judge_settings(config, settings.judge)
-        plan, skipped = tests_needing_a_run(plan, store, config, settings.only, judge)
+        plan, skipped = only.tests_needing_a_run(plan, store, config, settings.only, judge)
     return plan, skipped, store
 
 
@@ -447,8 +454,6 @@ def run_tests(
         results.append(result)
         if on_result is not None:
             on_result(result)
-
-    from agent_health.session.process import RunLoop  # loop.stop() in a test raises in that test
 
     with asyncio.Runner(loop_factory=RunLoop) as runner:
         runner.run(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))

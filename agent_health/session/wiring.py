@@ -6,21 +6,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agent_health.analysis.calibration import latest_calibrations
+from agent_health.analysis.insights import insights_analyzer
+from agent_health.analysis.metrics import with_metric_signals
 from agent_health.config import Config
 from agent_health.config.fingerprints import agent_settings_hash, judge_settings_hash
 from agent_health.config.model import JudgeSettings
 from agent_health.connectors.base import AgentRuntime, connector_class
+from agent_health.errors import ConfigError
+from agent_health.judges.rubric import load_rubric
 from agent_health.judges.service import JudgeService
 from agent_health.model.agent import ResolvedAgent
-from agent_health.model.settings import JudgeRunSettings
+from agent_health.model.calibration import CalibrationGate, judge_key
+from agent_health.model.settings import JudgeRunSettings, check_replay_mode
+from agent_health.pricing import price_source
+from agent_health.replay.store import ReplayConnector, open_recordings
+from agent_health.replay.stored import StoredRunConnector, stored_runs_for
+from agent_health.session.settings import build_settings
+from agent_health.stores import open_store
+from agent_health.traces import trace_view_factory, traces_enabled
 
 
 def replay_mode(config: Config, replay: str | None = None) -> str:
     """The record/replay mode: the explicit one (--replay), else as `build_settings` resolves it
     ($AGENT_HEALTH_REPLAY, else the configuration's): one rule, in one place."""
-    from agent_health.model.settings import check_replay_mode
-    from agent_health.session.settings import build_settings
-
     if replay:
         return check_replay_mode(replay, "--replay")
     return build_settings(config).replay
@@ -33,8 +42,6 @@ def build_runtime(config: Config, agent: str | ResolvedAgent, replay: str | None
     `off`. Recordings live in `<state>/recordings`. Runs of agents with traces get a lazy
     `result.traces` view. While re-judging (`agent_health.replay.stored.replaying`), the version
     replays its stored results' runs instead, and its connector is never built."""
-    from agent_health.traces import trace_view_factory, traces_enabled
-
     if isinstance(agent, str):
         agent = config.agent(agent)
     settings_hash = agent_settings_hash(config, agent)  # as configured: before the paths added below
@@ -44,7 +51,6 @@ def build_runtime(config: Config, agent: str | ResolvedAgent, replay: str | None
         # The demo agent writes its spans where the local trace source reads them.
         spans = config.path(config.traces.settings.get("path") or str(config.state_path / "spans"))
         agent = agent.model_copy(update={"settings": {**agent.settings, "spans_dir": str(spans)}})
-    from agent_health.replay.stored import StoredRunConnector, stored_runs_for
 
     stored = stored_runs_for(agent.ref)
     if stored is not None:  # re-judging: the stored results' runs, and the agent is never called
@@ -52,8 +58,6 @@ def build_runtime(config: Config, agent: str | ResolvedAgent, replay: str | None
     connector = connector_class(agent.connector)(agent)
     mode = replay_mode(config, replay)
     if mode != "off":
-        from agent_health.replay.store import ReplayConnector, open_recordings
-
         recordings = open_recordings(config.store, config.state_path / "recordings")  # shared with the store
         connector = ReplayConnector(connector, recordings, mode)
     return AgentRuntime(agent, connector, trace_views=trace_view_factory(config), settings_hash=settings_hash)
@@ -62,9 +66,6 @@ def build_runtime(config: Config, agent: str | ResolvedAgent, replay: str | None
 def build_analyzers(config: Config, judges: JudgeService | None = None) -> list[Any]:
     """What runs on each TestResult: derived metrics (run and traces) as metric signals, then
     offline insights plus the configured synthesizer, if any."""
-    from agent_health.analysis.insights import insights_analyzer
-    from agent_health.analysis.metrics import with_metric_signals
-
     llm = None
     if config.insights == "llm" and judges is not None:
         llm = judges.llm()  # the judge model's cached helper: synthesizer calls go through the judge cache
@@ -95,8 +96,6 @@ def build_judges(
     if run is not None:
         skip, no_cache = skip or run.skip, no_cache or not run.cache
     judge = run_judge_settings(config, run)
-    from agent_health.errors import ConfigError
-    from agent_health.judges.rubric import load_rubric
 
     evaluators = dict(config.evaluators)
     for name, path in config.judge.rubrics.items():
@@ -121,9 +120,6 @@ def check_budget_prices(config: Config, judges: JudgeService, agents: Iterable[s
     instead of counting its spend as zero. Checks the judge models the configuration names (the
     run's, `per_test`, `judge.providers`) and the `model` setting of each of `agents` (KEY@VERSION,
     or as the run resolved them), when it has one."""
-    from agent_health.errors import ConfigError
-    from agent_health.pricing import price_source
-
     wanted: list[tuple[str, str]] = []  # (model id, where it is named)
     if judges.settings is not None and not judges.skip:
         s = judges.settings
@@ -155,16 +151,11 @@ def gate_judges(judges: JudgeService, config: Config, store: Any, *, require: bo
     gating verdict of a judge whose newest calibration in `store` (the run's, else the configured
     one) misses it is demoted to observe, or errored when `require` (--require-calibrated). A
     store that cannot be read is a StoreError before anything runs."""
-    from agent_health.analysis.calibration import latest_calibrations
-    from agent_health.model.calibration import CalibrationGate, judge_key
-
     gate = config.judge.calibration
     if gate is None and not require:
         return
     gate = gate or CalibrationGate()
     if store is None:
-        from agent_health.stores import open_store
-
         store = open_store(config)
     latest = latest_calibrations(store.calibrations())
     judges.calibration = lambda identity: gate.check(latest.get(judge_key(identity)))

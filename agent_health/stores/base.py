@@ -15,11 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agent_health.errors import StoreError
+from agent_health.lazy import deferred
 from agent_health.model import EvalRun, TestResult
 
+# summaries (what rollups read) load on the first read of them, never in a run that only writes
 if TYPE_CHECKING:
+    import agent_health.stores.summary as summary
     from agent_health.model.calibration import Calibration, Label
-    from agent_health.stores.summary import ResultSummary
+else:
+    summary = deferred("agent_health.stores.summary")
+
 
 __all__ = ["ResultKey", "ResultStore", "StoreError", "newest_labels"]
 
@@ -100,12 +105,10 @@ class ResultStore(abc.ABC):
             if result is not None:
                 yield result
 
-    def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
+    def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[summary.ResultSummary]:
         """Summaries (what rollups and comparisons read) for `keys` that exist, in order."""
-        from agent_health.stores.summary import ResultSummary
-
         for result in self.get_many(keys):
-            yield ResultSummary.of(result)
+            yield summary.ResultSummary.of(result)
 
     # -- calibration: human labels and judge calibrations, kept beside the results ---------------
     def put_labels(self, labels: Iterable[Label]) -> int:

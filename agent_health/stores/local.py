@@ -29,13 +29,17 @@ from pydantic import BaseModel, ValidationError
 
 from agent_health.config import Config
 from agent_health.files import append_whole, fsync_folder, replace_file, write_atomic
+from agent_health.lazy import deferred
 from agent_health.model import EvalRun, StoreSettings, TestResult
+from agent_health.model.calibration import Calibration, Label
 from agent_health.model.validation import describe_errors
 from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
 
 if TYPE_CHECKING:
-    from agent_health.model.calibration import Calibration, Label
+    import agent_health.stores.summary as stores_summary
     from agent_health.stores.summary import ResultSummary
+else:
+    stores_summary = deferred("agent_health.stores.summary")
 
 # summaries (what rollups read) load on the first read of them, never in a run that only writes
 M = TypeVar("M", TestResult, "ResultSummary")
@@ -43,9 +47,7 @@ T = TypeVar("T", bound=BaseModel)
 
 
 def _summary_type() -> type[ResultSummary]:
-    from agent_health.stores.summary import ResultSummary
-
-    return ResultSummary
+    return stores_summary.ResultSummary
 
 
 _SUFFIX = ".json"
@@ -361,8 +363,6 @@ class LocalResultStore(ResultStore):
         return len(lines)
 
     def labels(self) -> builtins.list[Label]:
-        from agent_health.model.calibration import Label
-
         return newest_labels(self._read_lines("labels.jsonl", Label))
 
     def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
@@ -370,8 +370,6 @@ class LocalResultStore(ResultStore):
         self._append_lines("calibrations.jsonl", lines, f"{len(lines)} calibration(s)")
 
     def calibrations(self) -> builtins.list[Calibration]:
-        from agent_health.model.calibration import Calibration
-
         return self._read_lines("calibrations.jsonl", Calibration)
 
     def delete(self, key: ResultKey) -> bool:

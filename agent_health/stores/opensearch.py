@@ -23,17 +23,15 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from agent_health.backends.opensearch import OpenSearchIndex, doc_id
 from agent_health.model import EvalRun, TestResult
+from agent_health.model.calibration import Calibration, Label
 from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
 from agent_health.stores.summary import ResultSummary
-
-if TYPE_CHECKING:
-    from agent_health.model.calibration import Calibration, Label
 
 M = TypeVar("M", TestResult, EvalRun, ResultSummary)  # what _parse reads back
 
@@ -269,8 +267,6 @@ class OpenSearchResultStore(ResultStore):
         return self.runs.put_many(docs) if docs else 0
 
     def labels(self) -> builtins.list[Label]:
-        from agent_health.model.calibration import Label
-
         return newest_labels(self._typed("label", Label))
 
     def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
@@ -292,6 +288,4 @@ class OpenSearchResultStore(ResultStore):
             self.runs.put_many(docs)
 
     def calibrations(self) -> builtins.list[Calibration]:
-        from agent_health.model.calibration import Calibration
-
         return self._typed("calibration", Calibration)

@@ -26,20 +26,18 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ValidationError
 
 from agent_health.backends.s3 import S3Bucket
 from agent_health.model import EvalRun, TestResult
+from agent_health.model.calibration import Calibration, Label
 from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
 from agent_health.stores.local import encode_part
 from agent_health.stores.s3_log import LOG, LogSettings, SummaryLog, Write
 from agent_health.stores.summary import ResultSummary
-
-if TYPE_CHECKING:
-    from agent_health.model.calibration import Calibration, Label
 
 M = TypeVar("M", TestResult, EvalRun, ResultSummary)  # what _parse reads back
 B = TypeVar("B", bound=BaseModel)  # what a calibration batch holds (labels, calibrations)
@@ -238,14 +236,10 @@ class S3ResultStore(ResultStore):
         return len(lines)
 
     def labels(self) -> builtins.list[Label]:
-        from agent_health.model.calibration import Label
-
         return newest_labels(self._read_batches("labels", Label))
 
     def put_calibrations(self, calibrations: Iterable[Calibration]) -> None:
         self._put_batch("calibrations", [c.model_dump_json().encode() for c in calibrations])
 
     def calibrations(self) -> builtins.list[Calibration]:
-        from agent_health.model.calibration import Calibration
-
         return self._read_batches("calibrations", Calibration)

@@ -10,14 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_health.errors import TracesNotEnabled, TracesUnavailable
+from agent_health.errors import ConfigError, TracesNotEnabled, TracesUnavailable
+from agent_health.lazy import deferred
 from agent_health.traces.view import TracesView
 
+# a trace source's module loads when the source is built: opensearch-py only for that source
 if TYPE_CHECKING:  # pragma: no cover
+    import agent_health.traces.local as traces_local
+    import agent_health.traces.opensearch as traces_opensearch
+    import agent_health.traces.source as traces_source
     from agent_health.config import Config
     from agent_health.model import RunResult
     from agent_health.model.agent import ResolvedAgent
     from agent_health.traces.source import TraceSource
+else:
+    traces_local = deferred("agent_health.traces.local")
+    traces_opensearch = deferred("agent_health.traces.opensearch")
+    traces_source = deferred("agent_health.traces.source")
+
 
 __all__ = [
     "TracesNotEnabled",
@@ -31,24 +41,18 @@ __all__ = [
 
 def build_source(config: Config) -> TraceSource | None:
     """The configured trace source, or None when `traces.source` is 'none'."""
-    from agent_health.errors import ConfigError
-
     settings = dict(config.traces.settings)
     kind = config.traces.source
     if kind == "none":
         return None
     if kind == "local":
-        from agent_health.traces.local import LocalTraceSource
-
         root = settings.pop("path", None) or str(config.state_path / "spans")
-        return LocalTraceSource(
+        return traces_local.LocalTraceSource(
             config.path(root),
             **{k: v for k, v in settings.items() if k in ("exclude_services", "run_id_attributes", "window_slack_s")},
         )
     if kind == "opensearch":
-        from agent_health.traces.opensearch import OpenSearchTraceSource
-
-        return OpenSearchTraceSource(settings)
+        return traces_opensearch.OpenSearchTraceSource(settings)
     raise ConfigError(f"traces.source: unknown {kind!r}; use local, opensearch or none")
 
 
@@ -72,11 +76,12 @@ def trace_view_factory(
             return None
         if state["source"] is None:  # built on first use: the CLI pays for opensearch-py only then
             state["source"] = build_source(config)
-        from agent_health.traces.source import RunRef
 
         service = agent.settings.get("service_name") or config.traces.settings.get("service_name")
         # A replayed run keeps the recorded ids: its spans are there from the original run or never.
         wait_s = 0.0 if result.replayed else config.traces.wait_s
-        return TracesView(state["source"], RunRef.of(result, service), wait_s=wait_s, prices=dict(config.prices))
+        return TracesView(
+            state["source"], traces_source.RunRef.of(result, service), wait_s=wait_s, prices=dict(config.prices)
+        )
 
     return view

@@ -19,14 +19,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
 
 from agent_health.config.secrets import redact_url, register_secret
 from agent_health.errors import ConfigError, InfrastructureError
+from agent_health.lazy import deferred
 from agent_health.traces import dsl
 from agent_health.traces.dataprepper import from_log_document, from_span_document, iso
 from agent_health.traces.source import Fetched, RunRef, TraceSource, best_trace_in_window
 from agent_health.traces.spans import HARNESS_ATTRIBUTE, HARNESS_SERVICES, RUN_ID_ATTRIBUTES, is_harness
+
+if TYPE_CHECKING:
+    import boto3.session as aws_session
+else:
+    aws_session = deferred("boto3.session")  # only for Amazon OpenSearch Service
+
 
 SERVICE_FIELDS = ("serviceName", "resource.attributes.service@name", "resource.attributes.service.name")
 
@@ -42,8 +52,6 @@ def _secret(auth: Mapping[str, Any], key: str, env_default: str) -> str | None:
 
 
 def _register_url_password(url: str) -> None:
-    from urllib.parse import unquote, urlsplit
-
     password = urlsplit(url).password
     if password:
         register_secret(password, unquote(password), setting="the OpenSearch URL's password")
@@ -52,8 +60,6 @@ def _register_url_password(url: str) -> None:
 def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") -> Any:
     """An opensearch-py client from the settings (basic auth, SigV4, TLS); errors name `setting`
     (the trace source's, or the result store's `store.settings`)."""
-    from opensearchpy import OpenSearch
-
     url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
     _register_url_password(url)
     kw: dict[str, Any] = {
@@ -93,10 +99,7 @@ def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") 
         region = auth.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if not region:
             raise ConfigError(f"{setting}.auth: sigv4 needs a region (or AWS_REGION)")
-        import boto3  # only for Amazon OpenSearch Service
-        from opensearchpy import Urllib3AWSV4SignerAuth
-
-        credentials = boto3.Session(profile_name=auth.get("profile")).get_credentials()
+        credentials = aws_session.Session(profile_name=auth.get("profile")).get_credentials()
         if credentials is None:
             raise ConfigError(f"{setting}.auth: sigv4 found no AWS credentials (environment, profile or role)")
         kw["http_auth"] = Urllib3AWSV4SignerAuth(credentials, region, auth.get("service", "es"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_health.model import RunResult
+from agent_health.traces.spans import roots
 
 Correlation = Literal["trace_id", "run_id", "time_window"]
 
@@ -52,8 +53,6 @@ class Fetched:
 def best_trace_in_window(spans: list[dict[str, Any]], run: RunRef) -> list[dict[str, Any]]:
     """Of the traces in a service's time window, the spans of the one whose top-level span starts
     and ends closest to the run (two overlapping runs each get their own trace)."""
-    from agent_health.traces.spans import roots
-
     by_trace: dict[Any, list[dict[str, Any]]] = {}
     for s in spans:
         by_trace.setdefault(s.get("trace_id"), []).append(s)

@@ -7,7 +7,10 @@ these methods to the model as tools, and custom evaluators receive them as `tool
 from __future__ import annotations
 
 import abc
+import asyncio
 from typing import TYPE_CHECKING, Any
+
+from agent_health.traces.dsl import validate
 
 if TYPE_CHECKING:
     from agent_health.traces.view import TracesView
@@ -48,8 +51,6 @@ class SourceTraceTools(RunTraceTools):
         return self.view.spans
 
     async def get_logs(self) -> list[dict[str, Any]]:
-        import asyncio
-
         found = await self.view.aload()
         return await asyncio.to_thread(self.view.source.logs, self.view.run, found)
 
@@ -58,10 +59,6 @@ class SourceTraceTools(RunTraceTools):
         return self.view.metrics()
 
     async def query(self, dsl: dict[str, Any]) -> list[dict[str, Any]]:
-        import asyncio
-
-        from agent_health.traces.dsl import validate
-
         validate(dsl)  # reject before touching the store
         found = await self.view.aload()
         return await asyncio.to_thread(self.view.source.search, self.view.run, found, dsl)

@@ -13,12 +13,20 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_health.errors import InfrastructureError, TracesNotEnabled, TracesUnavailable
+from agent_health.lazy import deferred
 
-__all__ = ["TracesNotEnabled", "TracesUnavailable", "TracesView"]
-
+# span arithmetic and the query tools load when a body, judge or analyzer first asks
 if TYPE_CHECKING:  # pragma: no cover
+    import agent_health.traces.spans as spans
+    import agent_health.traces.tools as tools
     from agent_health.traces.source import Fetched, RunRef, TraceSource
     from agent_health.traces.tools import RunTraceTools
+else:
+    spans = deferred("agent_health.traces.spans")
+    tools = deferred("agent_health.traces.tools")
+
+
+__all__ = ["TracesNotEnabled", "TracesUnavailable", "TracesView"]
 
 
 class TracesView:
@@ -111,9 +119,7 @@ class TracesView:
     def metrics(self) -> dict[str, Any]:
         """Token, cost, call, error and timing rollups of this run's spans."""
         if self._metrics is None:
-            from agent_health.traces.spans import span_metrics
-
-            self._metrics = {**span_metrics(self.load().spans, self.prices), "correlation": self.correlation}
+            self._metrics = {**spans.span_metrics(self.load().spans, self.prices), "correlation": self.correlation}
         return self._metrics
 
     @property
@@ -145,9 +151,7 @@ class TracesView:
 
     def span_duration(self, name: str) -> float:
         """Total duration (ms) of the spans named `name`; raises KeyError naming it when absent."""
-        from agent_health.traces.spans import span_duration
-
-        value = span_duration(self.load().spans, name)
+        value = spans.span_duration(self.load().spans, name)
         if value is None:
             names = sorted({str(s.get("name")) for s in self.load().spans})
             raise KeyError(f"no span named {name!r} in run {self.run.run_id}; spans: {', '.join(names[:20])}")
@@ -160,9 +164,7 @@ class TracesView:
     @property
     def tools(self) -> RunTraceTools:
         """Read-only trace-query tools scoped to this run (for judges and insights)."""
-        from agent_health.traces.tools import SourceTraceTools
-
-        return SourceTraceTools(self)
+        return tools.SourceTraceTools(self)
 
     def __repr__(self) -> str:
         state = f"{len(self._found.spans)} spans via {self._found.correlation}" if self._found else "not loaded"

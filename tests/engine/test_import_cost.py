@@ -73,6 +73,14 @@ NOT_FOR_A_RUN = [
     "agent_health.backends.opensearch",
     "agent_health.traces.opensearch",  # trace sources that were not configured
     "agent_health.stores.summary",  # what rollups read; a run only writes
+    "numpy",  # third-party libraries only some calls need, deferred where they are used (agent_health.lazy)
+    "statsmodels",
+    "jsonschema",  # to_match_schema with a JSON schema
+    "genai_prices",  # a model no price table names
+    "boto3",
+    "botocore",
+    "opensearchpy",
+    "jinja2",
 ]
 
 RUN_AND_LIST_MODULES = """
@@ -118,3 +126,36 @@ def test_names_a_package_loads_on_first_use_resolve_to_their_defining_objects(pa
         assert getattr(mod, name) is getattr(importlib.import_module(module), name)
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'not_a_name'"):
         mod.not_a_name
+
+
+def test_a_deferred_module_is_imported_at_its_first_attribute_lookup():
+    code = """
+import json, sys
+from agent_health.lazy import deferred
+ids = deferred("agent_health.loader.ids")
+before = "agent_health.loader.ids" in sys.modules
+slug = ids.slug
+import agent_health.loader.ids as real
+missing = deferred("agent_health.no_such_module")
+try:
+    missing.anything
+    error = None
+except ModuleNotFoundError as exc:
+    error = exc.name
+print(json.dumps([before, "agent_health.loader.ids" in sys.modules, slug is real.slug, error]))
+"""
+    assert json.loads(python(code).stdout) == [False, True, True, "agent_health.no_such_module"]
+
+
+def test_listing_the_commands_loads_no_run_machinery():
+    code = """
+import contextlib, io, json, sys
+from agent_health.cli.main import cli
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    cli.main(["--help"], prog_name="agent-health", standalone_mode=False)
+print(json.dumps({"help": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+    seen = json.loads(python(code).stdout)
+    assert "compare" in seen["help"] and "run" in seen["help"]  # every command was listed
+    heavy = ("agent_health.session", "agent_health.stores", "agent_health.engine", "agent_health.analysis.compare")
+    assert [m for m in seen["modules"] if m.startswith(heavy) or m.split(".")[0] in ("rich", "numpy", "jinja2")] == []
