@@ -32,7 +32,6 @@ DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 # (headless and CLI runs, or a restarted `dagster dev`). A run launched by the webserver or the
 # daemon whose process dies is failed at once by its code server. A single run may set a tighter
 # limit with the `dagster/max_runtime` tag (seconds).
-MAX_RUNTIME_ENV = "AGENT_HEALTH_MAX_RUN_SECONDS"
 RUN_MONITORING = {
     "enabled": True,
     "start_timeout_seconds": 180,
@@ -61,9 +60,9 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[
     import yaml
 
     settings: dict[str, Any] = dict(RUN_MONITORING)
-    from agent_health.pipeline import env_whole
+    from agent_health.pipeline import deployment_settings
 
-    seconds = env_whole(MAX_RUNTIME_ENV, None, 1, 30 * 86_400)
+    seconds = deployment_settings().max_run_seconds
     if seconds is not None:
         settings["max_runtime_seconds"] = seconds
     settings.update(run_monitoring or {})

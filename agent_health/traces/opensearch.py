@@ -3,7 +3,8 @@
 opensearch-py (and boto3, for SigV4) are imported only when this source is used. Settings (the
 `traces.settings` of the configuration; see docs/traces.md):
 
-    url              http(s)://host:port (or AGENT_HEALTH_OPENSEARCH_URL); default http://localhost:9200
+    url              http(s)://host:port; default $AGENT_HEALTH_OPENSEARCH_URL, else http://localhost:9200
+                     (agent_health.config.deployment.OpenSearchDefaults, with the basic-auth defaults)
     index            span index pattern, default "otel-v1-apm-span-*"
     logs_index       log index pattern, default "logs-otel-v1-*"
     auth             {"type": "basic", "username": ..., "password_env": "VAR"} or
@@ -21,6 +22,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent_health.config.deployment import OpenSearchDefaults, opensearch_defaults
 from agent_health.config.secrets import redact_url, register_secret
 from agent_health.errors import ConfigError, InfrastructureError
 from agent_health.traces import dsl
@@ -35,10 +37,15 @@ class TraceSourceError(InfrastructureError):
     """The trace store could not be read; the message names the endpoint and index."""
 
 
-def _secret(auth: Mapping[str, Any], key: str, env_default: str) -> str | None:
+def _secret(auth: Mapping[str, Any], key: str, default: str | None) -> str | None:
     if auth.get(f"{key}_env"):
         return os.environ.get(str(auth[f"{key}_env"]))
-    return auth.get(key) or os.environ.get(env_default)
+    return auth.get(key) or default
+
+
+def opensearch_url(settings: Mapping[str, Any], defaults: OpenSearchDefaults | None = None) -> str:
+    """The cluster of a trace source's or store's settings: `url`, else the declared default."""
+    return str(settings.get("url") or (defaults or opensearch_defaults()).url)
 
 
 def _register_url_password(url: str) -> None:
@@ -54,7 +61,8 @@ def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") 
     (the trace source's, or the result store's `store.settings`)."""
     from opensearchpy import OpenSearch
 
-    url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
+    defaults = opensearch_defaults()
+    url = opensearch_url(settings, defaults)
     _register_url_password(url)
     kw: dict[str, Any] = {
         "hosts": [url],
@@ -75,12 +83,10 @@ def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") 
         if key in settings:
             kw[key] = settings[key]
     auth = dict(settings.get("auth") or {})
-    kind = auth.get("type") or (
-        "basic" if (auth.get("username") or os.environ.get("AGENT_HEALTH_OPENSEARCH_USERNAME")) else None
-    )
+    kind = auth.get("type") or ("basic" if (auth.get("username") or defaults.username) else None)
     if kind == "basic":
-        user = _secret(auth, "username", "AGENT_HEALTH_OPENSEARCH_USERNAME")
-        password = _secret(auth, "password", "AGENT_HEALTH_OPENSEARCH_PASSWORD")
+        user = _secret(auth, "username", defaults.username)
+        password = _secret(auth, "password", defaults.password.get_secret_value() if defaults.password else None)
         if not user or password is None:
             raise ConfigError(
                 f"{setting}.auth: basic auth needs a username and a password "
@@ -131,7 +137,7 @@ class OpenSearchTraceSource(TraceSource):
     def __init__(self, settings: Mapping[str, Any] | None = None, *, client: Any = None):
         settings = dict(settings or {})
         self.settings = settings
-        self.url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
+        self.url = opensearch_url(settings)
         self.index = str(settings.get("index", "otel-v1-apm-span-*"))
         self.logs_index = str(settings.get("logs_index", "logs-otel-v1-*"))
         self.exclude = tuple(settings.get("exclude_services", HARNESS_SERVICES))
