@@ -102,13 +102,14 @@ class EvaluateConfig(job_config_fields("evaluate")):  # type: ignore[misc]
 def _deployment_field(name: str) -> Any:
     """The resource field of deployment setting `name`: its declared default, bounds and
     description (agent_health.config.deployment), and the variable `resource_from_env` reads."""
-    field = DeploymentSettings.model_fields[name]
-    env = next(d.declared.env for d in declared_settings(DeploymentSettings) if d.path == name)
-    bounds = {type(m).__name__.lower(): getattr(m, type(m).__name__.lower()) for m in field.metadata}
+    d = next(d for d in declared_settings(DeploymentSettings) if d.path == name)
+    lo, hi, _ = d.bounds if d.annotation in (int, float) else (None, None, False)
+    bounds: dict[str, Any] = {key: value for key, value in (("ge", lo), ("le", hi)) if value is not None}
+    field = d.field
     default: dict[str, Any] = (
         {"default_factory": field.default_factory} if field.default_factory else {"default": field.default}
     )
-    return Field(**default, **bounds, description=f"{field.description} (${env})")
+    return Field(**default, **bounds, description=f"{field.description} (${d.declared.env})")
 
 
 class AgentHealthResource(  # Dagster's idiom: the resource is its own value

@@ -10,6 +10,7 @@ import re
 
 import pytest
 from dagster import ScheduleDefinition, job, op
+from pydantic import ValidationError
 
 from agent_health.backends.opensearch import OpenSearchIndex
 from agent_health.config import (
@@ -104,6 +105,8 @@ def test_the_resource_takes_its_deployment_fields_from_the_declarations(monkeypa
     for name in own:
         assert AgentHealthResource.model_fields[name].get_default(call_default_factory=True) == getattr(declared, name)
         assert DEPLOYMENT_BY_PATH[name].declared.env in str(AgentHealthResource.model_fields[name].description)
+    with pytest.raises(ValidationError, match="less than or equal to 1"):  # the declared bounds too
+        AgentHealthResource(min_pass_rate=2)
     monkeypatch.setenv("AGENT_HEALTH_SUITE_MIN_PASS_RATE", '{"rca": 0.9}')
     monkeypatch.setenv("AGENT_HEALTH_BASELINE", "demo@v1")
     resource = resource_from_env()
