@@ -25,7 +25,7 @@ import yaml
 from dagster import AddDynamicPartitionsRequest, AssetKey, DagsterInstance
 
 from agent_health.errors import AgentHealthError
-from agent_health.pipeline import env_whole
+from agent_health.pipeline import deployment_settings
 from agent_health_dagster.dagster_env import apply_dagster_env, dagster_env
 from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
 from agent_health_dagster.defs.build import build_pipeline
@@ -41,7 +41,6 @@ DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 # (headless and CLI runs, or a restarted `dagster dev`). A run launched by the webserver or the
 # daemon whose process dies is failed at once by its code server. A single run may set a tighter
 # limit with the `dagster/max_runtime` tag (seconds).
-MAX_RUNTIME_ENV = "AGENT_HEALTH_MAX_RUN_SECONDS"
 RUN_MONITORING = {
     "enabled": True,
     "start_timeout_seconds": 180,
@@ -68,7 +67,7 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[
     (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours), runs dequeued again and
     retried when user code did not answer, code servers given time to load."""
     settings: dict[str, Any] = dict(RUN_MONITORING)
-    seconds = env_whole(MAX_RUNTIME_ENV, None, 1, 30 * 86_400)
+    seconds = deployment_settings().max_run_seconds
     if seconds is not None:
         settings["max_runtime_seconds"] = seconds
     settings.update(run_monitoring or {})

@@ -9,7 +9,6 @@ retry_on_timeout, page_size (documents per search page, default 5000), mget_size
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -20,7 +19,7 @@ from opensearchpy import helpers
 from agent_health.backends.shared import check_no_inline_secrets
 from agent_health.config.secrets import redact_url
 from agent_health.errors import ConfigError, StoreError
-from agent_health.traces.opensearch import build_client
+from agent_health.traces.opensearch import build_client, opensearch_url
 
 MAX_ID_BYTES = 512  # OpenSearch's limit on a document id
 _HIT_FIELDS = "hits.hits._source,hits.hits.sort"
@@ -59,7 +58,7 @@ class OpenSearchIndex:
         self.setting = setting
         self.page_size = int(settings.get("page_size", 5000))
         self.mget_size = int(settings.get("mget_size", 10000))
-        self.url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
+        self.url = opensearch_url(settings)
         self._client = client
         self._ready = False
         self._lock = threading.Lock()

@@ -7,11 +7,12 @@ import importlib.util
 import os
 from pathlib import Path
 
+from agent_health.config.deployment import deployment_variable
 from agent_health.config.model import Config
 from agent_health.errors import ConfigError
 
 CONFIG_FILE = "agent_health_config.py"
-CONFIG_ENV = "AGENT_HEALTH_CONFIG"
+CONFIG_ENV = deployment_variable("config_path")
 
 
 def find_config(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path | None:

@@ -7,6 +7,7 @@ leaderboard and a version's comparison; re-judging partitions. No Dagster import
 transport's one door into the library (with `agent_health.errors`): the model types and settings a
 transport handles are re-exported here too."""
 
+from agent_health.config.deployment import DeploymentSettings, deployment_settings
 from agent_health.config.fingerprints import agent_version_data_version, judge_settings
 from agent_health.loader import LoadResult
 from agent_health.model import RunSettings, TestResult
@@ -27,7 +28,6 @@ from agent_health.pipeline.calibration import (
     judge_partition_key,
     labelled_judges,
 )
-from agent_health.pipeline.environment import env_number, env_whole
 from agent_health.pipeline.execute import failure_reason, partition_metadata, run_partitions
 from agent_health.pipeline.freshness import (
     UP_TO_DATE,
@@ -58,6 +58,7 @@ __all__ = [
     "Column",
     "Current",
     "DeclaredSetting",
+    "DeploymentSettings",
     "Gate",
     "JudgeCalibration",
     "LabelledJudge",
@@ -82,8 +83,7 @@ __all__ = [
     "compare_version",
     "current_summaries",
     "declared_settings",
-    "env_number",
-    "env_whole",
+    "deployment_settings",
     "failure_reason",
     "freshness_description",
     "freshness_gate",

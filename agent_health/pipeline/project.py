@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_health.config import Config, find_config, load_config
+from agent_health.config import Config, deployment_variable, find_config, load_config
 from agent_health.errors import AgentHealthError, ConfigError
 from agent_health.loader import LoadResult, load_tests
 from agent_health.loader.discover import discover
@@ -21,8 +21,10 @@ from agent_health.loader.ids import suite_name
 from agent_health.pipeline.freshness import Current, current_state
 from agent_health.stores import ResultStore, open_store
 
-EVAL_ROOT_ENV = "AGENT_HEALTH_EVAL_ROOT"
-STATE_DIR_ENV = "AGENT_HEALTH_STATE_DIR"
+# the variables declared in agent_health/config/deployment.py; read here alone, not every deployment
+# setting, so a command that loads a project fails only on what it uses
+EVAL_ROOT_ENV = deployment_variable("eval_root")
+STATE_DIR_ENV = deployment_variable("state_dir")
 
 FileStamp = tuple[int, int] | None  # (mtime_ns, size); None when the file is missing
 

@@ -3,7 +3,8 @@
 opensearch-py (and boto3, for SigV4) are imported only when this source is used. Settings (the
 `traces.settings` of the configuration; see docs/traces.md):
 
-    url              http(s)://host:port (or AGENT_HEALTH_OPENSEARCH_URL); default http://localhost:9200
+    url              http(s)://host:port; default $AGENT_HEALTH_OPENSEARCH_URL, else http://localhost:9200
+                     (agent_health.config.deployment.OpenSearchDefaults, with the basic-auth defaults)
     index            span index pattern, default "otel-v1-apm-span-*"
     logs_index       log index pattern, default "logs-otel-v1-*"
     auth             {"type": "basic", "username": ..., "password_env": "VAR"} or
@@ -24,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
 
+from agent_health.config.deployment import OpenSearchDefaults, opensearch_defaults
 from agent_health.config.secrets import redact_url, register_secret
 from agent_health.errors import ConfigError, InfrastructureError
 from agent_health.lazy import deferred
@@ -45,10 +47,15 @@ class TraceSourceError(InfrastructureError):
     """The trace store could not be read; the message names the endpoint and index."""
 
 
-def _secret(auth: Mapping[str, Any], key: str, env_default: str) -> str | None:
+def _secret(auth: Mapping[str, Any], key: str, default: str | None) -> str | None:
     if auth.get(f"{key}_env"):
         return os.environ.get(str(auth[f"{key}_env"]))
-    return auth.get(key) or os.environ.get(env_default)
+    return auth.get(key) or default
+
+
+def opensearch_url(settings: Mapping[str, Any], defaults: OpenSearchDefaults | None = None) -> str:
+    """The cluster of a trace source's or store's settings: `url`, else the declared default."""
+    return str(settings.get("url") or (defaults or opensearch_defaults()).url)
 
 
 def _register_url_password(url: str) -> None:
@@ -60,7 +67,8 @@ def _register_url_password(url: str) -> None:
 def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") -> Any:
     """An opensearch-py client from the settings (basic auth, SigV4, TLS); errors name `setting`
     (the trace source's, or the result store's `store.settings`)."""
-    url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
+    defaults = opensearch_defaults()
+    url = opensearch_url(settings, defaults)
     _register_url_password(url)
     kw: dict[str, Any] = {
         "hosts": [url],
@@ -81,12 +89,10 @@ def build_client(settings: Mapping[str, Any], setting: str = "traces.settings") 
         if key in settings:
             kw[key] = settings[key]
     auth = dict(settings.get("auth") or {})
-    kind = auth.get("type") or (
-        "basic" if (auth.get("username") or os.environ.get("AGENT_HEALTH_OPENSEARCH_USERNAME")) else None
-    )
+    kind = auth.get("type") or ("basic" if (auth.get("username") or defaults.username) else None)
     if kind == "basic":
-        user = _secret(auth, "username", "AGENT_HEALTH_OPENSEARCH_USERNAME")
-        password = _secret(auth, "password", "AGENT_HEALTH_OPENSEARCH_PASSWORD")
+        user = _secret(auth, "username", defaults.username)
+        password = _secret(auth, "password", defaults.password.get_secret_value() if defaults.password else None)
         if not user or password is None:
             raise ConfigError(
                 f"{setting}.auth: basic auth needs a username and a password "
@@ -134,7 +140,7 @@ class OpenSearchTraceSource(TraceSource):
     def __init__(self, settings: Mapping[str, Any] | None = None, *, client: Any = None):
         settings = dict(settings or {})
         self.settings = settings
-        self.url = str(settings.get("url") or os.environ.get("AGENT_HEALTH_OPENSEARCH_URL") or "http://localhost:9200")
+        self.url = opensearch_url(settings)
         self.index = str(settings.get("index", "otel-v1-apm-span-*"))
         self.logs_index = str(settings.get("logs_index", "logs-otel-v1-*"))
         self.exclude = tuple(settings.get("exclude_services", HARNESS_SERVICES))

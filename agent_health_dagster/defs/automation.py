@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -50,7 +49,7 @@ from agent_health.pipeline import (
     LoadResult,
     Project,
     agent_version_data_version,
-    env_whole,
+    deployment_settings,
     freshness_description,
     plan_suite_sync,
 )
@@ -70,8 +69,6 @@ from agent_health_dagster.defs.partitions import (
 from agent_health_dagster.defs.resources import AgentHealthResource
 from agent_health_dagster.defs.suite_assets import SuiteAssets
 
-DEFAULT_CRON = "0 2 * * *"
-INTERVAL_ENV = "AGENT_HEALTH_SENSOR_INTERVAL_S"
 HASH_LENGTH = 16
 
 
@@ -364,7 +361,8 @@ def plan_refresh(instance: Any, cursor: Mapping[str, Any], now: float) -> tuple[
 
 
 def sensor_interval() -> int:
-    return env_whole(INTERVAL_ENV, 30, 1, 86_400) or 30
+    """Seconds between sensor evaluations ($AGENT_HEALTH_SENSOR_INTERVAL_S, default 30)."""
+    return deployment_settings().sensor_interval_s
 
 
 def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -422,7 +420,7 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
             return SkipReason(f"waiting for the evaluations of {', '.join(waiting)}" if waiting else "no new results")
         return requests
 
-    cron = os.environ.get("AGENT_HEALTH_SCHEDULE_CRON", DEFAULT_CRON)
+    cron = deployment_settings().schedule_cron
     schedules = [nightly_schedule(s, jobs[s.suite], cron) for s in suites]
     return [eval_files_sensor, agent_versions_sensor, refresh_sensor], schedules
 

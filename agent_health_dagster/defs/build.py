@@ -7,7 +7,7 @@ from typing import Any
 
 from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 
-from agent_health.pipeline import Project, env_whole
+from agent_health.pipeline import Project, deployment_settings
 from agent_health_dagster.defs.automation import build_automation, sensor_interval
 from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
 from agent_health_dagster.defs.calibration_assets import build_calibration_assets, build_calibration_sensor
@@ -24,18 +24,11 @@ from agent_health_dagster.defs.rejudge import build_rejudge_jobs
 from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
 from agent_health_dagster.defs.suite_assets import SuiteAssets, build_suite_assets
 
-MAX_PARTITIONS_ENV = "AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"
-# Each partition's outcome metadata (`add_asset_metadata(partition_key=...)`) is checked by Dagster
-# against the run's whole partition range, rebuilt per call, so a run's cost per partition grows
-# with its size; bounded runs also keep what a crashed run must redo small and let queued runs
-# interleave (docs/deploy.md). Larger backfills are split into runs of at most this many.
-DEFAULT_MAX_PARTITIONS_PER_RUN = 1000
-
 
 def max_partitions_per_run() -> int | None:
-    """Partitions per evaluation run: $AGENT_HEALTH_MAX_PARTITIONS_PER_RUN (0: any number, one
-    run), default 1,000."""
-    return env_whole(MAX_PARTITIONS_ENV, DEFAULT_MAX_PARTITIONS_PER_RUN, 0, 1_000_000) or None
+    """Partitions per evaluation run: $AGENT_HEALTH_MAX_PARTITIONS_PER_RUN (None: any number, one
+    run), default 1,000; why runs are bounded is with its declaration (DeploymentSettings)."""
+    return deployment_settings().max_partitions_per_run or None
 
 
 def build_suites(project: Project) -> list[SuiteAssets]:

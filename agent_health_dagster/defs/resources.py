@@ -8,8 +8,6 @@ the built-in defaults."""
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +15,15 @@ from dagster import Config, ConfigurableResource
 from pydantic import Field, create_model
 
 from agent_health.errors import ConfigError
-from agent_health.pipeline import Project, RunSettings, Thresholds, build_settings, declared_settings, env_number
+from agent_health.pipeline import (
+    DeploymentSettings,
+    Project,
+    RunSettings,
+    Thresholds,
+    build_settings,
+    declared_settings,
+    deployment_settings,
+)
 
 
 def _fields(group: str, unset: str, job: str | None = None) -> dict[str, Any]:
@@ -93,6 +99,19 @@ class EvaluateConfig(job_config_fields("evaluate")):  # type: ignore[misc]
     Unset fields come from the resource, then the configuration file."""
 
 
+def _deployment_field(name: str) -> Any:
+    """The resource field of deployment setting `name`: its declared default, bounds and
+    description (agent_health.config.deployment), and the variable `resource_from_env` reads."""
+    d = next(d for d in declared_settings(DeploymentSettings) if d.path == name)
+    lo, hi, _ = d.bounds if d.annotation in (int, float) else (None, None, False)
+    bounds: dict[str, Any] = {key: value for key, value in (("ge", lo), ("le", hi)) if value is not None}
+    field = d.field
+    default: dict[str, Any] = (
+        {"default_factory": field.default_factory} if field.default_factory else {"default": field.default}
+    )
+    return Field(**default, **bounds, description=f"{field.description} (${d.declared.env})")
+
+
 class AgentHealthResource(  # Dagster's idiom: the resource is its own value
     _config_model(  # type: ignore[misc]
         "_ResourceFields",
@@ -103,23 +122,13 @@ class AgentHealthResource(  # Dagster's idiom: the resource is its own value
     """agent-health project settings for the code location; its run settings are those declared
     with a Dagster name (agent_health.model.settings.Declared)."""
 
-    config_path: str | None = Field(
-        None, description="agent_health_config.py (else $AGENT_HEALTH_CONFIG, else found from the working directory)."
-    )
-    eval_root: str | None = Field(
-        None, description="Eval root override (else $AGENT_HEALTH_EVAL_ROOT, else the configuration's eval_root)."
-    )
-    state_dir: str | None = Field(None, description="State folder override (results live in <state>/results).")
-    min_pass_rate: float = Field(0.5, description="Rollup check: pass rate at least this (0..1).")
-    suite_min_pass_rate: dict[str, float] = Field(
-        default_factory=dict, description="Per-suite pass-rate thresholds (suite -> 0..1)."
-    )
-    max_errored_share: float = Field(0.1, description="Rollup check: errored share at most this (0..1).")
-    baseline: str | None = Field(
-        None,
-        description="Baseline agent version of every comparison and regression check (default: the version "
-        "registered just before the candidate).",
-    )
+    config_path: str | None = _deployment_field("config_path")
+    eval_root: str | None = _deployment_field("eval_root")
+    state_dir: str | None = _deployment_field("state_dir")
+    min_pass_rate: float = _deployment_field("min_pass_rate")
+    suite_min_pass_rate: dict[str, float] = _deployment_field("suite_min_pass_rate")
+    max_errored_share: float = _deployment_field("max_errored_share")
+    baseline: str | None = _deployment_field("baseline")
 
     def project(self) -> Project:
         """The project (cached per process; reloaded when the configuration file changes)."""
@@ -155,22 +164,17 @@ class AgentHealthResource(  # Dagster's idiom: the resource is its own value
 
 
 def resource_from_env() -> AgentHealthResource:
-    """The resource as configured by environment variables (see the README). Run settings
-    (AGENT_HEALTH_CONCURRENCY, ..._TIMEOUT, ..._EPOCHS, ...) are read by `build_settings` when a run
-    starts, as the CLI reads them."""
-    suites = os.environ.get("AGENT_HEALTH_SUITE_MIN_PASS_RATE")
-    try:
-        per_suite = {str(k): float(v) for k, v in json.loads(suites).items()} if suites else {}
-    except (ValueError, AttributeError):
-        raise ConfigError(
-            f'$AGENT_HEALTH_SUITE_MIN_PASS_RATE must be a JSON object like {{"rca/payments": 0.8}}, got {suites!r}'
-        ) from None
+    """The resource as configured by environment variables (`deployment_settings`, docs/deploy.md;
+    a bad value is a ConfigError naming the variable). Run settings (AGENT_HEALTH_CONCURRENCY,
+    ..._TIMEOUT, ..._EPOCHS, ...) are read by `build_settings` when a run starts, as the CLI reads
+    them."""
+    s = deployment_settings()
     return AgentHealthResource(
-        config_path=os.environ.get("AGENT_HEALTH_CONFIG") or None,
-        eval_root=os.environ.get("AGENT_HEALTH_EVAL_ROOT") or None,
-        state_dir=os.environ.get("AGENT_HEALTH_STATE_DIR") or None,
-        min_pass_rate=env_number("AGENT_HEALTH_MIN_PASS_RATE", 0.5, 0, 1) or 0.0,
-        suite_min_pass_rate=per_suite,
-        max_errored_share=env_number("AGENT_HEALTH_MAX_ERRORED_SHARE", 0.1, 0, 1) or 0.0,
-        baseline=os.environ.get("AGENT_HEALTH_BASELINE") or None,
+        config_path=s.config_path,
+        eval_root=s.eval_root,
+        state_dir=s.state_dir,
+        min_pass_rate=s.min_pass_rate,
+        suite_min_pass_rate=dict(s.suite_min_pass_rate),
+        max_errored_share=s.max_errored_share,
+        baseline=s.baseline,
     )

@@ -1,0 +1,241 @@
+"""Deployment settings: what a deployment gives only through its environment (where the project is,
+the Dagster code location's gates and automation, the OpenSearch connection a trace source or store
+falls back to), each declared once, as a field of `DeploymentSettings` with its variable, default,
+bounds and description. Run settings (concurrency, timeout, budget, ...) are declared on
+RunSettings instead (agent_health.model.settings); docs/deploy.md's table lists these.
+
+`deployment_settings()` reads them all, the one way: a value that does not fit (a number out of
+its bounds, JSON that is not an object of rates, a malformed cron expression) is a ConfigError
+naming the variable and the value."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, TypeVar
+
+from annotated_types import Ge, Le
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from agent_health.errors import ConfigError
+from agent_health.model.limits import check_number
+from agent_health.model.settings import DeclaredSetting, declare, declared_settings
+
+Model = TypeVar("Model", bound=BaseModel)
+Rate = Annotated[float, Ge(0), Le(1)]
+SUITE_RATES_EXAMPLE = '{"rca/payments": 0.8}'
+
+
+class OpenSearchDefaults(BaseModel):
+    """The OpenSearch connection a trace source or result store uses where its settings do not say
+    (docs/traces.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str = Field(
+        "http://localhost:9200",
+        description="OpenSearch URL of a trace source or store without `url`.",
+        json_schema_extra=declare(env="AGENT_HEALTH_OPENSEARCH_URL"),
+    )
+    username: str | None = Field(
+        None,
+        description="Basic-auth user of an OpenSearch trace source or store without `auth` (basic auth then).",
+        json_schema_extra=declare(env="AGENT_HEALTH_OPENSEARCH_USERNAME"),
+    )
+    password: SecretStr | None = Field(
+        None,
+        description="Its password (or name a variable with `auth.password_env`).",
+        json_schema_extra=declare(env="AGENT_HEALTH_OPENSEARCH_PASSWORD"),
+    )
+
+
+class DeploymentSettings(BaseModel):
+    """Settings a deployment gives through environment variables, one field each."""
+
+    model_config = ConfigDict(frozen=True)
+
+    config_path: str | None = Field(
+        None,
+        description="agent_health_config.py (else found from the working directory upwards).",
+        json_schema_extra=declare(env="AGENT_HEALTH_CONFIG"),
+    )
+    eval_root: str | None = Field(
+        None,
+        description="Eval root, over the configuration's `eval_root`.",
+        json_schema_extra=declare(env="AGENT_HEALTH_EVAL_ROOT"),
+    )
+    state_dir: str | None = Field(
+        None,
+        description="State folder (results live in <state>/results), over the configuration's.",
+        json_schema_extra=declare(env="AGENT_HEALTH_STATE_DIR"),
+    )
+    min_pass_rate: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Rollup check: pass rate at least this.",
+        json_schema_extra=declare(env="AGENT_HEALTH_MIN_PASS_RATE"),
+    )
+    suite_min_pass_rate: dict[str, float] = Field(
+        default_factory=dict,
+        description=f"Per-suite pass-rate thresholds, a JSON object of rates like `{SUITE_RATES_EXAMPLE}`.",
+        json_schema_extra=declare(env="AGENT_HEALTH_SUITE_MIN_PASS_RATE", parse="json", bounded=Rate),
+    )
+    max_errored_share: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="Rollup check: errored share at most this.",
+        json_schema_extra=declare(env="AGENT_HEALTH_MAX_ERRORED_SHARE"),
+    )
+    baseline: str | None = Field(
+        None,
+        description="Baseline agent version of every comparison and regression check (default: the version "
+        "registered just before the candidate).",
+        json_schema_extra=declare(env="AGENT_HEALTH_BASELINE"),
+    )
+    sensor_interval_s: int = Field(
+        30,
+        ge=1,
+        le=86_400,
+        description="Seconds between evaluations of each sensor.",
+        json_schema_extra=declare(env="AGENT_HEALTH_SENSOR_INTERVAL_S"),
+    )
+    schedule_cron: str = Field(
+        "0 2 * * *",
+        description="Cron expression (UTC) of each suite's nightly schedule.",
+        json_schema_extra=declare(env="AGENT_HEALTH_SCHEDULE_CRON", parse="cron"),
+    )
+    # Each partition's outcome metadata is checked by Dagster against the run's whole partition
+    # range, so a run's cost per partition grows with its size; bounded runs also keep what a
+    # crashed run must redo small and let queued runs interleave (docs/deploy.md).
+    max_partitions_per_run: int = Field(
+        1000,
+        ge=0,
+        le=1_000_000,
+        description="Partitions per evaluation run; larger backfills are split (0: one run of any size).",
+        json_schema_extra=declare(env="AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"),
+    )
+    max_run_seconds: int | None = Field(
+        None,
+        ge=1,
+        le=30 * 86_400,
+        description="Maximum runtime of a run in the headless instance's dagster.yaml (unset: 6 hours).",
+        json_schema_extra=declare(env="AGENT_HEALTH_MAX_RUN_SECONDS"),
+    )
+    opensearch: OpenSearchDefaults = Field(
+        default_factory=OpenSearchDefaults, description="OpenSearch connection defaults."
+    )
+
+
+def deployment_declarations() -> tuple[DeclaredSetting, ...]:
+    """Every declared deployment setting (the `opensearch.` group's too), in field order."""
+    return declared_settings(DeploymentSettings)
+
+
+def deployment_settings(environ: Mapping[str, str] | None = None) -> DeploymentSettings:
+    """The deployment settings from the environment (`environ`, else the process's); unset or
+    blank variables keep their defaults. Raises ConfigError naming the variable and the value."""
+    return read_declared(DeploymentSettings, environ)
+
+
+def opensearch_defaults(environ: Mapping[str, str] | None = None) -> OpenSearchDefaults:
+    """The OpenSearch connection defaults alone (read where a client is built)."""
+    return read_declared(OpenSearchDefaults, environ)
+
+
+def deployment_variable(path: str) -> str:
+    """The environment variable of deployment setting `path` (`eval_root`, `opensearch.url`)."""
+    for d in deployment_declarations():
+        if d.path == path and d.declared.env:
+            return d.declared.env
+    raise KeyError(path)
+
+
+def read_declared(model: type[Model], environ: Mapping[str, str] | None = None) -> Model:
+    """`model` with each field declared with a variable read from `environ` (nested groups too)."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for d in declared_settings(model):
+        raw = env.get(str(d.declared.env), "").strip()
+        if d.declared.env and raw:
+            *groups, name = d.path.split(".")
+            into = values
+            for group in groups:
+                into = into.setdefault(group, {})
+            into[name] = _parse(d, raw, f"${d.declared.env}")
+    return model.model_validate(values)
+
+
+def _parse(d: DeclaredSetting, raw: str, where: str) -> Any:
+    if d.declared.parse == "cron":
+        return check_cron(raw, where)
+    if d.declared.parse == "json":
+        return _rates(d, raw, where)
+    if d.annotation in (int, float):
+        lo, hi, _ = d.bounds
+        return _number(raw, where, lo, hi, d.annotation is int)
+    return raw
+
+
+def _number(raw: Any, where: str, lo: float | None, hi: float | None, whole: bool) -> float:
+    try:
+        number = check_number(raw, where, -1e308 if lo is None else lo, 1e308 if hi is None else hi, whole)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return int(number) if whole else number
+
+
+def _rates(d: DeclaredSetting, raw: str, where: str) -> dict[str, float]:
+    """A JSON object of numbers within the declaration's bounds (per suite)."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ConfigError(f"{where}: expected a JSON object like {SUITE_RATES_EXAMPLE}, got {raw!r}")
+    lo, hi, _ = d.bounds
+    return {str(k): _number(v, f"{where}[{k!r}]", lo, hi, False) for k, v in parsed.items()}
+
+
+_CRON_MACROS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+# minute, hour, day of month, month, day of week: their ranges and the names the last two take
+_CRON_FIELDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+_CRON_NAMES = {
+    3: "jan feb mar apr may jun jul aug sep oct nov dec".split(),
+    4: "sun mon tue wed thu fri sat".split(),
+}
+_CRON_PART = re.compile(r"^(\*|\w+(?:-\w+)?)(?:/(\d+))?$")
+
+
+def check_cron(text: str, where: str = "cron") -> str:
+    """`text` when it is a five-field cron expression (numbers in each field's range, `*`, ranges,
+    lists, steps, month and weekday names) or a macro such as @daily; else a ConfigError naming
+    `where` and the value. A cheap check, so a typo fails when the definitions load rather than
+    when Dagster first evaluates the schedule."""
+    fields = text.split()
+    if len(fields) == 1 and fields[0].lower() in _CRON_MACROS:
+        return text
+    if len(fields) == 5 and all(_cron_field(f, i) for i, f in enumerate(fields)):
+        return text
+    raise ConfigError(f"{where}: expected a cron expression of five fields like '0 2 * * *' (or @daily), got {text!r}")
+
+
+def _cron_field(field: str, i: int) -> bool:
+    lo, hi = _CRON_FIELDS[i]
+    names = _CRON_NAMES.get(i, [])
+    for part in field.split(","):
+        match = _CRON_PART.match(part)
+        if match is None or match.group(2) == "0":
+            return False
+        if match.group(1) == "*":
+            continue
+        for token in match.group(1).split("-"):
+            if token.isdigit():
+                if not lo <= int(token) <= hi:
+                    return False
+            elif token.lower() not in names:
+                return False
+    return True
