@@ -153,6 +153,9 @@ def _unavailable(view: Any, exc: Exception) -> dict[str, Any]:
 SIGNAL_METRICS = ("total_tokens", "cost_usd", "latency_ms", "llm_calls", "tool_calls")
 PROBLEM_METRICS = ("redundant_calls", "tool_errors", "ignored_tool_errors", "tool_retries", "retries")
 TRACE_SIGNAL_METRICS = ("total_tokens", "cost_usd", "llm_calls", "tool_calls", "tool_errors", "duration_ms")
+# Derived metrics each result shows at a glance beside its status (its Dagster partition's metadata);
+# tokens and cost are there already, from the result's usage.
+GLANCE_METRICS = ("tool_calls", "llm_calls")
 
 
 def _signal(name: str, value: float, evidence: dict[str, Any] | None = None) -> Signal:

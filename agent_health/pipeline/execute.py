@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agent_health.analysis.metrics import GLANCE_METRICS
 from agent_health.model import RunSettings, TestResult
 from agent_health.pipeline.project import Project
 from agent_health.pipeline.tables import ms, sig
@@ -109,8 +110,7 @@ def partition_metadata(result: TestResult) -> dict[str, Any]:
         "artifacts": ", ".join(f"{a.name} ({a.size} B)" for a in result.run.artifacts)[:500] or None
         if result.run is not None
         else None,
-        "tool_calls": metrics.get("tool_calls"),
-        "llm_calls": metrics.get("llm_calls"),
+        **{name: metrics.get(name) for name in GLANCE_METRICS},
         "insights": len(result.insights),
         "insight_rules": ", ".join(sorted({i.rule for i in result.insights})) or None,
         "content_hash": result.content_hash[:16] or None,

@@ -63,6 +63,19 @@ def previous_version(agents: Sequence[str], agent: str, configured: str | None =
     return same[i - 1] if i > 0 else None
 
 
+def _as_is(value: Any) -> Any:
+    return value if isinstance(value, int) else sig(value)
+
+
+# how a rollup figure is shown in Dagster when not as is: shares in percent, times in whole ms
+_SHOWN: dict[str, tuple[str, Any]] = {
+    "pass_rate": ("pass_rate_pct", percent),
+    "errored_share": ("errored_pct", percent),
+    "latency_p50_ms": ("latency_p50_ms", ms),
+    "latency_p95_ms": ("latency_p95_ms", ms),
+}
+
+
 @dataclass(frozen=True)
 class MetricStats:
     """The distribution of one derived metric over a version's tests."""
@@ -158,23 +171,14 @@ class SuiteVersion:
     stale: dict[str, list[str]] = field(default_factory=dict)  # test id -> why its result is out of date
 
     def rollup_numbers(self) -> dict[str, Any]:
-        """The rollup's figures as plottable numbers with readable precision."""
-        ru = self.rollup
-        return {
-            "total": ru.total,
-            "passed": ru.passed,
-            "failed": ru.failed,
-            "errored": ru.errored,
-            "pass_rate_pct": percent(ru.pass_rate),
-            "errored_pct": percent(ru.errored_share),
-            "mean_score": sig(ru.mean_score),
-            "pass_at_k": sig(ru.pass_at_k),
-            "total_tokens": ru.total_tokens,
-            "cost_usd": sig(ru.cost_usd),
-            "latency_p50_ms": ms(ru.latency_p50_ms),
-            "latency_p95_ms": ms(ru.latency_p95_ms),
-            "missing_results": len(self.missing),
-        }
+        """The rollup's figures (`SuiteRollup.metrics()`, so a figure added there shows here too) as
+        plottable numbers with readable precision, and how many current tests have no result."""
+        out: dict[str, Any] = {}
+        for name, value in self.rollup.metrics().items():
+            shown, fmt = _SHOWN.get(name, (name, _as_is))
+            out[shown] = fmt(value)
+        out["missing_results"] = len(self.missing)
+        return out
 
     def tables(self) -> dict[str, Table]:
         """The rollup's tables: per label, failed and errored tests with their reasons, and the
