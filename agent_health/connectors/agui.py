@@ -316,17 +316,13 @@ class AguiConnector(HttpBase):
             usage = usage.model_copy(update={"model": self.settings.model})
         if retries:
             usage = usage.model_copy(update={"retries": retries})
-        result = RunResult(
-            output=output,
-            trajectory=tuple(fold.steps),
-            run_id=request.run_id,
-            trace_id=request.trace_id,
-            agent=self.agent.ref,
-            prompt=request.prompt,
-            context=request.context,
-            duration_ms=(time.perf_counter() - started) * 1000,
+        result = self.run_result(
+            request,
+            output,
+            fold.steps,
             usage=usage,
-            raw_events=tuple(fold.raw),
+            raw_events=fold.raw,
+            duration_ms=(time.perf_counter() - started) * 1000,
         )
         kinds = ", ".join(dict.fromkeys(str(ev.get("type")) for ev in fold.raw if isinstance(ev, dict)))
         silence = f"RUN_FINISHED came before any message, tool call or result (events: {kinds})"

@@ -9,12 +9,12 @@ from __future__ import annotations
 import abc
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from agent_health.connectors.registry import REGISTRY
 from agent_health.errors import AgentError, ConfigError
-from agent_health.model import RunResult, Step
+from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 
 
@@ -37,6 +37,34 @@ class Connector(abc.ABC):
 
     async def aclose(self) -> None:
         """Release pooled connections."""
+
+    def run_result(
+        self,
+        request: AgentRequest,
+        output: str,
+        steps: Iterable[Step] = (),
+        *,
+        usage: Usage | None = None,
+        raw_events: Iterable[Any] = (),
+        duration_ms: float = 0.0,
+        artifacts: tuple[Artifact, ...] = (),
+    ) -> RunResult:
+        """The `RunResult` of one call of this agent: what it answered (output, steps, usage, raw
+        events, files), stamped with the request it answered (run and trace ids, prompt, context)
+        and the agent version's ref. Every connector builds its result here."""
+        return RunResult(
+            output=output,
+            trajectory=tuple(steps),
+            run_id=request.run_id,
+            trace_id=request.trace_id,
+            agent=self.agent.ref,
+            prompt=request.prompt,
+            context=request.context,
+            duration_ms=duration_ms,
+            usage=usage or Usage(),
+            raw_events=tuple(raw_events),
+            artifacts=artifacts,
+        )
 
 
 def connector_class(name: str) -> type[Connector]:

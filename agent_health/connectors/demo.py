@@ -222,17 +222,13 @@ class DemoConnector(Connector):
             spans = demo_spans(request, steps, model, self.agent.ref, seen_start, wall_start)
             store.write_spans(spans)
             store.write_logs(demo_logs(request, steps, spans, sc.service))
-        return RunResult(
-            output=output,
-            trajectory=tuple(steps),
-            run_id=request.run_id,
-            trace_id=request.trace_id,
-            agent=self.agent.ref,
-            prompt=request.prompt,
-            context=request.context,
-            duration_ms=duration,
+        return self.run_result(
+            request,
+            output,
+            steps,
             usage=Usage.of(input_tokens, output_tokens, model=model, llm_calls=llm_calls),
             raw_events=({"type": "demo", "scenario": sc.key, "version": version},),
+            duration_ms=duration,
         )
 
     @staticmethod

@@ -102,17 +102,13 @@ class PythonConnector(RealConnector):
             except ParseError as exc:
                 raise self.fail(str(exc)) from None
             raw = value if isinstance(value, (dict, list, str, int, float, bool, type(None))) else repr(value)
-            result = RunResult(
-                output=output,
-                trajectory=tuple(steps),
-                run_id=request.run_id,
-                trace_id=request.trace_id,
-                agent=self.agent.ref,
-                prompt=request.prompt,
-                context=request.context,
-                duration_ms=duration,
+            result = self.run_result(
+                request,
+                output,
+                steps,
                 usage=usage if usage != Usage() else Usage(model=self.settings.model),
                 raw_events=(raw,),
+                duration_ms=duration,
                 artifacts=artifacts,
             )
         silence = f"the function returned {'None' if value is None else f'{type(value).__name__} {shown(value)}'}"

@@ -177,17 +177,13 @@ class SubprocessConnector(RealConnector):
                 f"output is not valid UTF-8: byte 0x{stdout[exc.start : exc.start + 1].hex()} at offset {exc.start}"
             ) from None
         output, steps, usage, raw = self._parse(text)
-        result = RunResult(
-            output=output,
-            trajectory=tuple(steps),
-            run_id=request.run_id,
-            trace_id=request.trace_id,
-            agent=self.agent.ref,
-            prompt=request.prompt,
-            context=request.context,
-            duration_ms=(time.perf_counter() - started) * 1000,
+        result = self.run_result(
+            request,
+            output,
+            steps,
             usage=usage,
-            raw_events=tuple(raw),
+            raw_events=raw,
+            duration_ms=(time.perf_counter() - started) * 1000,
         )
         silence = "it exited with status 0 and printed nothing" if not text.strip() else f"its output is {shown(text)}"
         return await self.apply_after(
