@@ -39,7 +39,7 @@ from agent_health.connectors.parsing import (
     parse_body,
 )
 from agent_health.connectors.retry import RetryPolicy, parse_retry_after
-from agent_health.connectors.transport import Pool, build_client
+from agent_health.connectors.transport import Pool, RequestBuilder, build_client
 from agent_health.errors import AgentError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
@@ -264,6 +264,7 @@ class HttpBase(RealConnector):
         collect_sensitive(s.headers, self.secrets)
         register_log_secrets(self.secrets)
         self._client: httpx.AsyncClient | None = None
+        self._requests: RequestBuilder | None = None
 
     @property
     def endpoint(self) -> str:
@@ -285,10 +286,11 @@ class HttpBase(RealConnector):
                 http2=s.http2,
                 proxy=s.proxy,
             )
+            self._requests = RequestBuilder(self._client)
         return self._client
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
+        client, self._client, self._requests = self._client, None, None
         if client is not None:
             await client.aclose()
 
@@ -382,6 +384,8 @@ class HttpBase(RealConnector):
         With `budget`, each failed attempt is noted on it, and a retry whose wait (Retry-After
         included) would not fit in what is left of the run fails now, naming the cause."""
         method, url, headers, content = await self.prepare(request, body, accept)
+        client = self.client
+        assert self._requests is not None  # built with the client
         policy = self.settings.retry
         retries = 0
         loop = asyncio.get_running_loop()
@@ -391,9 +395,7 @@ class HttpBase(RealConnector):
             retry_after = None
             try:
                 async with asyncio.timeout_at(deadline):
-                    response = await self.client.send(
-                        self.client.build_request(method, url, headers=headers, content=content), stream=True
-                    )
+                    response = await client.send(self._requests.build(method, url, headers, content), stream=True)
             except TimeoutError:
                 raise self.fail(
                     f"no response within request_timeout_s={self.settings.request_timeout_s:g}s"
