@@ -125,3 +125,32 @@ def test_a_cookie_the_agent_sets_is_sent_back(server, pool):
     second = asyncio.run(go())
     received = {k.lower(): v for k, v in second.raw_events[0]["body"]["received"]["headers"].items()}
     assert received.get("cookie") == "session=s1"
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_a_finished_response_is_freed_without_the_garbage_collector(server, pool):
+    """httpx links a streamed response and its stream both ways; the connector breaks the link when
+    it closes the response, so a run of many HTTP tests does not spend its CPU collecting them."""
+    import gc
+
+    async def runs():
+        rt = runtime("http", endpoint=server.url + "/chat", pool=pool)
+        try:
+            await rt.invoke(AgentRequest(prompt="warm"))  # the pool and its connection exist now
+            gc.collect()
+            gc.disable()
+            try:
+                for i in range(20):
+                    await rt.invoke(AgentRequest(prompt=f"p{i}"))
+                gc.set_debug(gc.DEBUG_SAVEALL)  # keep what a collection finds unreachable, to look at
+                gc.collect()
+                return [type(o).__name__ for o in gc.garbage]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+                gc.enable()
+        finally:
+            await rt.aclose()
+
+    garbage = asyncio.run(runs())
+    assert "Response" not in garbage and "Request" not in garbage, sorted(set(garbage))
