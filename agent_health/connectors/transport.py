@@ -53,7 +53,7 @@ def build_client(
         # httpcore re-checks every idle connection on every request event: keeping as many idle as
         # may be open (100) made it 1.5-5x slower at concurrency 64 than its default of 20
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=min(20, max_connections))
-        return httpx.AsyncClient(limits=limits, http2=http2, **common)
+        return _HttpxClient(limits=limits, http2=http2, **common)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
     return _AiohttpClient(limits=limits, event_hooks={"request": [_for_aiohttp]}, **common)
 
@@ -110,7 +110,38 @@ class _AiohttpTransport(AiohttpTransport):
         )
 
 
-class _AiohttpClient(HttpxAiohttpClient):
+class _Cookies(httpx.Cookies):
+    """The client's cookie jar. httpx hands every response to the jar, which first copies the
+    request and the response into urllib's types (parsing the URL and every header again); the
+    jar reads only `Set-Cookie` headers, so a response without one is skipped."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        headers = response.headers
+        if "set-cookie" in headers or "set-cookie2" in headers:
+            super().extract_cookies(response)
+
+
+class _SkipsCookielessResponses(httpx.AsyncClient):
+    """An httpx client whose `cookies` is a `_Cookies`."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.cookies = httpx.Cookies()
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._skipping_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._skipping_cookies = _Cookies(cookies)
+
+
+class _HttpxClient(_SkipsCookielessResponses):
+    """httpx's own client and pool."""
+
+
+class _AiohttpClient(_SkipsCookielessResponses, HttpxAiohttpClient):
     """HttpxAiohttpClient on `_AiohttpTransport`, direct and through a proxy."""
 
     def _init_transport(  # type: ignore[override]  # httpx passes these by keyword
