@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import math
 import os
@@ -124,6 +125,29 @@ async def raw_loop(url: str, n: int, pool: str) -> tuple[float, float]:
         return (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
 
 
+async def aiohttp_loop(url: str, n: int) -> tuple[float, float]:
+    """The same request on a bare aiohttp session, without httpx: the floor under both loops above.
+    Returns (wall, client CPU) s per request."""
+    import uuid
+
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            run_id = uuid.uuid4().hex
+            body = json.dumps({"prompt": "benchmark prompt", "context": [], "run_id": run_id}).encode()
+            headers = {
+                "content-type": "application/json",
+                "accept": "application/json",
+                "traceparent": f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01",
+                "x-agent-health-run-id": run_id,
+            }
+            async with session.post(url, data=body, headers=headers) as r:
+                json.loads(await r.read())
+        return (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+
+
 async def connector_loop(url: str, n: int, pool: str) -> tuple[float, float]:
     from agent_health.config.agents import AgentSpec
     from agent_health.connectors.base import AgentRuntime
@@ -144,11 +168,14 @@ def overhead(n: int, pools: list[str], rounds: int = 5) -> None:
     proc, url = start_server(0.0)
     raws: dict[str, list[tuple[float, float]]] = {p: [] for p in pools}
     conns: dict[str, list[tuple[float, float]]] = {p: [] for p in pools}
+    bare: list[tuple[float, float]] = []
     try:
+        asyncio.run(aiohttp_loop(url, 300))
         for pool in pools:  # warm up imports, pools, server
             asyncio.run(raw_loop(url, 300, pool))
             asyncio.run(connector_loop(url, 300, pool))
         for _ in range(rounds):  # interleaved so drift hits all equally
+            bare.append(asyncio.run(aiohttp_loop(url, n)))
             for pool in pools:
                 raws[pool].append(asyncio.run(raw_loop(url, n, pool)))
                 conns[pool].append(asyncio.run(connector_loop(url, n, pool)))
@@ -170,6 +197,7 @@ def overhead(n: int, pools: list[str], rounds: int = 5) -> None:
             f"{ms(c, 0):.3f} ms wall, {ms(c, 1):.3f} ms CPU; connector overhead {ms(c, 0) - ms(r, 0):+.3f} ms wall "
             f"(target <= 0.300)"
         )
+    print(f"  bare aiohttp session, no httpx: {ms(bare, 0):.3f} ms wall, {ms(bare, 1):.3f} ms CPU")
 
 
 async def concurrent_requests(url: str, n: int, concurrency: int, pool: str) -> float:
@@ -238,6 +266,15 @@ def engine_ratio(
     kinds = [f"http@{pool}" for pool in pools] + (["python", "demo"] if compare else [])
     walls: dict[str, list[float]] = {k: [] for k in kinds}
     cpus: dict[str, list[float]] = {k: [] for k in kinds}
+    gcs: dict[str, list[float]] = {k: [] for k in kinds}
+    collecting = [0.0, 0.0]  # CPU seconds spent in garbage collections, when the current one started
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[1] = time.process_time()
+        else:
+            collecting[0] += time.process_time() - collecting[1]
+
     statuses: dict[str, dict[str, int]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -280,14 +317,19 @@ def engine_ratio(
             opts = RunSettings(concurrency=concurrency, timeout_s=60, judge={"skip": True}, store=None)
             for kind in kinds:
                 run_tests(loaded.tests[:concurrency], cfg, refs[kind], opts)  # warm-up
+            gc.callbacks.append(on_gc)
             for _ in range(repeats):  # interleaved so drift hits all alike
                 for kind in kinds:
+                    collecting[0] = 0.0
                     t0, c0 = time.perf_counter(), time.process_time()
                     results = run_tests(loaded.tests, cfg, refs[kind], opts, replay="off")
                     walls[kind].append(time.perf_counter() - t0)
                     cpus[kind].append(time.process_time() - c0)
+                    gcs[kind].append(collecting[0])
                     statuses[kind] = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "errored")}
     finally:
+        if on_gc in gc.callbacks:
+            gc.callbacks.remove(on_gc)
         proc.kill()
         proc.wait()
     ideal = math.ceil(n_tests / concurrency) * latency_s
@@ -301,7 +343,8 @@ def engine_ratio(
         print(
             f"  {kind:12} wall {', '.join(f'{x:.3f}' for x in w)} s; {min(w) / ideal:.3f} x ideal best, "
             f"{statistics.median(w) / ideal:.3f} x median; CPU {statistics.median(cpus[kind]) / n_tests * 1000:.3f} "
-            f"ms/test; statuses (last run) {statuses[kind]}"
+            f"ms/test, of which garbage collection {statistics.median(gcs[kind]) / n_tests * 1000:.3f}; "
+            f"statuses (last run) {statuses[kind]}"
         )
     default = f"http@{pools[0]}"
     print(
