@@ -124,9 +124,9 @@ class _Cookies(httpx.Cookies):
 class _SkipsCookielessResponses(httpx.AsyncClient):
     """An httpx client whose `cookies` is a `_Cookies`."""
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, *, cookies: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
-        self.cookies = httpx.Cookies()
+        self.cookies = cookies
 
     @property
     def cookies(self) -> httpx.Cookies:
