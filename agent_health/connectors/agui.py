@@ -23,7 +23,14 @@ import httpx
 from pydantic import Field
 
 from agent_health.config.secrets import SecretSet, known_secrets
-from agent_health.connectors.http import HttpBase, HttpSettings, RunBudget, describe_transport_error, media_type
+from agent_health.connectors.http import (
+    HttpBase,
+    HttpSettings,
+    RunBudget,
+    close,
+    describe_transport_error,
+    media_type,
+)
 from agent_health.connectors.parsing import as_text, parse_args, role_of, usage_of
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
@@ -381,4 +388,4 @@ class AguiConnector(HttpBase):
                 + (f"; {open_parts}" if open_parts else "")
             ) from None
         finally:
-            await response.aclose()
+            await close(response)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import ssl
 from typing import Any, Literal
 
+import aiohttp
 import httpx
 from httpx_aiohttp import HttpxAiohttpClient  # imported with the connector, not inside a run's timeout
+from httpx_aiohttp.transport import AiohttpResponseStream, AiohttpTransport, map_aiohttp_exceptions
 
 Pool = Literal["aiohttp", "httpx"]
 
@@ -51,9 +53,105 @@ def build_client(
         # httpcore re-checks every idle connection on every request event: keeping as many idle as
         # may be open (100) made it 1.5-5x slower at concurrency 64 than its default of 20
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=min(20, max_connections))
-        return httpx.AsyncClient(limits=limits, http2=http2, **common)
+        return _HttpxClient(limits=limits, http2=http2, **common)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return HttpxAiohttpClient(limits=limits, event_hooks={"request": [_for_aiohttp]}, **common)
+    return _AiohttpClient(limits=limits, event_hooks={"request": [_for_aiohttp]}, **common)
+
+
+class _AiohttpTransport(AiohttpTransport):
+    """httpx-aiohttp's transport minus two per-request costs (benchmarks/connectors_http.py): it
+    handed aiohttp the httpx `Headers`, which aiohttp reads key by key, each lookup a scan of every
+    header; and it built a new `ClientTimeout` for every request. The request sent is the same."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._timeouts: dict[tuple[float | None, float | None, float | None], aiohttp.ClientTimeout] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if not isinstance(self.client, aiohttp.ClientSession):
+            self.client = self.get_client()
+        timeout = request.extensions.get("timeout", {})
+        key = (timeout.get("connect"), timeout.get("read"), timeout.get("pool"))
+        client_timeout = self._timeouts.get(key)
+        if client_timeout is None:
+            client_timeout = self._timeouts[key] = aiohttp.ClientTimeout(
+                sock_connect=key[0], sock_read=key[1], connect=key[2]
+            )
+        with map_aiohttp_exceptions():
+            data: Any
+            try:
+                data = request.content or None
+            except httpx.RequestNotRead:
+                data = request.stream
+                request.headers.pop("transfer-encoding", None)  # aiohttp frames the body itself
+            proxy = self.proxy
+            response = await self.client.request(
+                method=request.method,
+                url=str(request.url),
+                headers=list(request.headers.items()),  # as httpx joins repeated headers
+                data=data,
+                allow_redirects=False,  # httpx follows them (and runs the request hooks on each)
+                auto_decompress=False,  # httpx decodes the body
+                compress=False,
+                timeout=client_timeout,
+                server_hostname=request.extensions.get("sni_hostname"),
+                proxy=str(proxy.url) if proxy else None,
+                proxy_auth=aiohttp.BasicAuth(*proxy.auth) if proxy and proxy.auth else None,
+                proxy_headers=proxy.headers if proxy else None,
+            ).__aenter__()
+        extensions = {"http_version": b"HTTP/1.1"}
+        if response.reason:
+            extensions["reason_phrase"] = response.reason.encode()
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=AiohttpResponseStream(response),
+            request=request,
+            extensions=extensions,
+        )
+
+
+class _Cookies(httpx.Cookies):
+    """The client's cookie jar. httpx hands every response to the jar, which first copies the
+    request and the response into urllib's types (parsing the URL and every header again); the
+    jar reads only `Set-Cookie` headers, so a response without one is skipped."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        headers = response.headers
+        if "set-cookie" in headers or "set-cookie2" in headers:
+            super().extract_cookies(response)
+
+
+class _SkipsCookielessResponses(httpx.AsyncClient):
+    """An httpx client whose `cookies` is a `_Cookies`."""
+
+    def __init__(self, *, cookies: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.cookies = cookies
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._skipping_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._skipping_cookies = _Cookies(cookies)
+
+
+class _HttpxClient(_SkipsCookielessResponses):
+    """httpx's own client and pool."""
+
+
+class _AiohttpClient(_SkipsCookielessResponses, HttpxAiohttpClient):
+    """HttpxAiohttpClient on `_AiohttpTransport`, direct and through a proxy."""
+
+    def _init_transport(  # type: ignore[override]  # httpx passes these by keyword
+        self, *, transport: httpx.AsyncBaseTransport | None = None, **kwargs: Any
+    ) -> httpx.AsyncBaseTransport:
+        return transport if transport is not None else _AiohttpTransport(**kwargs)
+
+    def _init_proxy_transport(self, proxy: httpx.Proxy, **kwargs: Any) -> httpx.AsyncBaseTransport:  # type: ignore[override]
+        return _AiohttpTransport(proxy=proxy, **kwargs)
 
 
 async def _for_aiohttp(request: httpx.Request) -> None:
@@ -70,3 +168,32 @@ async def _for_aiohttp(request: httpx.Request) -> None:
         request.url = request.url.copy_with(userinfo=b"")
     if isinstance(request.stream, httpx.ByteStream):
         await request.aread()
+
+
+class RequestBuilder:
+    """Builds what `client.build_request(method, url, headers=..., content=...)` builds, for less
+    CPU: that call re-parses the URL and merges the client's default headers into the request's
+    through httpx `Headers` on every call. Here the client's defaults are read once and the last
+    URL's parse is reused. When the client
+    holds cookies or query parameters (which a connector's client never sets, but an agent may set
+    cookies), httpx builds the request itself, so they are sent as before."""
+
+    def __init__(self, client: httpx.AsyncClient):
+        self.client = client
+        self._defaults = {k.lower(): (k, v) for k, v in client.headers.multi_items()}
+        self._timeout = client.timeout.as_dict()
+        self._url: tuple[str, httpx.URL] | None = None
+        self._base_url = bool(str(client.base_url))
+
+    def build(self, method: str, url: str, headers: dict[str, str], content: bytes) -> httpx.Request:
+        client = self.client
+        if self._base_url or client.cookies or client.params:
+            return client.build_request(method, url, headers=headers, content=content)
+        if self._url is None or self._url[0] != url:
+            self._url = (url, httpx.URL(url))
+        merged = dict(self._defaults)
+        for k, v in headers.items():  # the request's own headers win, whatever their case
+            merged[k.lower()] = (k, v)
+        return httpx.Request(
+            method, self._url[1], headers=list(merged.values()), content=content, extensions={"timeout": self._timeout}
+        )

@@ -199,6 +199,9 @@ class Watchdog:
             return await awaitable
         finally:
             del self._frames[frame]
+            # A frame holding itself in a local is a cycle: without this, every trial's frame (and
+            # the coroutine and objects it holds) waited for the garbage collector.
+            del frame
 
     # -- on the loop --------------------------------------------------------------------------
     def _beat(self) -> None:

@@ -120,6 +120,10 @@ def install_rest(srv: AgentServer) -> None:
     def echo(h: Handler, body: Any) -> None:
         h.send_json({"answer": "echoed", "received": {"headers": dict(h.headers.items()), "body": body}})
 
+    @srv.route("/set-cookie")  # an agent keeping a session in a cookie
+    def set_cookie(h: Handler, body: Any) -> None:
+        h.send_json({"answer": "cookie set"}, headers={"set-cookie": "session=s1; Path=/"})
+
     @srv.route("/openai")
     def openai(h: Handler, body: Any) -> None:
         h.send_json(

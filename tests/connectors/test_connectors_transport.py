@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from httpx_aiohttp import HttpxAiohttpClient
 
 from agent_health.connectors.transport import build_client
 from agent_health.errors import ConfigError
@@ -28,7 +29,7 @@ def run_many(rt, n: int, prompt: str = "p"):
 def test_the_default_pool_is_aiohttp():
     rt = runtime("http", endpoint="http://127.0.0.1:9/chat")
     assert rt.connector.settings.effective_pool == "aiohttp"
-    assert type(rt.connector.client).__name__ == "HttpxAiohttpClient"
+    assert isinstance(rt.connector.client, HttpxAiohttpClient)
     asyncio.run(rt.aclose())
 
 
@@ -83,3 +84,73 @@ def test_credentials_in_the_url_are_sent_as_basic_auth(server, pool):
     r = invoke(runtime("http", endpoint=f"http://svc:pa55@{host}/echo", pool=pool))
     received = {k.lower(): v for k, v in r.raw_events[0]["body"]["received"]["headers"].items()}
     assert received["authorization"] == "Basic " + base64.b64encode(b"svc:pa55").decode()
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_the_connector_builds_the_request_httpx_would(pool):
+    """RequestBuilder skips httpx's build_request for speed; the request must come out the same:
+    the client's default headers, the request's own winning whatever their case, the URL, the body
+    and the client's timeouts."""
+    from agent_health.connectors.transport import RequestBuilder
+
+    async def go():
+        async with build_client(pool=pool, timeout_s=7.0, connect_timeout_s=3.0) as client:
+            headers = {"content-type": "application/json", "User-Agent": "agent-health-test", "x-run": "r1"}
+            url = "http://127.0.0.1:9/agent?x=1"
+            ours = RequestBuilder(client).build("POST", url, headers, b'{"prompt": "p"}')
+            theirs = client.build_request("POST", url, headers=headers, content=b'{"prompt": "p"}')
+            return ours, theirs
+
+    ours, theirs = asyncio.run(go())
+
+    def shape(r):
+        return sorted((k.lower(), v) for k, v in r.headers.multi_items()), str(r.url), r.method, r.content
+
+    assert shape(ours) == shape(theirs)
+    assert ours.extensions == theirs.extensions == {"timeout": {"connect": 3.0, "read": 7.0, "write": 7.0, "pool": 7.0}}
+    assert [v for k, v in ours.headers.multi_items() if k.lower() == "user-agent"] == ["agent-health-test"]
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_a_cookie_the_agent_sets_is_sent_back(server, pool):
+    async def go():
+        rt = runtime("http", endpoint=server.url + "/set-cookie", pool=pool)
+        try:
+            await rt.invoke(AgentRequest(prompt="first"))
+            rt.connector.settings.endpoint = server.url + "/echo"
+            return await rt.invoke(AgentRequest(prompt="second"))
+        finally:
+            await rt.aclose()
+
+    second = asyncio.run(go())
+    received = {k.lower(): v for k, v in second.raw_events[0]["body"]["received"]["headers"].items()}
+    assert received.get("cookie") == "session=s1"
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_a_finished_response_is_freed_without_the_garbage_collector(server, pool):
+    """httpx links a streamed response and its stream both ways; the connector breaks the link when
+    it closes the response, so a run of many HTTP tests does not spend its CPU collecting them."""
+    import gc
+
+    async def runs():
+        rt = runtime("http", endpoint=server.url + "/chat", pool=pool)
+        try:
+            await rt.invoke(AgentRequest(prompt="warm"))  # the pool and its connection exist now
+            gc.collect()
+            gc.disable()
+            try:
+                for i in range(20):
+                    await rt.invoke(AgentRequest(prompt=f"p{i}"))
+                gc.set_debug(gc.DEBUG_SAVEALL)  # keep what a collection finds unreachable, to look at
+                gc.collect()
+                return [type(o).__name__ for o in gc.garbage]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+                gc.enable()
+        finally:
+            await rt.aclose()
+
+    garbage = asyncio.run(runs())
+    assert "Response" not in garbage and "Request" not in garbage, sorted(set(garbage))

@@ -205,3 +205,41 @@ def test_call_site_of_a_frame_without_a_line_number_names_its_function() -> None
     frame = SimpleNamespace(f_code=code, f_lineno=None)
     site = watchdog._site(frame)  # type: ignore[arg-type]
     assert site.startswith(f"test_watchdog.py:{code.co_firstlineno} in {code.co_name}")
+
+
+def test_a_guarded_trial_leaves_no_cycle_for_the_garbage_collector() -> None:
+    """`guard` keeps its own frame in a local (the frame is how the watchdog finds a trial): it
+    must let go of it, or each trial's frame and what it holds wait for the garbage collector."""
+    import gc
+
+    from agent_health.engine.watchdog import Watchdog
+
+    class Marker:  # something a trial returns, to find in the garbage
+        pass
+
+    async def trial() -> Marker:
+        await asyncio.sleep(0)
+        return Marker()
+
+    async def go() -> list[str]:
+        dog = Watchdog(interrupt=False).start()
+        try:
+            gc.collect()
+            gc.disable()
+            try:
+                for i in range(10):
+                    w = dog.watch(f"t{i}", 5.0)
+                    await dog.guard(w, trial())
+                    dog.unwatch(w)
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                gc.collect()
+                return [type(o).__name__ for o in gc.garbage]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+                gc.enable()
+        finally:
+            dog.stop()
+
+    garbage = asyncio.run(go())
+    assert "frame" not in garbage and "Marker" not in garbage, sorted(set(garbage))
