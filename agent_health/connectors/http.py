@@ -555,17 +555,13 @@ class HttpConnector(HttpBase):
         if retries:
             usage = usage.model_copy(update={"retries": retries})
         raw_event = {"type": "http_response", "status": response.status_code, "body": data}
-        result = RunResult(
-            output=output,
-            trajectory=tuple(steps),
-            run_id=request.run_id,
-            trace_id=request.trace_id,
-            agent=self.agent.ref,
-            prompt=request.prompt,
-            context=request.context,
-            duration_ms=(time.perf_counter() - started) * 1000,
+        result = self.run_result(
+            request,
+            output,
+            steps,
             usage=usage,
             raw_events=(raw_event,),
+            duration_ms=(time.perf_counter() - started) * 1000,
             artifacts=artifacts,
         )
         seen = (
