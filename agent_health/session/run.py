@@ -132,13 +132,14 @@ def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: 
 
 def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list[LoadedTest]]:
     # the shard is taken of the whole selection, here only: the CLI passes the unsharded selection
+    # keyed by KEY@VERSION, as results name their agent: `bench` and `bench@default` are one version
     if isinstance(tests, Mapping):
         return {
-            agent: shard_tests(select_tests(ts, settings.labels, settings.grep), settings.shard)
+            config.agent_ref(agent): shard_tests(select_tests(ts, settings.labels, settings.grep), settings.shard)
             for agent, ts in tests.items()
         }
     selected = shard_tests(select_tests(tests, settings.labels, settings.grep), settings.shard)
-    return {agent: selected for agent in settings.agents or (config.agent_ref(config.default_agent),)}
+    return {config.agent_ref(agent): selected for agent in settings.agents or (config.default_agent,)}
 
 
 def plan_run(

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent_health import RunReport, RunSettings, TestResult, define_config, load_tests, run_evaluation
+from agent_health import RunReport, RunSettings, TestResult, define_config, load_tests, run_evaluation, run_tests
 from agent_health.model import EvalRun
 from agent_health.pipeline import Project, run_partitions
 from agent_health.reporters.base import Reporter
@@ -405,3 +405,23 @@ def test_before_all_and_after_all_run_once_per_run_around_every_agent_version(wr
     assert lines[0] == "before_all" and lines[-1] == "after_all"
     assert lines.count("before_all") == lines.count("after_all") == 1
     assert sorted(lines[1:-1]) == ["test demo@v1"] * 6 + ["test demo@v2"] * 6
+
+
+def test_an_agent_named_by_its_key_alone_runs_as_its_default_version(tmp_path, monkeypatch):
+    """`run_tests(..., "bench")` for an agent without versions: its results and the run's tallies
+    both name it `bench@default` (the tallies were keyed `bench` and the run ended in a KeyError)."""
+    (tmp_path / "bench_agent.py").write_text("def answer(prompt, **_):\n    return 'hello ' + prompt\n")
+    (tmp_path / "t.eval.py").write_text(
+        "from agent_health import test, expect\n\n"
+        "@test('greets', prompt='you')\n"
+        "async def greets(agent):\n"
+        "    result = await agent.run()\n"
+        "    expect(result.output).to_equal('hello you')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = define_config(
+        agents={"bench": {"key": "bench", "connector": "python", "settings": {"function": "bench_agent:answer"}}},
+        root=str(tmp_path),
+    )
+    (result,) = run_tests(load_tests([tmp_path / "t.eval.py"]).tests, config, "bench")
+    assert (result.agent, result.status) == ("bench@default", "passed")
