@@ -9,8 +9,9 @@ and before this process reads the folder); other writers (an agent exporting spa
 files. Readers index the folder incrementally: a look parses only the bytes added since the last
 one, and what this process wrote is indexed as it is written.
 
-The index keeps where each trace's and run's lines are (file, offset, length), not the records:
-memory stays flat in the number of runs, and a look reads and parses only the lines it needs.
+The index keeps where each trace's and run's lines are (file, offset, length, packed in one int),
+not the records: about 360 bytes a run (a demo-agent run's spans and logs lines, by trace id and
+by run id), and a look reads and parses only the lines it needs.
 """
 
 from __future__ import annotations
