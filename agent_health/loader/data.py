@@ -180,6 +180,29 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     }
 
 
+def _shared_values(fields: dict[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
+    """`fields`, each text, tuple of texts and step an equal one met before in this file, when
+    there was one (values are immutable: sharing them changes nothing but memory)."""
+
+    def one(value: Any) -> Any:
+        if isinstance(value, tuple):
+            value = tuple(one(v) for v in value)
+        elif isinstance(value, ExpectedStep):
+            value = _with_tools(value, one(value.required_tools))
+        elif not isinstance(value, str):
+            return value
+        try:
+            return shared.setdefault(value, value)
+        except TypeError:  # unhashable after all: kept as it is
+            return value
+
+    return {k: one(v) if k != "source_id" else v for k, v in fields.items()}
+
+
+def _with_tools(step: ExpectedStep, tools: tuple[str, ...]) -> ExpectedStep:
+    return step if step.required_tools is tools else step.model_copy(update={"required_tools": tools})
+
+
 def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Callable[..., Awaitable[None]]:
     """The body every data test runs: agent once, required tools checked, outcomes judged."""
 
@@ -212,9 +235,14 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
     suite = suite_name(rel)
     tests: list[LoadedTest] = []
     seen: dict[str, str] = {}
+    # One copy of what many cases repeat (the parser makes a new string for every occurrence of a
+    # prompt, label or tool) and one body per distinct expectations: a suite of 50,000 cases
+    # holds each once.
+    shared: dict[Any, Any] = {}
+    bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
     for i, row in enumerate(rows):
         try:
-            fields = normalize(row.raw, defaults, rel, i, row.line)
+            fields = _shared_values(normalize(row.raw, defaults, rel, i, row.line), shared)
         except EvalFileError as exc:
             errors.append(exc)
             continue
@@ -226,9 +254,9 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             continue
         seen[tid] = fields["name"]
         tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
-        spec = TestSpec(
-            body=data_body(tools, fields["expected_outcomes"]), scope=registry.root, line=row.line, **fields
-        )
+        key = (tools, fields["expected_outcomes"])
+        body = bodies.get(key) or bodies.setdefault(key, data_body(*key))
+        spec = TestSpec(body=body, scope=registry.root, line=row.line, **fields)
         case = TestCase(
             id=tid,
             suite=suite,

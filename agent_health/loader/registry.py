@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from agent_health.errors import EvalFileError, UsageError
@@ -46,9 +48,13 @@ class FixtureDef:
     fn: Callable[..., Any]
 
 
-@dataclass
+NO_FIXTURES: Mapping[str, FixtureDef] = MappingProxyType({})
+
+
+@dataclass(slots=True)
 class TestSpec:
-    """A registered test body with its options, scope and extra fixtures."""
+    """A registered test body with its options, scope and extra fixtures (slotted: a suite of
+    50,000 tests holds 50,000 of them)."""
 
     __test__ = False
 
@@ -66,7 +72,8 @@ class TestSpec:
     skip_judge: bool | None = None
     epochs: int | None = None
     max_cost_usd: float | None = None
-    fixtures: dict[str, FixtureDef] = field(default_factory=dict)
+    # read only (the loader and the engine never change it): the shared NO_FIXTURES by default
+    fixtures: Mapping[str, FixtureDef] = field(default_factory=lambda: NO_FIXTURES)
     suite_judges: bool = True  # False: the suite judges of its file and describe blocks skip this test
 
     def suite_judge_list(self) -> list[Any]:
@@ -130,9 +137,27 @@ def definition_line(fn: Callable[..., Any]) -> int | None:
     return code.co_firstlineno if code else None
 
 
-@functools.lru_cache(maxsize=8192)
 def parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """Names a fixture, hook or body asks for (cached: the engine asks once per test)."""
+    """Names a fixture, hook or body asks for (cached: the engine asks once per test).
+
+    A plain function's names come from its code object, cached per code object: the tests one
+    loop defines share one code object, and inspect.signature would leave an `__annotations__`
+    dict on every function it looks at."""
+    if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+        return _code_parameters(fn.__code__)
+    return _signature_parameters(fn)
+
+
+@functools.lru_cache(maxsize=1024)
+def _code_parameters(code: types.CodeType) -> tuple[str, ...]:
+    # positional-or-keyword names, then keyword-only ones: what inspect.signature lists for a plain
+    # function (positional-only names and *args / **kwargs are never fixtures)
+    first = code.co_posonlyargcount
+    return code.co_varnames[first : code.co_argcount + code.co_kwonlyargcount]
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature_parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(
         p.name for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     )

@@ -7,15 +7,20 @@ from dataclasses import dataclass, field
 from agent_health.errors import EvalFileError
 from agent_health.loader.registry import FileRegistry, TestSpec
 from agent_health.model import TestCase
+from agent_health.model.case import compact_case
 
 
-@dataclass
+@dataclass(slots=True)
 class LoadedTest:
-    """A discovered test: its serializable case plus what the engine needs to run it."""
+    """A discovered test: its serializable case plus what the engine needs to run it (slotted,
+    and its case's set of given fields shared: see `agent_health.model.case.compact_case`)."""
 
     case: TestCase
     spec: TestSpec
     registry: FileRegistry
+
+    def __post_init__(self) -> None:
+        self.case = compact_case(self.case)
 
     @property
     def id(self) -> str:

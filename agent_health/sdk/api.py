@@ -87,7 +87,7 @@ class TestAPI:
                     skip_judge=options.skip_judge,
                     epochs=options.epochs,
                     max_cost_usd=options.max_cost_usd,
-                    fixtures=dict(self._fixtures),
+                    fixtures=self._fixtures,  # never changed after __init__: shared, not copied
                     suite_judges=bool(suite_judges),
                 )
             )

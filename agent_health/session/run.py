@@ -3,8 +3,9 @@
 One call runs the selected tests for one or more agent versions under one concurrency limit,
 stores every result the moment it finishes (tagged with the run's id, next to an `EvalRun`
 manifest written at the start and rewritten at the end), and streams each result to any number
-of reporters. Nothing keeps the results unless a reporter asks for them, so memory stays flat in
-the number of tests. The CLI and the Dagster pipeline are thin callers of this module.
+of reporters. Nothing keeps the results unless a reporter asks for them: what memory grows with is
+the loaded tests themselves and, for agents writing to the local span store, its index
+(docs/running.md, "Speed and memory"). The CLI and the Dagster pipeline are thin callers of this module.
 """
 
 from __future__ import annotations

@@ -9,17 +9,20 @@ and before this process reads the folder); other writers (an agent exporting spa
 files. Readers index the folder incrementally: a look parses only the bytes added since the last
 one, and what this process wrote is indexed as it is written.
 
-The index keeps where each trace's and run's lines are (file, offset, length), not the records:
-memory stays flat in the number of runs, and a look reads and parses only the lines it needs.
+The index keeps where each trace's and run's lines are (file, offset, length, packed in one int),
+not the records: about 360 bytes a run (a demo-agent run's spans and logs lines, by trace id and
+by run id), and a look reads and parses only the lines it needs.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -39,6 +42,8 @@ _INDEXES: dict[str, _Index] = {}
 
 Where = tuple[str, int, int]  # file, offset, length of one line
 _RECENT_LINES = 512  # lines this process wrote that stay in memory (a few hundred runs' worth)
+_OFFSET_BITS, _LENGTH_BITS = 48, 40  # a packed line: file number, offset (< 256 TB), length (< 1 TB)
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 _FLUSH_S = 0.01  # how long a written line may wait in memory before it reaches its file
 
 
@@ -58,6 +63,15 @@ def _run_id(rec: dict[str, Any]) -> str | None:
         if attrs.get(key) is not None:
             return str(attrs[key])
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _key(text: str) -> str | int:
+    """An index key: a 32-digit lowercase hex id (OpenTelemetry's trace ids, the harness's run
+    ids) as its number, 44 bytes instead of 81; any other text as it is. Only ids of exactly that
+    form become numbers, so two different ids never share a key. Cached, so a run's spans line
+    and logs line, indexed one after the other, share one number."""
+    return int(text, 16) if len(text) == 32 and _HEX32.fullmatch(text) else text
 
 
 def _matching(kind: str, key: str, lines: Iterable[list[Any]]) -> list[dict[str, Any]]:
@@ -82,13 +96,38 @@ class _Index:
         # the records of the lines this process wrote last, so a run's spans are read back right
         # after the run without file I/O or parsing; bounded, so memory stays flat
         self.recent: OrderedDict[Where, list[Any]] = OrderedDict()
-        # kind ("spans", "logs", "spans_by_run", "logs_by_run") -> key -> lines holding its records
-        self.lines: dict[str, dict[str, list[Where]]] = {
+        # kind ("spans", "logs", "spans_by_run", "logs_by_run") -> key -> the lines holding its
+        # records, each packed into one int (`_pack`), one int alone when there is one line (a
+        # run's batch, nearly always): about 200 bytes a run less than lists of tuples
+        self.lines: dict[str, dict[str | int, int | list[int]]] = {
             "spans": {},
             "logs": {},
             "spans_by_run": {},
             "logs_by_run": {},
         }
+        self.files: list[str] = []  # the file of a packed line, by number
+        self.file_no: dict[str, int] = {}
+
+    def _pack(self, where: Where) -> int:
+        path, offset, length = where
+        no = self.file_no.get(path)
+        if no is None:
+            no = self.file_no[path] = len(self.files)
+            self.files.append(path)
+        return (((no << _OFFSET_BITS) | offset) << _LENGTH_BITS) | length
+
+    def _unpack(self, packed: int) -> Where:
+        offset = (packed >> _LENGTH_BITS) & ((1 << _OFFSET_BITS) - 1)
+        return self.files[packed >> (_OFFSET_BITS + _LENGTH_BITS)], offset, packed & ((1 << _LENGTH_BITS) - 1)
+
+    def has(self, kind: str, key: str) -> bool:
+        return _key(key) in self.lines[kind]
+
+    def _lines(self, kind: str, key: str) -> list[Where]:
+        found = self.lines[kind].get(_key(key))
+        if found is None:
+            return []
+        return [self._unpack(p) for p in (found if isinstance(found, list) else (found,))]
 
     def add(self, where: Where, records: Iterable[Any], logs: bool) -> None:
         traces: set[str] = set()
@@ -100,11 +139,21 @@ class _Index:
             run_id = _run_id(rec)
             if run_id is not None:
                 runs.add(run_id)
+        if not traces and not runs:
+            return
+        packed = self._pack(where)
         by_trace = self.lines["logs" if logs else "spans"]
         by_run = self.lines["logs_by_run" if logs else "spans_by_run"]
         for table, keys in ((by_trace, traces), (by_run, runs)):
-            for key in keys:  # a batch line is listed once per key it holds
-                table.setdefault(key, []).append(where)
+            for text in keys:  # a batch line is listed once per key it holds
+                key = _key(text)
+                found = table.get(key)
+                if found is None:
+                    table[key] = packed
+                elif isinstance(found, list):
+                    found.append(packed)
+                else:
+                    table[key] = [found, packed]
 
     def refresh(self) -> None:
         try:
@@ -135,7 +184,7 @@ class _Index:
                 pos += len(line) + 1
 
     def where(self, kind: str, key: str) -> list[Where]:
-        return list(self.lines[kind].get(key, ()))
+        return self._lines(kind, key)
 
     def remember(self, where: Where, records: list[Any]) -> None:
         self.recent[where] = records
@@ -144,7 +193,7 @@ class _Index:
 
     def cached(self, kind: str, key: str) -> list[dict[str, Any]] | None:
         """The records of `key` when every line holding them is in memory, else None."""
-        lines = self.lines[kind].get(key)
+        lines = self._lines(kind, key)
         if not lines or any(w not in self.recent for w in lines):
             return None
         return _matching(kind, key, (self.recent[w] for w in lines))
@@ -362,7 +411,7 @@ class LocalSpanStore:
             with _LOCK:
                 # Look at the folder only on a miss: what this process wrote is indexed already,
                 # and reading other writers' files (the folder's whole history, the first time) costs.
-                if key not in self._index.lines[kind]:
+                if not self._index.has(kind, key):
                     self._index.refresh()
                 lines = self._index.where(kind, key)
             if self._writer.on_disk(lines):
