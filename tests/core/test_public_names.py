@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,3 +119,31 @@ def test_the_stub_and_the_typed_marker_ship_in_the_package(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert (built / "agent_health" / "__init__.pyi").read_text() == STUB.read_text()
     assert (built / "agent_health" / "py.typed").exists()
+
+
+# The modules a user may import besides agent_health and its packages: the bases a plugin subclasses
+# (docs/extending.md). Every other module is implementation (CONTRIBUTING.md, "The public surface").
+PUBLIC_MODULES = {"agent_health.connectors.base", "agent_health.judges.base", "agent_health.judges.chat"}
+
+
+def _user_imports() -> dict[str, set[str]]:
+    """agent_health modules imported by what users read and copy: README, docs/, the shipped evals
+    and the plugin fixture package (a third party's view)."""
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "evals").rglob("*.py"))]
+    texts += sorted((ROOT / "tests" / "fixtures" / "ah_plugin").rglob("*.py"))
+    found: dict[str, set[str]] = {}
+    for path in texts:
+        for module in re.findall(r"(?:from|import) (agent_health(?:\.\w+)*)", path.read_text()):
+            found.setdefault(module, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_users_import_only_the_package_its_packages_and_the_plugin_bases():
+    packages = {f"agent_health.{p.parent.name}" for p in (ROOT / "agent_health").glob("*/__init__.py")}
+    allowed = {"agent_health", *packages, *PUBLIC_MODULES}
+    found = _user_imports()
+    assert "agent_health.connectors.base" in found  # the scan reads the docs it should
+    stray = {m: sorted(where) for m, where in found.items() if m not in allowed}
+    assert not stray, f"implementation modules imported by user-facing code (CONTRIBUTING.md): {stray}"
+    for module in PUBLIC_MODULES:
+        assert f"`{module.replace('.', '/')}.py`" in (ROOT / "docs" / "extending.md").read_text(), module
