@@ -7,11 +7,14 @@ own pair of files (`<pid>-<start>-<n>.jsonl`, `<pid>-<start>-<n>.logs.jsonl`), s
 buffered append, not a new file (lines reach the file within 10 ms, written by a background thread,
 and before this process reads the folder); other writers (an agent exporting spans as JSON lines) may add their own
 files. Readers index the folder incrementally: a look parses only the bytes added since the last
-one, and what this process wrote is indexed as it is written.
+one. What this process wrote is not indexed as it is written: the last few hundred lines stay in
+memory (a run's spans are read back from there right after the run, the demo agent's case), and
+its files are indexed like any other's on the first look that misses.
 
 The index keeps where each trace's and run's lines are (file, offset, length, packed in one int),
 not the records: about 360 bytes a run (a demo-agent run's spans and logs lines, by trace id and
-by run id), and a look reads and parses only the lines it needs.
+by run id) once indexed, and a look reads and parses only the lines it needs. A run whose spans
+are only ever read from memory costs the index nothing, so a 50,000-test demo run holds no index.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ _RECENT_LINES = 512  # lines this process wrote that stay in memory (a few hundr
 _OFFSET_BITS, _LENGTH_BITS = 48, 40  # a packed line: file number, offset (< 256 TB), length (< 1 TB)
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 _FLUSH_S = 0.01  # how long a written line may wait in memory before it reaches its file
+_GONE_BITS = 1 << 23  # a 1 MB Bloom filter of the keys whose lines left memory (`_Index.gone`)
 
 
 def _records(line: bytes) -> list[Any]:
@@ -74,6 +78,20 @@ def _key(text: str) -> str | int:
     return int(text, 16) if len(text) == 32 and _HEX32.fullmatch(text) else text
 
 
+def _keys(records: Iterable[Any]) -> tuple[set[str], set[str]]:
+    """The trace ids and run ids of one line's records."""
+    traces: set[str] = set()
+    runs: set[str] = set()
+    for rec in records:
+        if not isinstance(rec, dict):
+            continue
+        traces.add(str(rec.get("trace_id")))
+        run_id = _run_id(rec)
+        if run_id is not None:
+            runs.add(run_id)
+    return traces, runs
+
+
 def _matching(kind: str, key: str, lines: Iterable[list[Any]]) -> list[dict[str, Any]]:
     """The records of `key` in `lines` (each line's records)."""
     field = "trace_id" if kind in ("spans", "logs") else None
@@ -92,10 +110,15 @@ class _Index:
     def __init__(self, root: Path):
         self.root = root
         self.offsets: dict[str, int] = {}
-        self.own: set[str] = set()  # this process's files: indexed as written, never re-read
-        # the records of the lines this process wrote last, so a run's spans are read back right
-        # after the run without file I/O or parsing; bounded, so memory stays flat
-        self.recent: OrderedDict[Where, list[Any]] = OrderedDict()
+        # the records of the lines this process wrote last (and their keys, by kind), so a run's
+        # spans are read back right after the run without file I/O, parsing or an index entry;
+        # bounded, so memory stays flat
+        self.recent: OrderedDict[Where, tuple[list[Any], list[tuple[str, str | int]]]] = OrderedDict()
+        self.recent_keys: dict[tuple[str, str | int], list[Where]] = {}  # (kind, key) -> its lines in `recent`
+        # the (kind, key) pairs that had a line leave `recent`, as a Bloom filter: a key in it may have
+        # lines that are neither in memory nor indexed yet, so it is read from the files (a false
+        # positive only costs that read); fixed size, so memory stays flat
+        self.gone = bytearray(_GONE_BITS // 8)
         # kind ("spans", "logs", "spans_by_run", "logs_by_run") -> key -> the lines holding its
         # records, each packed into one int (`_pack`), one int alone when there is one line (a
         # run's batch, nearly always): about 200 bytes a run less than lists of tuples
@@ -130,15 +153,7 @@ class _Index:
         return [self._unpack(p) for p in (found if isinstance(found, list) else (found,))]
 
     def add(self, where: Where, records: Iterable[Any], logs: bool) -> None:
-        traces: set[str] = set()
-        runs: set[str] = set()
-        for rec in records:
-            if not isinstance(rec, dict):
-                continue
-            traces.add(str(rec.get("trace_id")))
-            run_id = _run_id(rec)
-            if run_id is not None:
-                runs.add(run_id)
+        traces, runs = _keys(records)
         if not traces and not runs:
             return
         packed = self._pack(where)
@@ -160,9 +175,7 @@ class _Index:
             entries = [e for e in os.scandir(self.root) if e.name.endswith(".jsonl")]
         except FileNotFoundError:
             return
-        for entry in entries:
-            if entry.path in self.own:
-                continue
+        for entry in entries:  # this process's files too: their lines are indexed here, on a miss
             try:
                 size = entry.stat().st_size
             except FileNotFoundError:
@@ -186,17 +199,53 @@ class _Index:
     def where(self, kind: str, key: str) -> list[Where]:
         return self._lines(kind, key)
 
-    def remember(self, where: Where, records: list[Any]) -> None:
-        self.recent[where] = records
+    @staticmethod
+    def _bits(pair: tuple[str, str | int]) -> Iterator[int]:
+        first, second = hash(pair), hash((pair[1], pair[0]))
+        return ((first + i * second) % _GONE_BITS for i in range(6))  # 6 bits: about 1e-7 false hits at 100,000 keys
+
+    def remember(self, where: Where, records: list[Any], logs: bool) -> None:
+        """Keep one line this process wrote in memory, and forget the oldest past `_RECENT_LINES`."""
+        traces, runs = _keys(records)
+        pairs = [("logs" if logs else "spans", _key(t)) for t in traces]
+        pairs += [("logs_by_run" if logs else "spans_by_run", _key(r)) for r in runs]
+        self.recent[where] = (records, pairs)
+        for pair in pairs:
+            self.recent_keys.setdefault(pair, []).append(where)
         if len(self.recent) > _RECENT_LINES:
-            self.recent.popitem(last=False)
+            for pair in self.forget(next(iter(self.recent))):
+                for bit in self._bits(pair):
+                    self.gone[bit >> 3] |= 1 << (bit & 7)
+
+    def forget(self, where: Where) -> list[tuple[str, str | int]]:
+        """Drop one line from memory; its (kind, key) pairs."""
+        _, pairs = self.recent.pop(where, (None, []))
+        for pair in pairs:
+            held = self.recent_keys.get(pair)
+            if held is not None:
+                held.remove(where)
+                if not held:
+                    del self.recent_keys[pair]
+        return pairs
+
+    def _gone(self, pair: tuple[str, str | int]) -> bool:
+        return all(self.gone[bit >> 3] & (1 << (bit & 7)) for bit in self._bits(pair))
+
+    def stale(self, kind: str, key: str) -> bool:
+        """Whether this process may have written lines of `key` the index has not read yet."""
+        pair = (kind, _key(key))
+        held = self.recent_keys.get(pair, ())
+        return any(offset >= self.offsets.get(name, 0) for name, offset, _ in held) or self._gone(pair)
 
     def cached(self, kind: str, key: str) -> list[dict[str, Any]] | None:
         """The records of `key` when every line holding them is in memory, else None."""
-        lines = self._lines(kind, key)
-        if not lines or any(w not in self.recent for w in lines):
-            return None
-        return _matching(kind, key, (self.recent[w] for w in lines))
+        pair = (kind, _key(key))
+        lines = self.recent_keys.get(pair)
+        if not lines or any(w not in self.recent for w in self._lines(kind, key)):
+            return None  # not in memory, or also in lines only the files have
+        if self._gone(pair):
+            return None  # an older line of it may have left memory unindexed
+        return _matching(kind, key, (self.recent[w][0] for w in lines))
 
     @staticmethod
     def read(kind: str, key: str, lines: Iterable[Where]) -> list[dict[str, Any]]:
@@ -228,8 +277,9 @@ class _Index:
 
 
 class _Writer:
-    """This process's append-only files in one folder; what it writes is indexed at once and
-    reaches the file within `_FLUSH_S` (from the flusher thread, or before any read of the
+    """This process's append-only files in one folder; what it writes stays in memory a while
+    (`_Index.remember`), is indexed on the first look that misses, and reaches the file within
+    `_FLUSH_S` (from the flusher thread, or before any read of the
     folder), so a writer on an event loop (the demo agent) makes no system call per run. File I/O
     never happens under `_LOCK`: a lock held across a system call stalls every thread that wants it
     while the holder waits for the GIL."""
@@ -252,7 +302,6 @@ class _Writer:
         fh = self.files[kind] = open(self.root / f"{self.stem}{suffix}", "ab", buffering=0)  # noqa: SIM115
         self.sizes[fh.name] = self.flushed[fh.name] = os.fstat(fh.fileno()).st_size
         self.index.offsets.setdefault(fh.name, 0)
-        self.index.own.add(fh.name)
         return str(fh.name)  # opened by path, so the name is that path
 
     def _file(self, kind: str) -> str:
@@ -273,23 +322,24 @@ class _Writer:
         _FLUSHER.wake()
 
     def _index(self, kind: str, name: str, data: bytes, records: list[Any]) -> None:
+        """Keep the line in memory where it will be in its file (indexed from the file on a miss)."""
         before = self.sizes[name]
         self.sizes[name] = before + len(data)
-        if self.index.offsets.get(name) == before:  # the index is caught up with this file:
-            self.index.offsets[name] = before + len(data)  # index these records now, never parse them
-            where = (name, before, len(data) - 1)
-            self.index.add(where, records, kind == "logs")
-            self.index.remember(where, records)
+        self.index.remember((name, before, len(data) - 1), records, kind == "logs")
 
     def _reopen(self, batch: list[tuple[str, str, bytes, list[Any]]]) -> list[tuple[str, str, bytes, list[Any]]]:
         """The folder was cleaned meanwhile: new files, and every line not on disk yet (this
-        batch and what was written since) indexed again in them (call with _LOCK held)."""
+        batch and what was written since) kept in memory at their new place (call with _LOCK held)."""
         for fh in self.files.values():
             fh.close()
             self.flushed[fh.name] = self.sizes[fh.name]  # nothing more will reach it: stop waiting
         self.files = {}
         self.stem = f"{self.pid}-{int(time.time() * 1000)}-{next(_STEMS)}"
         moved = []
+        end = dict(self.sizes)  # these lines are the last of their files: forget them at their old place
+        for _, name, data, _ in reversed(batch + self.pending):
+            end[name] -= len(data)
+            self.index.forget((name, end[name], len(data) - 1))
         for kind, _, data, records in batch + self.pending:
             name = self._file(kind)
             self._index(kind, name, data, records)
@@ -411,7 +461,8 @@ class LocalSpanStore:
             with _LOCK:
                 # Look at the folder only on a miss: what this process wrote is indexed already,
                 # and reading other writers' files (the folder's whole history, the first time) costs.
-                if not self._index.has(kind, key):
+                # This process's own lines are indexed the same way, when a key may be among them.
+                if not self._index.has(kind, key) or self._index.stale(kind, key):
                     self._index.refresh()
                 lines = self._index.where(kind, key)
             if self._writer.on_disk(lines):

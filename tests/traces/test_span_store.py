@@ -57,6 +57,51 @@ def test_memory_stays_flat_in_the_number_of_runs_and_old_runs_are_still_read(tmp
     local.reset()
 
 
+def test_runs_whose_spans_are_read_from_memory_cost_no_index_and_a_miss_indexes_them(tmp_path):
+    local.reset()
+    store = LocalSpanStore(tmp_path / "spans")
+    source = LocalTraceSource(store.root)
+    store.write_spans(_spans("warm", "warm"))
+    tracemalloc.start()
+
+    def after(runs: range) -> int:
+        for i in runs:
+            store.write_spans(_spans(f"{i:032x}", f"run-{i}", n=1))
+            assert source.peek(RunRef(run_id=f"run-{i}", trace_id=f"{i:032x}")) is not None  # each run read back
+        local.flush_all()
+        return tracemalloc.get_traced_memory()[0]
+
+    first = after(range(1000))
+    second = after(range(1000, 5000))
+    tracemalloc.stop()
+    # indexed as written, 4,000 runs held about 1.4 MB of index; read from memory, nothing grows
+    assert second - first < 300_000, f"memory grew {(second - first) / 1e6:.2f} MB for 4,000 runs read from memory"
+    # a run long out of memory is still found, by trace id and by run id: the miss indexes the files
+    assert len(source.fetch(RunRef(run_id="run-7", trace_id=f"{7:032x}")).spans) == 1
+    assert len(store.by_run_id("run-4990")) == 1
+    local.reset()
+
+
+def test_a_trace_written_in_batches_is_read_whole_from_memory_or_files(tmp_path):
+    local.reset()
+    store = LocalSpanStore(tmp_path / "spans")
+    source = LocalTraceSource(store.root)
+    trace, run = "a" * 32, RunRef(run_id="run-a", trace_id="a" * 32)
+    store.write_spans(_spans(trace, "run-a", n=2))
+    assert len(source.fetch(run).spans) == 2  # read (and indexed) once
+    store.write_spans(_spans(trace, "run-a", n=3)[2:])  # a later batch of the same trace
+    peeked = source.peek(run)  # both lines are in memory
+    assert peeked is not None and len(peeked.spans) == 3
+    assert len(source.fetch(run).spans) == 3  # the indexed key is read again with the new line
+    for i in range(local._RECENT_LINES + 10):  # the trace's lines leave memory
+        store.write_spans(_spans(f"{i:032x}", f"run-{i}", n=1))
+    store.write_spans(_spans(trace, "run-a", n=4)[3:])  # and one more batch, in memory alone
+    assert source.peek(run) is None  # memory holds only part of it
+    assert len(source.fetch(run).spans) == 4
+    assert len(store.by_run_id("run-a")) == 4
+    local.reset()
+
+
 def test_lines_reach_the_file_without_a_read_and_another_process_sees_them(tmp_path):
     local.reset()
     store = LocalSpanStore(tmp_path / "spans")
