@@ -135,8 +135,14 @@ async def run_plan(
         await scopes.close()
         outcome.not_run = {agent: planned[agent] - started[agent] for agent in planned}
         # tests are taken in plan order, so the ones the budget stopped come before those never taken
-        order = {(id(e), id(t)): i for i, (e, t) in enumerate((e, t) for e, tests in plan for t in tests)}
-        stopped = sorted(refused, key=lambda item: order[(id(item[0]), id(item[1]))])
+        # (the plan's order is looked up only then: a map of every planned test is ~200 B a test)
+        stopped = refused
+        if len(refused) > 1:
+            wanted = {(id(e), id(t)) for e, t in refused}
+            order = {
+                pair: i for i, pair in enumerate((id(e), id(t)) for e, tests in plan for t in tests) if pair in wanted
+            }
+            stopped = sorted(refused, key=lambda item: order[(id(item[0]), id(item[1]))])
         outcome.unstarted = [(e.agent_ref, t) for e, t in (*stopped, *work_left, *work)]
         if outcome.unstarted:
             if budget is not None and budget.reached is not None:
