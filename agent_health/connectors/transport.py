@@ -191,9 +191,29 @@ class RequestBuilder:
             return client.build_request(method, url, headers=headers, content=content)
         if self._url is None or self._url[0] != url:
             self._url = (url, httpx.URL(url))
+        parsed = self._url[1]
         merged = dict(self._defaults)
         for k, v in headers.items():  # the request's own headers win, whatever their case
             merged[k.lower()] = (k, v)
-        return httpx.Request(
-            method, self._url[1], headers=list(merged.values()), content=content, extensions={"timeout": self._timeout}
+        # The headers httpx adds for `content=` bytes, in its order: Host first, the request's
+        # own, then Content-Length (or `Content-Length: 0` first, for an empty POST, PUT or
+        # PATCH). Handing httpx the body as a stream skips its generic encoding of `content`,
+        # which re-read every header several times (about 25 us a request).
+        listed = list(merged.values())
+        if content and "content-length" not in merged:
+            listed.append(("Content-Length", str(len(content))))
+        auto: list[tuple[str | bytes, str | bytes]] = []
+        if "host" not in merged and parsed.host:
+            auto.append((b"Host", parsed.netloc))
+        framed = "content-length" in merged or "transfer-encoding" in merged or bool(content)
+        if not framed and method.upper() in ("POST", "PUT", "PATCH"):
+            auto.append((b"Content-Length", b"0"))
+        request = httpx.Request(
+            method,
+            parsed,
+            headers=auto + listed,  # type: ignore[arg-type]  # httpx takes str and bytes pairs alike
+            stream=httpx.ByteStream(content),
+            extensions={"timeout": self._timeout},
         )
+        request.read()  # as httpx does for in-memory content: `request.content` is the body
+        return request

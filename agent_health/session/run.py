@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agent_health.config import Config
 from agent_health.engine import AgentEngine, Budget, EngineOptions, PlanOutcome, Running, Scopes, Watchdog, run_plan
+from agent_health.engine.collector import frozen_heap
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
 from agent_health.lazy import deferred
@@ -383,17 +384,18 @@ async def run_evaluation(
     planned_outcome = PlanOutcome()  # filled in by run_plan even when the run is cancelled
     try:
         await sink.begin(run, planned)
-        outcome = await run_plan(
-            pairs,
-            scopes,
-            on_result,
-            concurrency=settings.concurrency,
-            fail_fast=settings.fail_fast,
-            running=running,
-            stop_reason=stop_reason,
-            budget=budget,
-            outcome=planned_outcome,
-        )
+        with frozen_heap():  # the loaded tests and configuration: not walked by every collection
+            outcome = await run_plan(
+                pairs,
+                scopes,
+                on_result,
+                concurrency=settings.concurrency,
+                fail_fast=settings.fail_fast,
+                running=running,
+                stop_reason=stop_reason,
+                budget=budget,
+                outcome=planned_outcome,
+            )
     finally:
         watchdog.stop()
 

@@ -87,24 +87,39 @@ def test_credentials_in_the_url_are_sent_as_basic_auth(server, pool):
 
 
 @pytest.mark.parametrize("pool", POOLS)
-def test_the_connector_builds_the_request_httpx_would(pool):
+@pytest.mark.parametrize(
+    ("method", "extra", "body"),
+    [
+        ("POST", {}, b'{"prompt": "p"}'),
+        ("POST", {}, b""),  # httpx sends `Content-Length: 0` for an empty POST
+        ("PUT", {"Host": "agent.example", "content-length": "15"}, b'{"prompt": "p"}'),  # the caller's win
+        ("PATCH", {"Transfer-Encoding": "chunked"}, b""),
+    ],
+)
+def test_the_connector_builds_the_request_httpx_would(pool, method, extra, body):
     """RequestBuilder skips httpx's build_request for speed; the request must come out the same:
-    the client's default headers, the request's own winning whatever their case, the URL, the body
-    and the client's timeouts."""
+    the client's default headers, the request's own winning whatever their case, the headers
+    httpx adds (Host, Content-Length), the URL, the body and the client's timeouts."""
     from agent_health.connectors.transport import RequestBuilder
 
     async def go():
         async with build_client(pool=pool, timeout_s=7.0, connect_timeout_s=3.0) as client:
-            headers = {"content-type": "application/json", "User-Agent": "agent-health-test", "x-run": "r1"}
+            headers = {"content-type": "application/json", "User-Agent": "agent-health-test", "x-run": "r1", **extra}
             url = "http://127.0.0.1:9/agent?x=1"
-            ours = RequestBuilder(client).build("POST", url, headers, b'{"prompt": "p"}')
-            theirs = client.build_request("POST", url, headers=headers, content=b'{"prompt": "p"}')
+            ours = RequestBuilder(client).build(method, url, headers, body)
+            theirs = client.build_request(method, url, headers=headers, content=body)
             return ours, theirs
 
     ours, theirs = asyncio.run(go())
 
     def shape(r):
-        return sorted((k.lower(), v) for k, v in r.headers.multi_items()), str(r.url), r.method, r.content
+        return (
+            sorted((k.lower(), v) for k, v in r.headers.multi_items()),
+            str(r.url),
+            r.method,
+            r.content,
+            type(r.stream),
+        )
 
     assert shape(ours) == shape(theirs)
     assert ours.extensions == theirs.extensions == {"timeout": {"connect": 3.0, "read": 7.0, "write": 7.0, "pool": 7.0}}
