@@ -14,6 +14,7 @@ NO_PROXY), for both pools.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from typing import Any, Literal
 
@@ -21,6 +22,8 @@ import aiohttp
 import httpx
 from httpx_aiohttp import HttpxAiohttpClient  # imported with the connector, not inside a run's timeout
 from httpx_aiohttp.transport import AiohttpResponseStream, AiohttpTransport, map_aiohttp_exceptions
+
+from agent_health.connectors import eager_body
 
 Pool = Literal["aiohttp", "httpx"]
 
@@ -70,6 +73,7 @@ class _AiohttpTransport(AiohttpTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if not isinstance(self.client, aiohttp.ClientSession):
             self.client = self.get_client()
+            eager_body.install(asyncio.get_running_loop())
         timeout = request.extensions.get("timeout", {})
         key = (timeout.get("connect"), timeout.get("read"), timeout.get("pool"))
         client_timeout = self._timeouts.get(key)

@@ -41,6 +41,7 @@ class Handler(QuietHandler):  # HTTP/1.1 keep-alive, like a real agent server
                 "body": body,
                 "raw": raw,
                 "client_port": self.client_address[1],
+                "at": time.monotonic(),  # when the whole request had arrived
             }
         )
         route = self.server.routes.get(path)
