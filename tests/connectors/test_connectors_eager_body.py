@@ -23,14 +23,14 @@ def test_the_body_is_on_the_wire_before_the_loop_runs_anything_else(server):
             before = len(server.requests)
             request = asyncio.ensure_future(client.post(server.url + "/chat", json={"prompt": "eager"}))
             await asyncio.sleep(0)  # the request's first step runs: it sends and waits for the answer
-            time.sleep(0.5)  # the loop is busy, as when 64 answers arrive together
+            time.sleep(1.0)  # the loop is busy, as when 64 answers arrive together
             unblocked = time.monotonic()
             response = await request
             return response, server.requests[before], unblocked
 
     response, received, unblocked = asyncio.run(go())
     assert response.json()["response"] == "answer to: eager"
-    assert received["at"] < unblocked - 0.3  # not left for the loop's next pass
+    assert received["at"] < unblocked - 0.5  # not left for the loop's next pass
 
 
 def test_a_body_too_large_for_one_write_is_sent_whole(server):
