@@ -80,12 +80,12 @@ class Scopes:
         self.errors: list[str] = []
         self._states: dict[Scope, _ScopeState] = {}
         for t in tests:
-            for s in t.spec.scope.chain():
+            for s in t.scope.chain():
                 self._states.setdefault(s, _ScopeState()).remaining += 1
 
     async def enter(self, test: LoadedTest) -> str | None:
         """Run the `before_all` hooks the test needs; the first error of its scopes, if any."""
-        for scope in test.spec.scope.chain():
+        for scope in test.scope.chain():
             state = self._states[scope]
             async with state.lock:
                 if not state.started:
@@ -97,7 +97,7 @@ class Scopes:
         return None
 
     async def leave(self, test: LoadedTest) -> None:
-        for scope in reversed(test.spec.scope.chain()):
+        for scope in reversed(test.scope.chain()):
             state = self._states[scope]
             state.remaining -= 1
             if state.remaining == 0 and state.started and not state.finished:

@@ -164,34 +164,45 @@ def missing_fixtures(spec: TestSpec, registry: FileRegistry) -> list[str]:
 
 def load_code_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFileError]]:
     registry = import_eval_file(path, rel)
+    # What memory a suite of 50,000 tests needs at its peak is what loading holds at its end: keep
+    # no more than the loaded tests need. The names were only for finding duplicates at import.
+    registry.lines.clear()
     suite = suite_name(rel)
     tests: list[LoadedTest] = []
-    errors = list(registry.errors)
-    ids: dict[str, str] = {}
+    # each error of a test with its place among the file's tests: 2k just before the k-th loaded
+    # test (from 0), 2k + 1 that test itself
+    failed: list[tuple[int, EvalFileError]] = []
     fingerprints = Fingerprinter(str(path))
-    for spec in registry.tests:
+    specs, registry.tests = registry.tests, []
+    specs.reverse()
+    while specs:  # each spec is let go once its test is loaded: the test keeps what it runs
+        spec = specs.pop()
         missing = missing_fixtures(spec, registry)
         if missing:
             known = sorted(set(BUILTIN_FIXTURES) | set(registry.fixtures) | set(spec.fixtures))
-            errors.append(
-                EvalFileError(
-                    rel,
-                    f"test {spec.name!r} asks for unknown fixture(s) "
-                    f"{', '.join(map(repr, missing))}; known: {', '.join(known)}",
-                    spec.line,
-                )
-            )
+            message = f"test {spec.name!r} asks for unknown fixture(s) {', '.join(map(repr, missing))}; known: "
+            failed.append((2 * len(tests), EvalFileError(rel, message + ", ".join(known), spec.line)))
             continue
         case = code_case(spec, suite, rel, registry, fingerprints)
-        if case.id in ids:
-            errors.append(
-                EvalFileError(
-                    rel,
-                    f"test {spec.name!r} has the same id {case.id!r} as test {ids[case.id]!r}; rename one",
-                    spec.line,
-                )
-            )
-            continue
-        ids[case.id] = spec.name
-        tests.append(LoadedTest(case, spec, registry))
-    return tests, errors
+        fingerprints.forget(spec.body)  # a body is one test's (a helper many share stays cached)
+        tests.append(LoadedTest.of(case, spec, registry, registry.shared))
+    registry.shared.clear()  # the tests keep the values; the lookup of them is not needed again
+    tests = _first_of_each_id(tests, failed, rel)
+    failed.sort(key=lambda pair: pair[0])
+    return tests, [*registry.errors, *(error for _, error in failed)]
+
+
+def _first_of_each_id(tests: list[LoadedTest], failed: list[tuple[int, EvalFileError]], rel: str) -> list[LoadedTest]:
+    """`tests` without those whose id a test defined before them has (two names with one slug),
+    each of those an error in `failed`. Found by sorting rather than with a dict of every id: at
+    the end of loading 50,000 tests such a dict would be the largest thing held but the tests."""
+    by_id = sorted(tests, key=lambda t: t.case.id)  # stable: each run of one id starts with its first
+    dropped: set[int] = set()
+    for _, group in itertools.groupby(by_id, key=lambda t: t.case.id):
+        first, *later = group
+        for t in later:
+            dropped.add(id(t))
+            c = t.case
+            message = f"test {c.name!r} has the same id {c.id!r} as test {first.case.name!r}; rename one"
+            failed.append((2 * tests.index(t) + 1, EvalFileError(rel, message, c.line)))
+    return [t for t in tests if id(t) not in dropped] if dropped else tests

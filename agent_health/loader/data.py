@@ -40,6 +40,7 @@ from agent_health.loader.registry import FileRegistry, TestSpec
 from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ExpectedStep, TestCase
+from agent_health.model.case import shared_value
 from agent_health.model.validation import describe_errors
 
 CASE_LISTS = ("tests", "testCases", "test_cases", "cases")
@@ -181,26 +182,8 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
 
 
 def _shared_values(fields: dict[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
-    """`fields`, each text, tuple of texts and step an equal one met before in this file, when
-    there was one (values are immutable: sharing them changes nothing but memory)."""
-
-    def one(value: Any) -> Any:
-        if isinstance(value, tuple):
-            value = tuple(one(v) for v in value)
-        elif isinstance(value, ExpectedStep):
-            value = _with_tools(value, one(value.required_tools))
-        elif not isinstance(value, str):
-            return value
-        try:
-            return shared.setdefault(value, value)
-        except TypeError:  # unhashable after all: kept as it is
-            return value
-
-    return {k: one(v) if k != "source_id" else v for k, v in fields.items()}
-
-
-def _with_tools(step: ExpectedStep, tools: tuple[str, ...]) -> ExpectedStep:
-    return step if step.required_tools is tools else step.model_copy(update={"required_tools": tools})
+    """`fields`, each value an equal one met before in this file where there was one."""
+    return {k: shared_value(v, shared) if k != "source_id" else v for k, v in fields.items()}
 
 
 def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Callable[..., Awaitable[None]]:
@@ -274,5 +257,5 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             ),
             **fields,
         )
-        tests.append(LoadedTest(case, spec, registry))
+        tests.append(LoadedTest.of(case, spec, registry, shared))
     return tests, errors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 from agent_health.errors import EvalFileError
 from agent_health.lazy import deferred
 from agent_health.loader.code import load_code_file
-from agent_health.loader.ids import CODE_SUFFIX, DATA_SUFFIXES
+from agent_health.loader.ids import CODE_SUFFIX, DATA_SUFFIXES, suite_name
 from agent_health.loader.types import LoadedTest, LoadResult
 
 if TYPE_CHECKING:
@@ -92,10 +93,19 @@ def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[
 def _drop_shared_ids(result: LoadResult) -> None:
     """A test id defined by more than one file (`smoke.json`, `smoke.yaml` and `smoke.eval.py` are
     one suite) is a load error naming every file; none of them runs, so no file's result replaces
-    another's under the one id."""
+    another's under the one id.
+
+    An id starts with its suite, so only files of one suite can share one: the tests of the other
+    suites are not looked at (a suite of 50,000 tests in one file would otherwise build a list per
+    test, 130 bytes a test, at the peak of its loading)."""
+    files = Counter(suite_name(rel) for rel in result.files)
+    crowded = {suite for suite, count in files.items() if count > 1}
+    if not crowded:
+        return
     by_id: dict[str, list[LoadedTest]] = {}
     for t in result.tests:
-        by_id.setdefault(t.case.id, []).append(t)
+        if t.case.suite in crowded:
+            by_id.setdefault(t.case.id, []).append(t)
     shared = {tid: ts for tid, ts in by_id.items() if len(ts) > 1}
     if not shared:
         return

@@ -57,6 +57,12 @@ class Fingerprinter:
         """One fingerprint over several callables, in the given order."""
         return _digest(self.value(fn) for fn in callables)
 
+    def forget(self, obj: Any) -> None:
+        """Drop `obj`'s cached fingerprint (a test's body, used by that test alone: a suite of
+        50,000 tests would otherwise hold 50,000 digests while it loads); asked again, it is
+        computed again, the same."""
+        self._cache.pop(id(obj), None)
+
     # -- values -----------------------------------------------------------------------------
 
     def value(self, obj: Any) -> str:

@@ -92,6 +92,8 @@ class FileRegistry:
     stack: list[Scope] = field(default_factory=list)
     errors: list[EvalFileError] = field(default_factory=list)
     lines: dict[str, int | None] = field(default_factory=dict)  # test name -> its line, to find duplicates at once
+    # equal labels, prompts and steps of the file's tests, one copy each (`shared_value`), while it loads
+    shared: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def scope(self) -> Scope:

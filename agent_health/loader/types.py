@@ -2,29 +2,82 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_health.errors import EvalFileError
-from agent_health.loader.registry import FileRegistry, TestSpec
+from agent_health.loader.registry import FileRegistry, FixtureDef, Scope, TestSpec
 from agent_health.model import TestCase
 from agent_health.model.case import compact_case
+
+_RUN = object()  # marks the keys of `shared` that hold the tests' (scope, fixtures, suite_judges)
 
 
 @dataclass(slots=True)
 class LoadedTest:
-    """A discovered test: its serializable case plus what the engine needs to run it (slotted,
-    and its case's set of given fields shared: see `agent_health.model.case.compact_case`)."""
+    """A discovered test: its serializable case plus what the engine needs to run it.
+
+    Slotted, with a compact case (`agent_health.model.case.compact_case`), and without a TestSpec
+    of its own: the spec's options are the case's, so `spec` is built from the case and what only
+    the spec knows (body, scope, extra fixtures, whether suite judges run) when the engine asks
+    for it; the last three are one tuple for the tests that share them. A suite of 50,000 tests
+    keeps no 50,000 specs."""
 
     case: TestCase
-    spec: TestSpec
     registry: FileRegistry
+    body: Callable[..., Any]
+    run: tuple[Scope, Mapping[str, FixtureDef], bool]  # scope, fixtures, suite_judges
 
-    def __post_init__(self) -> None:
-        self.case = compact_case(self.case)
+    @classmethod
+    def of(
+        cls, case: TestCase, spec: TestSpec, registry: FileRegistry, shared: dict[Any, Any] | None = None
+    ) -> LoadedTest:
+        """The loaded test of `case` and `spec`; `shared`: one dict for the tests of a file, whose
+        equal texts and tuples they share."""
+        run = (spec.scope, spec.fixtures, spec.suite_judges)
+        if shared is not None:
+            run = shared.setdefault((_RUN, id(spec.scope), id(spec.fixtures), spec.suite_judges), run)
+        return cls(compact_case(case, shared), registry, spec.body, run)
 
     @property
     def id(self) -> str:
         return self.case.id
+
+    @property
+    def scope(self) -> Scope:
+        return self.run[0]
+
+    @property
+    def fixtures(self) -> Mapping[str, FixtureDef]:
+        return self.run[1]
+
+    @property
+    def suite_judges(self) -> bool:
+        return self.run[2]
+
+    @property
+    def spec(self) -> TestSpec:
+        """The test's spec: its body, scope and fixtures, with the case's options."""
+        c = self.case
+        return TestSpec(
+            name=c.name,
+            body=self.body,
+            scope=self.scope,
+            line=c.line,
+            prompt=c.prompt,
+            labels=c.labels,
+            description=c.description,
+            context=c.context,
+            timeout_s=c.timeout_s,
+            expected_outcomes=c.expected_outcomes,
+            expected_trajectory=c.expected_trajectory,
+            skip_judge=c.skip_judge,
+            epochs=c.epochs,
+            max_cost_usd=c.max_cost_usd,
+            fixtures=self.fixtures,
+            suite_judges=self.suite_judges,
+        )
 
 
 @dataclass

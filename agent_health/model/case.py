@@ -59,25 +59,79 @@ class TestCase(BaseModel):
     content_hash: str = Field("", description="sha256 of the test's definition; changes when the test changes.")
 
 
+def _share_field_names(model: type[BaseModel]) -> None:
+    """Enter the field names into the keys CPython shares between the instances of `model` that
+    keep their attributes in themselves (see `compact_case`), before any instance exists: the
+    interpreter takes fewer keys into them with each instance made, and pydantic makes instances
+    without them, so keys entered later (after a run has read stored cases) might not fit."""
+    probe = object.__new__(model)
+    for name in model.model_fields:
+        object.__setattr__(probe, name, None)
+
+
+_share_field_names(TestCase)
 _FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 
 
+def _shared_fields_set(names: set[str]) -> set[str]:
+    """One set for every model that gave these fields (pydantic keeps one per model: about 700
+    bytes for a TestCase). A frozen model's set is never added to; `model_copy` copies it."""
+    return _FIELDS_SETS.setdefault(frozenset(names), set(names))
+
+
 def share_fields_set(model: BaseModel) -> None:
-    """Make the set of explicitly given field names of a frozen `model` (pydantic keeps one per
-    model: about 700 bytes for a TestCase, half of a loaded test) one set shared by every model
-    that gave the same fields. A frozen model's set is never added to; `model_copy` copies it."""
-    names = model.model_fields_set
-    shared = _FIELDS_SETS.setdefault(frozenset(names), set(names))
-    if names is not shared:
+    """Make the set of explicitly given field names of a frozen `model` the one set shared by
+    every model that gave the same fields."""
+    shared = _shared_fields_set(model.model_fields_set)
+    if model.model_fields_set is not shared:
         object.__setattr__(model, "__pydantic_fields_set__", shared)
 
 
-def compact_case(case: TestCase) -> TestCase:
-    """`case`, with the field-name sets of it, its context items and expected steps shared
-    (`share_fields_set`): what a suite of 50,000 loaded tests holds per test shrinks by half."""
-    for model in (case, *case.context, *case.expected_trajectory):
+def shared_value(value: Any, shared: dict[Any, Any]) -> Any:
+    """`value`, or an equal one met before (`shared` remembers them): each text, tuple of texts
+    and step, with the texts inside tuples and steps shared too. The values are immutable, so
+    sharing them changes nothing but memory."""
+    if isinstance(value, tuple):
+        value = tuple(shared_value(v, shared) for v in value)
+    elif isinstance(value, ExpectedStep):
+        tools = shared_value(value.required_tools, shared)
+        if tools is not value.required_tools:
+            value = value.model_copy(update={"required_tools": tools})
+    elif not isinstance(value, (str, ContextItem)):
+        return value
+    try:
+        return shared.setdefault(value, value)
+    except TypeError:  # unhashable after all: kept as it is
+        return value
+
+
+_UNIQUE = frozenset({"id", "name", "content_hash", "line"})  # one test's own: never shared
+
+
+def compact_case(case: TestCase, shared: dict[Any, Any] | None = None) -> TestCase:
+    """An equal, compact copy of `case`, for a loaded test (a suite of 50,000 holds 50,000).
+
+    Pydantic gives every model its own `__dict__`, a full dict (about 500 bytes for a TestCase's
+    17 fields). The copy keeps its field values in the object itself, as a plain class's instance
+    does (CPython stores them in a values array whose keys the class shares), about 150 bytes;
+    every read (attributes, `model_dump`, equality, `model_copy`, pickling) sees the same values.
+    The sets of given field names of it, its context items and expected steps are shared, and
+    with `shared` (one dict for a file's tests) its texts, tuples and steps are ones met before
+    when equal: validation makes a new tuple for every case, equal or not."""
+    for model in (*case.context, *case.expected_trajectory):
         share_fields_set(model)
-    return case
+    if case.__pydantic_extra__ or case.__pydantic_private__:  # not a TestCase's: kept as it is
+        share_fields_set(case)
+        return case
+    copy = object.__new__(type(case))
+    for name, value in case.__dict__.items():  # field order: every copy shares the class's keys
+        if shared is not None and name not in _UNIQUE:
+            value = shared_value(value, shared)
+        object.__setattr__(copy, name, value)
+    object.__setattr__(copy, "__pydantic_fields_set__", _shared_fields_set(case.model_fields_set))
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
 
 
 def to_context(items: Iterable[Any] | None) -> tuple[ContextItem, ...]:

@@ -12,7 +12,7 @@ from agent_health.judges.kit import as_judge
 from agent_health.loader.ids import name_problem, shown_name
 from agent_health.loader.options import check_options, one_or_many
 from agent_health.loader.registry import BUILTIN_FIXTURES, FixtureDef, Scope, TestSpec, active_registry, definition_line
-from agent_health.model.case import to_context, to_expected_steps
+from agent_health.model.case import shared_value, to_context, to_expected_steps
 
 
 class TestAPI:
@@ -78,12 +78,13 @@ class TestAPI:
                     scope=scope,
                     line=line,
                     prompt=prompt,
-                    labels=options.labels,
+                    # a suite of 50,000 tests made in a loop holds one copy of what they repeat
+                    labels=shared_value(options.labels, reg.shared),
                     description=description,
-                    context=to_context(one_or_many(context)),
+                    context=shared_value(to_context(one_or_many(context)), reg.shared),
                     timeout_s=options.timeout,
-                    expected_outcomes=options.expected_outcomes,
-                    expected_trajectory=to_expected_steps(one_or_many(expected_trajectory)),
+                    expected_outcomes=shared_value(options.expected_outcomes, reg.shared),
+                    expected_trajectory=shared_value(to_expected_steps(one_or_many(expected_trajectory)), reg.shared),
                     skip_judge=options.skip_judge,
                     epochs=options.epochs,
                     max_cost_usd=options.max_cost_usd,
