@@ -575,14 +575,15 @@ def test_one_edit_shows_out_of_date_until_rerun_then_fresh_after_one_downstream_
                 for e in check_executions(port, ["rca", "payments", "rollup"], "up_to_date")
                 if e["timestamp"] >= edited
             ]
-            return [e for e in found if not e["evaluation"]["success"]] or None
+            # an execution whose run is still going has no evaluation yet
+            return [e for e in found if e["evaluation"] and not e["evaluation"]["success"]] or None
 
         [stale, *_] = wait_for(seen_out_of_date, 120, "the rollup to say it is out of date", live["proc"], live["log"])
         assert stale["evaluation"]["severity"] == "WARN"
         assert "rca/payments::checkout-latency (test definition changed)" in stale["evaluation"]["description"]
         for key in (["benchmark", "comparison"], ["benchmark", "leaderboard"]):
             assert any(
-                not e["evaluation"]["success"] and e["timestamp"] >= edited
+                e["evaluation"] and not e["evaluation"]["success"] and e["timestamp"] >= edited
                 for e in check_executions(port, key, "up_to_date")
             )
 
