@@ -4,7 +4,7 @@
 
 Registers the partitions (the same sync the sensors do), materializes every suite for the given
 agent versions (one run per suite), then refreshes everything downstream (metrics, insights,
-rollups with their checks, the comparison and the leaderboard: one run per block of versions);
+rollups with their checks, the comparison and the leaderboard: one run per version);
 prints the leaderboard, the comparison and the asset checks, and how to open the Dagster UI on
 the same instance. Exit 0 when every check passed, 1 when a check failed, 2 on a usage or
 configuration error."""
@@ -30,7 +30,7 @@ from agent_health_dagster.dagster_env import apply_dagster_env, dagster_env
 from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
 from agent_health_dagster.defs.build import build_pipeline
 from agent_health_dagster.defs.names import REFRESH_JOB
-from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags, version_range_tags
+from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
 
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
@@ -134,8 +134,8 @@ def _check(result: Any, what: str) -> None:
 def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list[Any]:
     """Evaluate every suite for `agents` (one run per suite and block of contiguous versions, or
     runs of at most the suite's partitions per run), then refresh what follows (every suite's
-    metrics, insights and rollup with its checks, the comparisons, the leaderboard: one run per block
-    of versions). Says what it is doing as it goes; returns the check evaluations of the refresh."""
+    metrics, insights and rollup with its checks, the comparisons, the leaderboard: one run per
+    version). Says what it is doing as it goes; returns the check evaluations of the refresh."""
     defs = pipeline.defs
     order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
     agent_blocks = contiguous_blocks(order, agents)
@@ -156,13 +156,13 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
                 runs.append(result.run_id[:8])
             print(f" {time.perf_counter() - start:.1f}s ({'run' if len(runs) == 1 else 'runs'} {', '.join(runs)})")
     evaluations: list[Any] = []
-    for block in agent_blocks:
-        print(f"  refreshing rollups, comparison and leaderboard for {', '.join(block)} ...", end="", flush=True)
+    for agent in [a for block in agent_blocks for a in block]:  # one version per run, as the refresh sensor
+        print(f"  refreshing rollups, comparison and leaderboard for {agent} ...", end="", flush=True)
         start = time.perf_counter()
         run = defs.resolve_job_def(REFRESH_JOB).execute_in_process(
-            instance=instance, tags=version_range_tags(block), run_config=QUIET, raise_on_error=False
+            instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
         )
-        _check(run, f"refreshing {', '.join(block)}")
+        _check(run, f"refreshing {agent}")
         evaluations += run.get_asset_check_evaluations()
         print(f" {time.perf_counter() - start:.1f}s (run {run.run_id[:8]})")
     return evaluations

@@ -14,6 +14,9 @@ from agent_health.pipeline.project import Project
 from agent_health.pipeline.tables import ms, sig
 from agent_health.reporters.base import CallbackReporter
 from agent_health.session import build_settings, run_evaluation
+from agent_health.session.wiring import run_judge_settings
+from agent_health.stores import ResultKey, ResultStore
+from agent_health.stores.freshness import current_state, out_of_date
 
 OnResult = Callable[[TestResult], None]
 
@@ -31,18 +34,46 @@ def missing_test_result(suite: str, test_id: str, agent: str, source_file: str, 
     )
 
 
+def reusable_results(
+    store: ResultStore,
+    project: Project,
+    plan: Mapping[str, Sequence[Any]],
+    settings: RunSettings,
+    since: float,
+) -> dict[str, list[TestResult]]:
+    """Per agent version, the stored results of `plan`'s tests (LoadedTest) that a retry records
+    instead of calling the agent again: stored at or after `since` (by the run being retried) and
+    still current (the test's content hash, the agent version's settings and the judge settings
+    they were produced from are today's). Reads summaries, then the reused results whole."""
+    hashes = {t.id: t.case.content_hash for tests in plan.values() for t in tests}
+    # the run's judge model counts: a result judged by another model is not reused
+    current = current_state(project.config, hashes.items(), plan, run_judge_settings(project.config, settings.judge))
+    out: dict[str, list[TestResult]] = {}
+    for agent, tests in plan.items():
+        keys = [ResultKey(agent, t.case.suite, t.id) for t in tests]
+        fresh = [s for s in store.get_summaries(keys) if s.started_at >= since and s.content_hash == hashes[s.test_id]]
+        stale = out_of_date(fresh, current)
+        found = (store.get(ResultKey(agent, s.suite, s.test_id)) for s in fresh if s.test_id not in stale)
+        out[agent] = [r for r in found if r is not None]
+    return out
+
+
 def run_partitions(
     project: Project,
     suite: str,
     test_ids_by_agent: Mapping[str, Sequence[str]],
     settings: RunSettings | None = None,
     on_result: OnResult | None = None,
+    reuse_since: float | None = None,
 ) -> list[TestResult]:
     """Run the given tests of `suite` for each agent version and store every result. `settings`
     are the run's typed settings (None: the configuration's).
 
-    Test ids not in the eval file any more get an errored result naming the file. A file that
-    fails to load raises its EvalFileError (nothing is stored then)."""
+    `reuse_since` (a retry of a run that died, given the time that run started): a test whose
+    result was stored since then and is still current is not run again; its stored result is
+    returned (and passed to `on_result`) as if it had just finished, so the agent is called only
+    for the rest. Test ids not in the eval file any more get an errored result naming the file. A
+    file that fails to load raises its EvalFileError (nothing is stored then)."""
     loaded = project.load_suite(suite)
     if loaded.errors and not loaded.tests:
         raise loaded.errors[0]
@@ -70,14 +101,22 @@ def run_partitions(
         for agent, ids in test_ids_by_agent.items()
         if any(t in by_id for t in ids)
     }
+    settings = settings or build_settings(project.config)
+
+    def collect(result: TestResult) -> None:
+        out.append(result)
+        if on_result:
+            on_result(result)
+
+    if reuse_since is not None and plan:
+        reused = reusable_results(project.store, project, plan, settings, reuse_since)
+        for agent, results in reused.items():
+            done = {r.test_id for r in results}
+            plan[agent] = [t for t in plan[agent] if t.id not in done]
+            for r in results:
+                collect(r)
+        plan = {agent: tests for agent, tests in plan.items() if tests}
     if plan:
-
-        def collect(result: TestResult) -> None:
-            out.append(result)
-            if on_result:
-                on_result(result)
-
-        settings = settings or build_settings(project.config)
         asyncio.run(
             run_evaluation(
                 plan,

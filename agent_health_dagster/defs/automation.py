@@ -7,8 +7,8 @@
   reports each version's settings data version, and requests every suite for a new version.
   It removes versions added by hand that the configuration never had.
 - `refresh_sensor` refreshes everything downstream of the results (every suite's metrics, insights
-  and rollup, the comparison, the leaderboard) in one `refresh` run per block of agent versions,
-  once their evaluations are done, however they were launched (sensor, schedule, backfill, UI).
+  and rollup, the comparison, the leaderboard) in one `refresh` run per agent version, once the
+  evaluations of a change are done, however they were launched (sensor, schedule, backfill, UI).
 - `nightly__<suite>` materializes a suite for the configured agent versions.
 Each evaluation request is a partition range per suite (the single-run backfill shape), split into
 runs of at most the suite's partitions per run as a backfill would be."""
@@ -64,7 +64,6 @@ from agent_health_dagster.defs.partitions import (
     run_agent_versions,
     test_id_of,
     test_key,
-    version_range_tags,
 )
 from agent_health_dagster.defs.resources import AgentHealthResource
 from agent_health_dagster.defs.suite_assets import SuiteAssets
@@ -295,15 +294,18 @@ REFRESH_LOOKBACK_S = 600.0  # on its first tick the refresh sensor looks this fa
 
 
 def refresh_requests(instance: Any, agents: Sequence[str], run_key: str, reason: str) -> list[RunRequest]:
-    """One `refresh` run per contiguous block (in registration order) of `agents`."""
+    """One `refresh` run per agent version of `agents`, in registration order: only a run of one
+    version sets each rollup check's status on that version's partition."""
     order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
     return [
         RunRequest(
-            run_key=f"refresh:{run_key}:{block[0]}",
+            run_key=f"refresh:{run_key}:{agent}",
             job_name=REFRESH_JOB,
-            tags={**version_range_tags(block), "agent_health/reason": reason},
+            partition_key=agent,
+            tags={"agent_health/reason": reason},
         )
-        for block in contiguous_blocks(order, agents)
+        for agent in order
+        if agent in agents
     ]
 
 

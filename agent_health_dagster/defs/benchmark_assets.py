@@ -33,7 +33,14 @@ from agent_health_dagster.defs.beta import beta_api
 from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY
 from agent_health_dagster.defs.partitions import AGENT_VERSIONS, agent_versions
 from agent_health_dagster.defs.resources import AgentHealthResource
-from agent_health_dagster.defs.suite_assets import OWNERS, UP_TO_DATE_TEXT, SuiteAssets, clean, gate_evaluations
+from agent_health_dagster.defs.suite_assets import (
+    OWNERS,
+    UP_TO_DATE_TEXT,
+    SuiteAssets,
+    check_result,
+    clean,
+    gate_evaluations,
+)
 from agent_health_dagster.defs.tables import table_value
 
 GROUP = "benchmark"
@@ -72,18 +79,9 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
         current = project.current_state(tests, agents)
         view = build_leaderboard(project.store, tests, agents, project.config.agent_refs(), current)
         write_report(project.config.state_path, "leaderboard", {**view.board.model_dump(), "retired": view.retired})
-        [check] = gate_evaluations(AssetKey(LEADERBOARD_KEY), None, [view.freshness()])
         return MaterializeResult(
             metadata=clean({"leaderboard": table_value(view.table()), **view.numbers()}),
-            check_results=[
-                AssetCheckResult(
-                    check_name=check.check_name,
-                    passed=check.passed,
-                    severity=check.severity,
-                    description=check.description,
-                    metadata=check.metadata,
-                )
-            ],
+            check_results=[check_result(AssetKey(LEADERBOARD_KEY), view.freshness())],
         )
 
     with beta_api(
@@ -111,14 +109,15 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             ],
             check_specs=[freshness],
             partitions_def=agent_versions,
-            backfill_policy=BackfillPolicy.single_run(),
+            backfill_policy=BackfillPolicy.multi_run(1),  # one version per run, as the refresh job runs
         )
         def comparison(
             context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource
-        ) -> Iterator[AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
+        ) -> Iterator[AssetCheckResult | AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
             project = agent_health.project()
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
             tests = suite_tests(context, suites)
+            metadata: dict[str, dict[str, Any]] = {}
             for cand in context.partition_keys:
                 baseline = config.baseline or agent_health.baseline
                 view = compare_version(project.store, tests, registered, cand, baseline)
@@ -126,10 +125,17 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
                     name = f"comparison-{cand.replace('@', '_')}"
                     write_report(project.config.state_path, name, view.comparison.model_dump())
                 tables = {name: table_value(t) for name, t in view.tables().items()}
-                context.add_asset_metadata(clean({**view.numbers(), **tables}), partition_key=cand)
+                metadata[cand] = clean({**view.numbers(), **tables})
             current = project.current_state(tests, project.config.agent_refs())
             stale = out_of_date_results(project.store, tests, current)
-            yield from gate_evaluations(AssetKey(COMPARISON_KEY), None, [freshness_gate("the comparisons", stale)])
+            gate = freshness_gate("the comparisons", stale)
+            if context.has_partition_key:  # one version per run: its figures on its materialization
+                yield MaterializeResult(asset_key=AssetKey(COMPARISON_KEY), metadata=metadata[context.partition_key])
+                yield check_result(AssetKey(COMPARISON_KEY), gate)
+                return
+            for cand, meta in metadata.items():
+                context.add_asset_metadata(meta, partition_key=cand)
+            yield from gate_evaluations(AssetKey(COMPARISON_KEY), None, [gate])
             yield MaterializeResult(asset_key=AssetKey(COMPARISON_KEY))
             yield Output(None, output_name=freshness.get_python_identifier())
 

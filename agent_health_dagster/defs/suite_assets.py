@@ -11,6 +11,7 @@ the metric distributions, the insight table and the rollup with its checks, in o
 versions is one run). Why these events, measured: docs/dagster.md#events-per-partition."""
 
 import os
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,12 @@ from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
+    AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetObservation,
     AssetSpec,
     BackfillPolicy,
     CodeReferencesMetadataValue,
@@ -222,12 +225,20 @@ def build_suite_assets(
             unknown = [a for a in by_agent if a not in known]
             if unknown:
                 raise Failure(unknown_versions_message(project, unknown))
+            since = retry_started_at(context)
+            step_start = time.time()
             try:
-                out = run_partitions(project, suite, by_agent, agent_health.run_settings(config), None)
+                out = run_partitions(project, suite, by_agent, agent_health.run_settings(config), None, since)
             except AgentHealthError as exc:  # a bad eval file or config: one clear message, not a traceback
                 raise Failure(f"{suite}: {exc}") from exc
             counts = {s: sum(r.status == s for r in out) for s in ("passed", "failed", "errored")}
             context.log.info(f"{suite}: {len(out)} results stored in {project.store.location}: {counts}")
+            if since is not None:
+                reused = sum(r.started_at < step_start for r in out)
+                context.log.info(
+                    f"{suite}: a retry: {reused} result(s) stored by the run it retries were recorded without "
+                    f"calling the agent again; {len(out) - reused} test(s) ran"
+                )
             asked = sum(len(ids) for ids in by_agent.values())
             if len(out) < asked:  # a budget reached (docs/budgets.md): those partitions got no new result
                 context.log.warning(
@@ -236,13 +247,19 @@ def build_suite_assets(
                 )
             context.log.info(worker_settings_message())
             results_key = key("results")
-            for r in out:
-                context.add_asset_metadata(
-                    outcome_metadata(r),
-                    asset_key=results_key,
-                    partition_key=str(multi_key(r.agent, test_key(r.test_id))),
-                )
+            # One materialization per partition, written in batches, with Dagster's own provenance
+            # (staleness, data versions, run lineage); then each partition's outcome as an
+            # observation after it, which the partition's page shows under its materialization.
+            # Why not per-partition metadata on the materialization: docs/dagster.md#events-per-partition.
             yield MaterializeResult(asset_key=results_key)
+            for r in out:
+                context.log_event(
+                    AssetObservation(
+                        asset_key=results_key,
+                        partition=str(multi_key(r.agent, test_key(r.test_id))),
+                        metadata=outcome_metadata(r),
+                    )
+                )
 
     def per_version(name: str, description: str) -> AssetSpec:
         return AssetSpec(
@@ -298,19 +315,23 @@ def build_suite_assets(
             check_specs=rollup_checks,
             partitions_def=agent_versions,
             can_subset=False,
-            backfill_policy=BackfillPolicy.single_run(),
-            description=f"Summarize `{source_file}` per agent version of the run, from the stored summaries: "
+            # One version per run: only a run of one partition gives each check result its version's
+            # partition and the materialization it checked, which is what the check's Partitions tab
+            # and the asset's overview show (docs/dagster.md#checks-and-the-partition-they-belong-to).
+            backfill_policy=BackfillPolicy.multi_run(1),
+            description=f"Summarize `{source_file}` for one agent version, from the stored summaries: "
             "metrics, insights and the rollup with its checks.",
         )
         def summarize(
             context: AssetExecutionContext, agent_health: AgentHealthResource
-        ) -> Iterator[AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
+        ) -> Iterator[AssetCheckResult | AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
             project = agent_health.project()
             tests = [test_id_of(suite, k) for k in context.instance.get_dynamic_partitions(names.tests_partitions)]
             registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
             configured = project.config.agent_refs()
             current = project.current_state([suite], configured)
             stale: dict[str, list[str]] = {}
+            versions: dict[str, SuiteVersion] = {}
             for agent in context.partition_keys:
                 sv = summarize_version(
                     project.store,
@@ -322,15 +343,33 @@ def build_suite_assets(
                     agent_health.baseline,
                     current,
                 )
-                for asset_key, meta in summary_metadata(sv, key).items():
-                    context.add_asset_metadata(meta, asset_key=asset_key, partition_key=agent)
-                yield from gate_evaluations(key("rollup"), agent, sv.gates)
+                versions[agent] = sv
                 stale |= {f"{agent}: {t}": why for t, why in sv.stale.items() if agent in configured}
             others = [a for a in configured if a not in context.partition_keys]
             stale |= out_of_date_results(project.store, {suite: tests}, current, others)
-            yield from gate_evaluations(key("rollup"), None, [freshness_gate(suite, stale)])
+            freshness = freshness_gate(suite, stale)
+            if context.has_partition_key:  # how the project launches it: sensors, backfills, headless, UI
+                [sv] = versions.values()
+                for asset_key, meta in summary_metadata(sv, key).items():
+                    yield MaterializeResult(asset_key=asset_key, metadata=meta)
+                # After the rollup's materialization: Dagster records each result on this version's
+                # partition, as the check of that materialization.
+                for g in [*sv.gates, freshness]:
+                    yield check_result(key("rollup"), g)
+                return
+            context.log.warning(
+                f"{suite}: this run summarizes {len(versions)} agent versions at once: their check results are in "
+                "each check's history, but only a run of one version sets the check's status on that version's "
+                "partition (the refresh sensor, backfills and the headless job run one version per run)"
+            )
+            for agent, sv in versions.items():
+                for asset_key, meta in summary_metadata(sv, key).items():
+                    context.add_asset_metadata(meta, asset_key=asset_key, partition_key=agent)
             for spec in summary_specs:
                 yield MaterializeResult(asset_key=spec.key)
+            for agent, sv in versions.items():
+                yield from gate_evaluations(key("rollup"), agent, sv.gates)
+            yield from gate_evaluations(key("rollup"), None, [freshness])
             for check in rollup_checks:  # the evaluations, each on its version's partition, were logged above
                 yield Output(None, output_name=check.get_python_identifier())
 
@@ -344,6 +383,33 @@ def build_suite_assets(
         summarize=summarize,
         max_partitions_per_run=max_partitions_per_run or None,
     )
+
+
+# Run tags Dagster sets on a retry (the run-retries daemon's, `dagster/retry_number`) and on a
+# re-execution from failure (`dagster/is_resume_retry`); Dagster exports no constants for them.
+RETRY_NUMBER_TAG = "dagster/retry_number"
+RESUME_RETRY_TAG = "dagster/is_resume_retry"
+# A launch can say itself whether stored results are reused: "true" on any run, "false" on a retry.
+REUSE_TAG = "agent_health/reuse_stored_results"
+
+
+def retry_started_at(context: AssetExecutionContext) -> float | None:
+    """When the run this one retries was created (its root run), if this run is a retry: an
+    automatic retry of a run that died, or a re-execution from failure; else None. A retry records
+    the results that run already stored instead of calling their agents again (docs/dagster.md).
+    The tag `agent_health/reuse_stored_results` ("true" / "false") overrides either way."""
+    run = context.run
+    tags = run.tags
+    wanted = tags.get(REUSE_TAG)
+    retry = bool(tags.get(RETRY_NUMBER_TAG)) or tags.get(RESUME_RETRY_TAG) == "true"
+    if wanted == "false" or not (retry or wanted == "true"):
+        return None
+    root = run.root_run_id or run.parent_run_id or run.run_id
+    record = context.instance.get_run_record_by_id(root)
+    if record is None:  # the root run was deleted: nothing tells which results it stored
+        return None
+    created: float = record.create_timestamp.timestamp()
+    return created
 
 
 def worker_settings_message() -> str:
@@ -380,20 +446,28 @@ def summary_metadata(sv: SuiteVersion, key: Any) -> dict[AssetKey, dict[str, Any
     }
 
 
+def check_fields(g: Gate) -> dict[str, Any]:
+    """What a gate's check result says: passed, why, the evidence as metadata. A gate fails as
+    ERROR, the up_to_date check as WARN (out-of-date results are on their way to be rerun)."""
+    return {
+        "passed": g.passed,
+        "description": g.description[:1000],
+        "severity": AssetCheckSeverity.WARN if g.name == UP_TO_DATE else AssetCheckSeverity.ERROR,
+        "metadata": clean({k: _meta_value(k, v) for k, v in g.metadata.items()}),
+    }
+
+
+def check_result(asset_key: AssetKey, g: Gate) -> AssetCheckResult:
+    """A gate as its check's result in a run of one partition: Dagster records it on that partition
+    (for a partitioned check) and as the check of the materialization logged before it."""
+    return AssetCheckResult(asset_key=asset_key, check_name=g.name, **check_fields(g))
+
+
 def gate_evaluations(asset_key: AssetKey, partition: str | None, gates: list[Gate]) -> Iterator[AssetCheckEvaluation]:
-    """Each gate as its check's evaluation on the version's partition, however the run was launched
-    (one version, a range of versions, a backfill, a sensor). A gate fails as ERROR, the
-    up_to_date check as WARN (out-of-date results are on their way to be rerun)."""
+    """Each gate as its check's evaluation on `partition` (None: of the whole asset), for runs
+    that cannot use `check_result`: sensors (runless) and runs over several partitions."""
     for g in gates:
-        yield AssetCheckEvaluation(
-            asset_key=asset_key,
-            check_name=g.name,
-            passed=g.passed,
-            partition=partition,
-            description=g.description[:1000],
-            severity=AssetCheckSeverity.WARN if g.name == UP_TO_DATE else AssetCheckSeverity.ERROR,
-            metadata=clean({k: _meta_value(k, v) for k, v in g.metadata.items()}),
-        )
+        yield AssetCheckEvaluation(asset_key=asset_key, check_name=g.name, partition=partition, **check_fields(g))
 
 
 def _meta_value(name: str, value: Any) -> Any:

@@ -254,14 +254,15 @@ def test_refresh_waits_for_every_evaluation_of_a_version_then_runs_once(make_pip
     evaluate("cases")
     evaluate("smoke-checks")
     requests, cursor = plan_refresh(instance, cursor, time.time())
-    [request] = requests  # one run for both versions and every suite that changed
-    assert request.job_name == "refresh" and request.tags[ASSET_PARTITION_RANGE_START_TAG] == "demo@v1"
-    assert request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2" and cursor["pending"] == []
+    # one run per version (only a run of one version sets a check's status on that version's
+    # partition), each covering every suite that changed
+    assert [(r.job_name, r.partition_key) for r in requests] == [("refresh", "demo@v1"), ("refresh", "demo@v2")]
+    assert cursor["pending"] == []
     # nothing new: nothing requested, and the runs already counted are not counted again
     again, cursor = plan_refresh(instance, cursor, time.time())
     assert again == []
     run = pipeline.defs.resolve_job_def("refresh").execute_in_process(
-        instance=instance, tags=request.tags, run_config=quiet
+        instance=instance, partition_key=requests[1].partition_key, run_config=quiet
     )
     assert run.success
     assert plan_refresh(instance, cursor, time.time())[0] == []  # a refresh run does not trigger one
@@ -288,5 +289,5 @@ def test_a_backfill_of_results_counts_as_an_evaluation_for_the_refresh(make_pipe
         run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
     )
     assert run.success and instance.get_run_by_id(run.run_id).job_name == "__ASSET_JOB"
-    [request], _ = plan_refresh(instance, cursor, time.time())
-    assert request.job_name == "refresh" and request.tags[ASSET_PARTITION_RANGE_END_TAG] == "demo@v2"
+    requests, _ = plan_refresh(instance, cursor, time.time())
+    assert [(r.job_name, r.partition_key) for r in requests] == [("refresh", "demo@v1"), ("refresh", "demo@v2")]

@@ -1,19 +1,21 @@
 """The code location against a temporary SQLite instance: definitions, the one evaluation step
-(many partitions in a run, one alone), each results partition's outcome on its materialization,
-the per-version summaries (metrics, insights, rollup with partitioned checks) in one refresh run
-for a range of versions, the leaderboard and the per-candidate comparison, and the run settings."""
+(many partitions in a run, one alone), each results partition's outcome observed after its
+materialization, the per-version summaries (metrics, insights, rollup with partitioned checks) in
+one refresh run per version, the leaderboard and the per-candidate comparison, and the run settings."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from dataclasses import dataclass
 
 import pytest
-from dagster import AssetCheckKey, AssetKey, DagsterEventType, Definitions, TableMetadataValue
+from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterEventType, Definitions, TableMetadataValue
 
 from agent_health.errors import ConfigError
 from agent_health.stores import ResultKey
-from agent_health_dagster.defs.partitions import multi_key, range_tags, version_range_tags
+from agent_health_dagster.defs.partitions import multi_key, range_tags
 from agent_health_dagster.headless import QUIET, register
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -40,12 +42,17 @@ def materialized(instance, key, run_id):
 
 
 def outcomes(instance, key, run_id=None):
-    """Latest results materialization metadata per partition (of `run_id` when given)."""
+    """Each results partition's outcome as its page shows it: the metadata of the newest
+    observation logged after the partition's newest materialization (of `run_id` when given)."""
+    latest = {}
+    for r in instance.fetch_materializations(key, limit=10_000).records:  # newest first
+        latest.setdefault(r.partition_key, r.storage_id)
     out = {}
-    for r in instance.fetch_materializations(key, limit=1000).records:  # newest first
+    for r in instance.fetch_observations(key, limit=10_000).records:  # newest first
         if (run_id and r.run_id != run_id) or r.partition_key in out:
             continue
-        out[r.partition_key] = r.asset_materialization.metadata
+        if r.storage_id > latest.get(r.partition_key, 0):
+            out[r.partition_key] = r.asset_observation.metadata
     return out
 
 
@@ -77,7 +84,8 @@ def test_definitions_load_validate_and_name_suites(make_pipeline):
         "rca/payments/insights",
         "rca/payments/rollup",
     }
-    assert not summarize_def.can_subset and summarize_def.backfill_policy.max_partitions_per_run is None
+    # one version per run: only then does each check result belong to its version's partition
+    assert not summarize_def.can_subset and summarize_def.backfill_policy.max_partitions_per_run == 1
     for name in ("metrics", "insights", "rollup"):
         node = graph.get(AssetKey(["rca", "payments", name]))
         assert node.partitions_def.name == "agent_versions"
@@ -108,12 +116,13 @@ def test_many_partitions_in_one_step_then_one_alone(make_pipeline, instance, pro
     every = {str(multi_key(a, t)) for a in ("demo@v1", "demo@v2") for t in tests}
     key = AssetKey(["rca", "payments", "results"])
     assert materialized(instance, key, run.run_id) == every
-    kinds = (DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_CHECK_EVALUATION)
     events = [e.event_log_entry.dagster_event for e in instance.get_records_for_run(run.run_id).records]
-    per_partition = [e for e in events if e is not None and e.event_type in kinds]
-    assert len(per_partition) == len(every)  # exactly one event per test partition
+    count = Counter(e.event_type for e in events if e is not None)
+    # per test partition: its materialization (written in batches) and its outcome, observed after it
+    assert count[DagsterEventType.ASSET_MATERIALIZATION] == count[DagsterEventType.ASSET_OBSERVATION] == len(every)
+    assert count[DagsterEventType.ASSET_CHECK_EVALUATION] == 0
     found = outcomes(instance, key, run.run_id)
-    assert set(found) == every  # each partition's materialization says how its test ended
+    assert set(found) == every  # each partition's page says how its test ended
     for meta in found.values():
         assert {"status", "score", "duration_ms", "total_tokens", "cost_usd", "tool_calls"} <= set(meta)
         assert next(iter(meta)) == "status"  # the outcome first
@@ -145,9 +154,9 @@ def test_the_step_runs_every_agent_version_in_one_engine_call(make_pipeline, ins
     calls = []
     real = suite_assets.run_partitions
 
-    def spy(project, suite, by_agent, settings, on_result):
+    def spy(project, suite, by_agent, settings, on_result, reuse_since):
         calls.append((suite, {a: list(t) for a, t in by_agent.items()}, settings))
-        return real(project, suite, by_agent, settings, on_result)
+        return real(project, suite, by_agent, settings, on_result, reuse_since)
 
     monkeypatch.setattr(suite_assets, "run_partitions", spy)
     pipeline = make_pipeline(concurrency=3)
@@ -197,12 +206,40 @@ def test_an_agent_version_the_configuration_does_not_know_fails_at_once(make_pip
     assert "demo@v9" in instance.get_dynamic_partitions("agent_versions")  # nothing deleted under the user
 
 
+@dataclass
+class Refreshed:
+    runs: list
+
+    @property
+    def success(self) -> bool:
+        return all(r.success for r in self.runs)
+
+    @property
+    def run_ids(self) -> set[str]:
+        return {r.run_id for r in self.runs}
+
+
 def rollups(pipeline, instance, *agents):
-    """The refresh job for a block of versions: every suite's metrics, insights and rollup, the
-    comparisons and the leaderboard, in one run."""
-    return pipeline.defs.resolve_job_def("refresh").execute_in_process(
-        instance=instance, tags=version_range_tags(list(agents)), run_config=QUIET, raise_on_error=False
+    """The refresh job as the refresh sensor and the headless job launch it, one run per version:
+    every suite's metrics, insights and rollup, the comparison and the leaderboard."""
+    job = pipeline.defs.resolve_job_def("refresh")
+    return Refreshed(
+        [
+            job.execute_in_process(instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False)
+            for agent in agents
+        ]
     )
+
+
+def check_targets_latest(instance, key, name, partition):
+    """Whether the newest evaluation of check `name` on `partition` is the check of that partition's
+    newest materialization: what Dagster requires to show it as the partition's check status (the
+    check's Partitions tab and the asset's overview; tests/dagster/test_dagster_live.py reads those)."""
+    [latest, *_] = check_evals(instance, key, name, partition)
+    records = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1)
+    [mat] = records.records
+    target = latest.evaluation.target_materialization_data
+    return target is not None and target.storage_id == mat.storage_id
 
 
 def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, project_dir):
@@ -211,15 +248,15 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
     for s in pipeline.suites:
         evaluate(pipeline, instance, s.suite, ["demo@v1", "demo@v2"])
     refresh = rollups(pipeline, instance, "demo@v1", "demo@v2")
-    assert refresh.success  # one run for both versions
+    assert refresh.success  # one run per version, each covering every suite
     summaries = [
         AssetKey([*p, n])
         for p in (["rca", "payments"], ["smoke_checks"], ["cases"])
         for n in ("metrics", "insights", "rollup")
     ]
-    for k in summaries:
-        assert materialized(instance, k, refresh.run_id) == {"demo@v1", "demo@v2"}
-    assert materialized(instance, AssetKey(["benchmark", "comparison"]), refresh.run_id) == {"demo@v1", "demo@v2"}
+    for k in [*summaries, AssetKey(["benchmark", "comparison"])]:
+        for run in refresh.runs:
+            assert materialized(instance, k, run.run_id) == {run.dagster_run.tags["dagster/partition"]}
 
     key = AssetKey(["cases", "rollup"])
     latest = {
@@ -248,10 +285,13 @@ def test_rollups_checks_leaderboard_and_comparison(make_pipeline, instance, proj
         for r in instance.fetch_materializations(AssetKey(["cases", "insights"]), limit=10).records
     }
     assert {c.name for c in insights["demo@v1"]["recommendations"].schema.columns} >= {"rule", "recommendation"}
-    # checks belong to their version's partition, in a run that covered both versions
+    # checks belong to their version's partition, each the check of that partition's materialization
     assert not check_evals(instance, key, "pass_rate_threshold", "demo@v1")[0].evaluation.passed
     assert check_evals(instance, key, "pass_rate_threshold", "demo@v2")[0].evaluation.passed
     assert check_evals(instance, key, "no_regression", "demo@v2")[0].evaluation.passed  # v2 only fixes tests
+    for name in ("pass_rate_threshold", "errored_share_threshold", "no_regression"):
+        for agent in ("demo@v1", "demo@v2"):
+            assert check_targets_latest(instance, key, name, agent), (name, agent)
 
     board = instance.get_latest_materialization_event(AssetKey(["benchmark", "leaderboard"])).asset_materialization
     table = board.metadata["leaderboard"]
