@@ -17,6 +17,7 @@ from agent_health.pipeline.benchmark import (
     VersionComparison,
     build_leaderboard,
     compare_version,
+    comparison_report_name,
     write_report,
 )
 from agent_health.pipeline.calibration import (
@@ -81,6 +82,7 @@ __all__ = [
     "calibrate_identities",
     "clear_project_cache",
     "compare_version",
+    "comparison_report_name",
     "current_summaries",
     "declared_settings",
     "deployment_settings",
