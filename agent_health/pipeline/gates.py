@@ -184,7 +184,8 @@ def regression_gate(
     ]
     compared = current - len(set(missing) | set(baseline_missing))
     if flipped:
-        head = f"{len(flipped)} test(s) regressed against {baseline}: {id_list(flipped, 10)}"
+        # fewer ids beside the gaps: every count stays within the first 1000 characters a UI shows
+        head = f"{len(flipped)} test(s) regressed against {baseline}: {id_list(flipped, 5 if gaps else 10)}"
         description = "; ".join([head, *gaps])
     elif gaps:
         description = (

@@ -132,3 +132,15 @@ def test_a_comparison_counts_the_tests_one_side_has_no_result_for():
     )
     whole = compare_results(base, [result(f"t{i}", agent="demo@v2") for i in range(3)])
     assert whole.complete and whole.coverage_line() == "complete: every one of the 3 test(s) has a result on both sides"
+
+
+def test_the_documented_partial_comparison_line_is_what_compare_prints():
+    """docs/reports.md's example: a baseline run killed after 226 of 500 tests."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "reports.md").read_text()
+    documented = "partial:" + text.split("```text\npartial:", 1)[1].split("```", 1)[0].rstrip()
+    cmp = compare_results(
+        [result(f"t{i:03d}") for i in range(226)], [result(f"t{i:03d}", agent="demo@v2") for i in range(500)]
+    )
+    assert cmp.coverage_line() == documented

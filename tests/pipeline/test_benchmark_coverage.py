@@ -13,8 +13,7 @@ from tests.reports.helpers import result
 
 
 def put(store: LocalResultStore, agent: str, suite: str, statuses: dict[int, str]) -> None:
-    for i, status in statuses.items():
-        store.put(result(f"t{i:02d}", status, agent=agent, suite=suite))
+    store.put_many(result(f"t{i:02d}", s, agent=agent, suite=suite, eval_run_id="r1") for i, s in statuses.items())
 
 
 def suite_ids(suite: str, n: int) -> list[str]:
@@ -34,7 +33,7 @@ def test_the_leaderboard_marks_a_version_with_missing_results(tmp_path):
     rows = view.table().rows
     v3_total = next(r for r in rows if r["agent"].startswith("demo@v3") and r["suite"] == "*")
     assert v3_total["agent"] == "demo@v3 (20 of 23 missing)"  # the marker where the version is named
-    assert (v3_total["tests"], v3_total["current_tests"], v3_total["missing"], v3_total["coverage_pct"]) == (
+    assert (v3_total["passed"], v3_total["current_tests"], v3_total["missing"], v3_total["coverage_pct"]) == (
         3,
         23,
         20,
@@ -43,7 +42,12 @@ def test_the_leaderboard_marks_a_version_with_missing_results(tmp_path):
     assert v3_total["pass_rate_pct"] == 100.0  # its figures, over what it ran, beside the marker
     # per suite: the suite v3 never ran has a row of none, marked; the one it ran in full is not
     v3_big = next(r for r in rows if r["agent"].startswith("demo@v3") and r["suite"] == "big")
-    assert (v3_big["agent"], v3_big["tests"], v3_big["pass_rate_pct"]) == ("demo@v3 (20 of 20 missing)", 0, None)
+    assert (v3_big["agent"], v3_big["passed"], v3_big["coverage_pct"], v3_big["pass_rate_pct"]) == (
+        "demo@v3 (20 of 20 missing)",
+        0,
+        0.0,
+        None,
+    )
     assert next(r for r in rows if r["suite"] == "small" and r["agent"].startswith("demo@v3"))["agent"] == "demo@v3"
     assert {r["agent"] for r in rows if r["agent"].startswith("demo@v2")} == {"demo@v2"}  # whole: unmarked
     numbers = view.numbers()

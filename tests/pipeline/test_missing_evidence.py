@@ -26,8 +26,10 @@ def store_of(tmp_path, **versions: list[tuple[int, str]]) -> LocalResultStore:
     store = LocalResultStore(tmp_path / "results")
     for key, rows in versions.items():
         agent = key.replace("_", "@")
-        for i, status in rows:
-            store.put(result(f"t{i:03d}", status, agent=agent, suite=SUITE, score=1.0 if status == "passed" else 0.0))
+        store.put_many(  # as one run writes them: one fsync per batch
+            result(f"t{i:03d}", status, agent=agent, suite=SUITE, score=float(status == "passed"), eval_run_id="r1")
+            for i, status in rows
+        )
     return store
 
 
@@ -118,3 +120,18 @@ def test_the_gates_pass_when_the_evidence_is_whole(tmp_path):
     assert by["no_regression"].description == "no test regressed against a@v1 (all 10 current test(s) compared)"
     assert by["no_regression"].metadata["baseline_missing_results"] == 0
     assert by["pass_rate_threshold"].description == "pass rate 100.0% (threshold 50.0%) for s @ a@v2"
+
+
+def test_the_documented_message_is_what_the_gate_says(tmp_path):
+    """docs/dagster.md's example: a killed baseline run left 274 of 500 results missing."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "dagster.md").read_text()
+    documented = " ".join(text.split("```text\nnot compared in full:", 1)[1].split("```", 1)[0].split())
+    store = LocalResultStore(tmp_path / "results")
+    tests = [f"rca::t{i:03d}" for i in range(500)]
+    for agent, n in (("demo@v1", 226), ("demo@v2", 500)):
+        store.put_many(result(f"t{i:03d}", agent=agent, suite="rca", eval_run_id="r1") for i in range(n))
+    sv = summarize_version(store, "rca", "demo@v2", tests, ["demo@v1", "demo@v2"], Thresholds())
+    [gate] = [g for g in sv.gates if g.name == "no_regression"]
+    assert gate.description == f"not compared in full: {documented}"
