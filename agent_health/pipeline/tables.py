@@ -231,7 +231,7 @@ def comparison_table(cmp: Comparison, limit: int = COMPARISON_ROWS, rest: str | 
 def cut_note(shown: int, total: int, rest: str | None = None) -> str:
     """'500 of 2,018 rows shown (regressions, errors and missing results first); the other 1,518 in
     <rest>'."""
-    where = f" in {rest}" if rest else ""
+    where = f" in {rest}" if rest else " not shown"
     return (
         f"{shown:,} of {total:,} rows shown (regressions, errors and missing results first); "
         f"the other {total - shown:,}{where}"
