@@ -185,6 +185,51 @@ class Comparison(BaseModel):
     def significant_regression(self) -> bool:
         return bool(self.stats and self.stats.significant and self.stats.mcnemar.direction == "worse")
 
+    @computed_field(description="Tests with a result on both sides: the ones actually compared.")  # type: ignore[prop-decorator]
+    @property
+    def compared_tests(self) -> int:
+        return sum(t.baseline_status is not None and t.candidate_status is not None for t in self.tests)
+
+    @computed_field(description="Ids of candidate tests with no baseline result (flip added): not compared.")  # type: ignore[prop-decorator]
+    @property
+    def baseline_missing(self) -> list[str]:
+        return [t.test_id for t in self.tests if t.baseline_status is None]
+
+    @computed_field(description="How many candidate tests have no baseline result (flip added).")  # type: ignore[prop-decorator]
+    @property
+    def baseline_missing_results(self) -> int:
+        return len(self.baseline_missing)
+
+    @computed_field(description="Ids of baseline tests with no candidate result (flip removed): not compared.")  # type: ignore[prop-decorator]
+    @property
+    def candidate_missing(self) -> list[str]:
+        return [t.test_id for t in self.tests if t.candidate_status is None]
+
+    @computed_field(description="How many baseline tests have no candidate result (flip removed).")  # type: ignore[prop-decorator]
+    @property
+    def candidate_missing_results(self) -> int:
+        return len(self.candidate_missing)
+
+    @computed_field(description="Every test has a result on both sides (nothing added or removed).")  # type: ignore[prop-decorator]
+    @property
+    def complete(self) -> bool:
+        return self.compared_tests == len(self.tests)
+
+    def coverage_line(self) -> str:
+        """How much of the two sides was compared, in one sentence, so a partial comparison is
+        never read as a whole one."""
+        if self.complete:
+            return f"complete: every one of the {len(self.tests)} test(s) has a result on both sides"
+        gaps = [
+            f"{n} {side} test(s) have no {other} result ({flip})"
+            for n, side, other, flip in (
+                (self.baseline_missing_results, "candidate", "baseline", "added"),
+                (self.candidate_missing_results, "baseline", "candidate", "removed"),
+            )
+            if n
+        ]
+        return f"partial: {self.compared_tests} of {len(self.tests)} test(s) compared; {', '.join(gaps)}"
+
     def counts(self) -> dict[str, int]:
         return self.flip_counts
 
@@ -231,6 +276,7 @@ class Comparison(BaseModel):
             f"(delta {_f(self.pass_rate_delta)}), mean score delta {_f(self.mean_score_delta)}, "
             f"cost delta {_f(self.cost_delta_usd)} USD, latency delta {_f(self.latency_delta_ms)} ms",
         ]
+        lines += ["", self.coverage_line()]
         if self.stats:
             lines += ["", self.stats_line()]
         lines += [

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from agent_health.model import TestResult
 from agent_health.stores import ResultKey, ResultStore
@@ -271,6 +271,27 @@ class LeaderboardRow(BaseModel):
     cost_usd: float | None
     total_tokens: int
     latency_p95_ms: float | None
+    current_tests: int | None = Field(
+        None,
+        description="Current (registered) tests of the suite, of every suite for a total; None when not known. "
+        "`total` counts those with a stored result.",
+    )
+
+    @computed_field(description="Current tests without a stored result (None when the current tests are not known).")  # type: ignore[prop-decorator]
+    @property
+    def missing(self) -> int | None:
+        return None if self.current_tests is None else max(self.current_tests - self.total, 0)
+
+    @computed_field(description="total / current_tests: the share of current tests with a stored result.")  # type: ignore[prop-decorator]
+    @property
+    def coverage(self) -> float | None:
+        return _ratio(self.total, self.current_tests) if self.current_tests else None
+
+    @property
+    def label(self) -> str:
+        """The agent version, marked when some of its current tests have no result:
+        'demo@v3 (2,001 of 2,018 missing)'."""
+        return f"{self.agent} ({self.missing:,} of {self.current_tests:,} missing)" if self.missing else self.agent
 
 
 class Leaderboard(BaseModel):
@@ -281,21 +302,33 @@ class Leaderboard(BaseModel):
     rows: list[LeaderboardRow] = Field(default_factory=list, description="Per (suite, agent), best first.")
     totals: list[LeaderboardRow] = Field(default_factory=list, description="Per agent over all suites, best first.")
 
+    @property
+    def incomplete(self) -> dict[str, int]:
+        """Agent version -> how many of its current tests have no stored result, for the versions
+        whose total misses some (empty when every version is whole or the tests are not known)."""
+        return {r.agent: r.missing for r in self.totals if r.missing}
+
     def to_markdown(self) -> str:
         head = [
-            "| agent | suite | pass rate | mean score | passed | failed | errored | cost USD | tokens | p95 ms |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| agent | suite | tests | pass rate | mean score | passed | failed | errored | cost USD | tokens "
+            "| p95 ms |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         body = [
-            f"| {r.agent} | {r.suite} | {_fmt(r.pass_rate)} | {_fmt(r.mean_score)} | {r.passed} | {r.failed} "
-            f"| {r.errored} | {_fmt(r.cost_usd)} | {r.total_tokens} | {_fmt(r.latency_p95_ms)} |"
+            f"| {r.label} | {r.suite} | {_tests(r)} | {_fmt(r.pass_rate)} | {_fmt(r.mean_score)} | {r.passed} "
+            f"| {r.failed} | {r.errored} | {_fmt(r.cost_usd)} | {r.total_tokens} | {_fmt(r.latency_p95_ms)} |"
             for r in [*self.totals, *self.rows]
         ]
         return "\n".join(head + body)
 
 
-def _row(agent: str, suite: str, r: SuiteRollup) -> LeaderboardRow:
+def _tests(row: LeaderboardRow) -> str:
+    return f"{row.total}" if row.current_tests is None else f"{row.total} of {row.current_tests}"
+
+
+def _row(agent: str, suite: str, r: SuiteRollup, current: Mapping[str, int]) -> LeaderboardRow:
     return LeaderboardRow(
+        current_tests=current.get(suite),
         agent=agent,
         suite=suite,
         total=r.total,
@@ -319,11 +352,15 @@ def _rank(row: LeaderboardRow) -> tuple[Any, ...]:
     )
 
 
-def leaderboard(rollups: Iterable[SuiteRollup]) -> Leaderboard:
+def leaderboard(rollups: Iterable[SuiteRollup], current: Mapping[str, int] | None = None) -> Leaderboard:
     """Rows per (suite, agent) grouped by suite and ranked best first; totals weight every test
-    equally across suites (p95 is the worst suite's p95, the honest upper bound)."""
+    equally across suites (p95 is the worst suite's p95, the honest upper bound). With `current`
+    (suite -> how many current tests it has), each row says how many of them have a result: a
+    total's current tests are every suite's in `current`, so a version that ran part of them, or
+    some suites only, shows what it misses."""
     items = list(rollups)
-    rows = sorted((_row(r.agent, r.suite, r) for r in items), key=lambda row: (row.suite, *_rank(row)))
+    known = dict(current or {})
+    rows = sorted((_row(r.agent, r.suite, r, known) for r in items), key=lambda row: (row.suite, *_rank(row)))
     per_agent: dict[str, list[SuiteRollup]] = defaultdict(list)
     for r in items:
         per_agent[r.agent].append(r)
@@ -347,6 +384,7 @@ def leaderboard(rollups: Iterable[SuiteRollup]) -> Leaderboard:
                 cost_usd=round(sum(costs), 8) if costs else None,
                 total_tokens=sum(r.total_tokens for r in rs),
                 latency_p95_ms=max(p95s) if p95s else None,
+                current_tests=sum(known.values()) if current is not None else None,
             )
         )
     return Leaderboard(rows=rows, totals=sorted(totals, key=_rank))

@@ -45,6 +45,7 @@ def print_table(cmp: Comparison, limit: int) -> None:
     console.print(f"[bold]{cmp.baseline}[/] -> [bold]{cmp.candidate}[/]", markup=True)
     counts = ", ".join(f"{n} {flip}" for flip, n in cmp.flip_counts.items())
     console.print(f"{len(cmp.tests)} test(s): {counts or 'none'}", markup=False)
+    console.print(cmp.coverage_line(), markup=False)
     if cmp.stats:
         console.print(cmp.stats_line(), markup=False)
     changed = [t for t in cmp.tests if t.flip != "same"]

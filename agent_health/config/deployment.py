@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from annotated_types import Ge, Le
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -25,6 +25,8 @@ from agent_health.model.settings import DeclaredSetting, declare, declared_setti
 
 Model = TypeVar("Model", bound=BaseModel)
 Rate = Annotated[float, Ge(0), Le(1)]
+# What a gate does when registered tests have no result: fail, or fail as a warning only
+MissingEvidence = Literal["fail", "warn"]
 SUITE_RATES_EXAMPLE = '{"rca/payments": 0.8}'
 
 
@@ -89,6 +91,13 @@ class DeploymentSettings(BaseModel):
         le=1,
         description="Rollup check: errored share at most this.",
         json_schema_extra=declare(env="AGENT_HEALTH_MAX_ERRORED_SHARE"),
+    )
+    missing_evidence: MissingEvidence = Field(
+        "fail",
+        description="What a rollup check does when current tests have no stored result (on the version, or on "
+        "the baseline `no_regression` compares with): `fail`, or `warn` (it fails as WARN); either way it names how "
+        "many and which.",
+        json_schema_extra=declare(env="AGENT_HEALTH_MISSING_EVIDENCE"),
     )
     baseline: str | None = Field(
         None,
@@ -174,6 +183,10 @@ def _parse(d: DeclaredSetting, raw: str, where: str) -> Any:
         return check_cron(raw, where)
     if d.declared.parse == "json":
         return _rates(d, raw, where)
+    if d.choices is not None:
+        if raw.lower() not in d.choices:
+            raise ConfigError(f"{where}: expected one of {', '.join(d.choices)}, got {raw!r}")
+        return raw.lower()
     if d.annotation in (int, float):
         lo, hi, _ = d.bounds
         return _number(raw, where, lo, hi, d.annotation is int)

@@ -7,7 +7,7 @@ leaderboard and a version's comparison; re-judging partitions. No Dagster import
 transport's one door into the library (with `agent_health.errors`): the model types and settings a
 transport handles are re-exported here too."""
 
-from agent_health.config.deployment import DeploymentSettings, deployment_settings
+from agent_health.config.deployment import DeploymentSettings, MissingEvidence, deployment_settings
 from agent_health.config.fingerprints import agent_version_data_version, judge_settings
 from agent_health.loader import LoadResult
 from agent_health.model import RunSettings, TestResult
@@ -17,6 +17,7 @@ from agent_health.pipeline.benchmark import (
     VersionComparison,
     build_leaderboard,
     compare_version,
+    comparison_report_name,
     write_report,
 )
 from agent_health.pipeline.calibration import (
@@ -66,6 +67,7 @@ __all__ = [
     "LeaderboardView",
     "LoadResult",
     "MetricStats",
+    "MissingEvidence",
     "Project",
     "RejudgedPartitions",
     "RunSettings",
@@ -81,6 +83,7 @@ __all__ = [
     "calibrate_identities",
     "clear_project_cache",
     "compare_version",
+    "comparison_report_name",
     "current_summaries",
     "declared_settings",
     "deployment_settings",

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_health.analysis.compare import Comparison
+from agent_health.analysis.compare import Comparison, TestDelta
 from agent_health.analysis.rollup import Leaderboard, LeaderboardRow, SuiteRollup
 
 
@@ -64,15 +64,24 @@ _SCORE = Column("mean_score", "float", "Mean score (0-1) over graded tests.")
 
 
 def leaderboard_table(board: Leaderboard, retired: Iterable[str] = ()) -> Table:
-    """Totals first (suite *), then per suite, best first; retired versions are marked."""
+    """Totals first (suite *), then per suite, best first; retired versions are marked, and so are
+    versions whose current tests are not all stored (in the agent cell and the missing columns)."""
     gone = set(retired)
     columns = (
-        _AGENT,
+        Column(
+            "agent",
+            "string",
+            "Agent version (KEY@VERSION), marked '(N of M missing)' when N of its M current tests have no stored "
+            "result: its figures then cover part of the suite only.",
+        ),
         Column("status", "string", "current, or retired (no longer in the agent configuration)."),
         _SUITE,
         _PASS_RATE,
         _SCORE,
         *_COUNTS,
+        Column("coverage_pct", "float", "Current tests with a stored result (passed + failed + errored), in percent."),
+        Column("missing", "int", "Current tests without a stored result."),
+        Column("current_tests", "int", "Current (registered) tests of the suite, or of every suite for *."),
         Column("cost_usd", "float", "Estimated cost in USD (4 significant digits)."),
         Column("total_tokens", "int", "Agent tokens."),
         Column("latency_p95_ms", "float", "95th percentile test duration, ms."),
@@ -83,7 +92,7 @@ def leaderboard_table(board: Leaderboard, retired: Iterable[str] = ()) -> Table:
 
 def _board_row(r: LeaderboardRow, status: str) -> dict[str, Any]:
     return {
-        "agent": r.agent,
+        "agent": r.label,
         "status": status,
         "suite": r.suite,
         "pass_rate_pct": percent(r.pass_rate),
@@ -91,6 +100,9 @@ def _board_row(r: LeaderboardRow, status: str) -> dict[str, Any]:
         "passed": r.passed,
         "failed": r.failed,
         "errored": r.errored,
+        "coverage_pct": percent(r.coverage),
+        "missing": r.missing,
+        "current_tests": r.current_tests,
         "cost_usd": sig(r.cost_usd),
         "total_tokens": r.total_tokens,
         "latency_p95_ms": ms(r.latency_p95_ms),
@@ -156,11 +168,30 @@ def recommendation_table(recommendations: Sequence[dict[str, Any]]) -> Table:
     return Table(columns, rows)
 
 
-def comparison_table(cmp: Comparison, limit: int = 500) -> Table:
-    """Per test of a comparison: flips first, deltas candidate minus baseline."""
+COMPARISON_ROWS = 500  # rows of a comparison table; the rest are in the comparison's JSON report
+
+
+def importance(t: TestDelta) -> int:
+    """Where a test's row goes in a cut comparison table: regressions, then errors (newly errored,
+    still errored), then missing results (no candidate result, no baseline result), then fixes,
+    noise, recoveries, tests failing on both sides, and last the tests passing on both."""
+    if t.flip == "same":
+        return {"errored": 2, "failed": 8}.get(t.candidate_status or "", 9)
+    return {"regressed": 0, "newly_errored": 1, "removed": 3, "added": 4, "fixed": 5, "noise": 6}.get(t.flip, 7)
+
+
+def comparison_table(cmp: Comparison, limit: int = COMPARISON_ROWS, rest: str | None = None) -> Table:
+    """Per test of a comparison, the most important first (`importance`), deltas candidate minus
+    baseline. Cut at `limit` rows: a last row then says how many are not shown and where they are
+    (`rest`, e.g. the JSON report's path)."""
     columns = (
         Column("test_id", "string", "Test id."),
-        Column("flip", "string", "regressed, fixed, newly_errored, recovered, added, removed or same."),
+        Column(
+            "flip",
+            "string",
+            "regressed, fixed, noise, newly_errored, recovered, added (no baseline result), removed (no candidate "
+            "result) or same; `not shown` on the last row of a cut table.",
+        ),
         Column("baseline", "string", "Status on the baseline version."),
         Column("candidate", "string", "Status on the candidate version."),
         Column("score_delta", "float", "Score change (4 significant digits)."),
@@ -179,6 +210,29 @@ def comparison_table(cmp: Comparison, limit: int = 500) -> Table:
             "latency_delta_ms": ms(t.latency_delta_ms),
             "tokens_delta": t.tokens_delta,
         }
-        for t in cmp.tests[:limit]
+        for t in sorted(cmp.tests, key=importance)[:limit]
     ]
+    if len(cmp.tests) > limit:
+        rows.append(
+            {
+                "test_id": cut_note(limit, len(cmp.tests), rest),
+                "flip": "not shown",
+                "baseline": "-",
+                "candidate": "-",
+                "score_delta": None,
+                "cost_delta_usd": None,
+                "latency_delta_ms": None,
+                "tokens_delta": None,
+            }
+        )
     return Table(columns, rows)
+
+
+def cut_note(shown: int, total: int, rest: str | None = None) -> str:
+    """'500 of 2,018 rows shown (regressions, errors and missing results first); the other 1,518 in
+    <rest>'."""
+    where = f" in {rest}" if rest else " not shown"
+    return (
+        f"{shown:,} of {total:,} rows shown (regressions, errors and missing results first); "
+        f"the other {total - shown:,}{where}"
+    )

@@ -168,6 +168,8 @@ class SuiteVersion:
     baseline: str | None
     comparison: Comparison | None
     gates: list[Gate] = field(default_factory=list)
+    # current tests without a stored result on the baseline (none without a baseline)
+    baseline_missing: list[str] = field(default_factory=list)
     stale: dict[str, list[str]] = field(default_factory=dict)  # test id -> why its result is out of date
 
     def rollup_numbers(self) -> dict[str, Any]:
@@ -178,6 +180,8 @@ class SuiteVersion:
             shown, fmt = _SHOWN.get(name, (name, _as_is))
             out[shown] = fmt(value)
         out["missing_results"] = len(self.missing)
+        if self.baseline is not None:
+            out["baseline_missing_results"] = len(self.baseline_missing)
         return out
 
     def tables(self) -> dict[str, Table]:
@@ -186,6 +190,10 @@ class SuiteVersion:
         out = {"labels": label_table(self.rollup), "failed_and_errored": problem_table(self.rollup, self.failures)}
         if self.missing:
             out["missing"] = list_table("test_id", self.missing[:500], "Current test without a stored result.")
+        if self.baseline_missing:
+            out["baseline_missing"] = list_table(
+                "test_id", self.baseline_missing[:500], f"Current test without a stored result on {self.baseline}."
+            )
         return out
 
     def metrics_table(self) -> Table:
@@ -211,7 +219,9 @@ def summarize_version(
     """Summarize `suite` for `agent` over its current `test_ids`: read the summaries once, roll
     them up, derive the metric distributions and recommendations, compare with the baseline
     (`baseline`, else the version of the same agent registered before it in `registered`) and
-    apply the gates. Tests without a stored result fail the pass-rate gate by name. With `current`
+    apply the gates. Current tests without a stored result on the version keep every gate from
+    passing, and those without one on the baseline `no_regression`, by count and name (failing, or
+    warning under `thresholds.missing_evidence`). With `current`
     (the current test definitions and settings), results produced from older ones are listed as
     out of date."""
     results = current_summaries(store, suite, agent, test_ids)
@@ -220,14 +230,26 @@ def summarize_version(
     ru = rollup(results, suite, agent, rollup_recommendations(results))
     base = previous_version(registered, agent, baseline)
     comparison = None
+    base_missing: list[str] = []
     if base:
         base_results = current_summaries(store, suite, base, test_ids)
         comparison = compare(base_results, results, base, agent) if base_results else None
+        base_have = {r.test_id for r in base_results}
+        base_missing = [t for t in test_ids if t not in base_have]
     failed = [ResultKey(agent, suite, t) for t in ru.failing[:FAILURE_REASONS_READ]]
     failures = {r.test_id: failure_reason(r) for r in store.get_many(failed)}
     uncalibrated = Counter(j for r in results for j in r.uncalibrated_judges)
     calibrated = Counter(j for r in results for j in r.calibrated_judges)
-    gates = rollup_gates(ru, thresholds, comparison, missing=missing, uncalibrated=uncalibrated, calibrated=calibrated)
+    gates = rollup_gates(
+        ru,
+        thresholds,
+        comparison,
+        missing=missing,
+        uncalibrated=uncalibrated,
+        calibrated=calibrated,
+        baseline=base,
+        baseline_missing=base_missing,
+    )
     return SuiteVersion(
         suite=suite,
         agent=agent,
@@ -238,6 +260,7 @@ def summarize_version(
         failures=failures,
         baseline=base,
         comparison=comparison,
+        baseline_missing=base_missing,
         gates=gates,
         stale=out_of_date(results, current) if current is not None else {},
     )

@@ -63,7 +63,7 @@ def test_leaderboard_ranks_and_totals():
     board = leaderboard([a, b, c])
     assert [(x.suite, x.agent) for x in board.rows] == [("s", "demo@v2"), ("s", "demo@v1"), ("t", "demo@v2")]
     assert [(x.agent, x.passed, x.total) for x in board.totals] == [("demo@v2", 3, 3), ("demo@v1", 1, 2)]
-    assert "| demo@v2 | * | 1 |" in board.to_markdown()
+    assert "| demo@v2 | * | 3 | 1 |" in board.to_markdown()  # tests with a result, then the pass rate
 
 
 def test_comparison_flips_and_deltas():

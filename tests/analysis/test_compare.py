@@ -112,3 +112,35 @@ def test_compare_keeps_its_positional_form_for_the_dagster_assets():
     cmp = compare([result("a")], [result("a", "failed", "demo@v2")], "base", "cand")
     assert (cmp.baseline, cmp.candidate, cmp.regressed_tests) == ("base", "cand", ["s::a"])
     assert "McNemar exact p" in cmp.to_markdown()
+
+
+def test_a_comparison_counts_the_tests_one_side_has_no_result_for():
+    base = [result(f"t{i}") for i in range(3)]
+    cand = [result(f"t{i}", agent="demo@v2") for i in range(1, 6)]
+    cmp = compare_results(base, cand)
+    assert (cmp.compared_tests, cmp.baseline_missing_results, cmp.candidate_missing_results) == (2, 3, 1)
+    assert cmp.baseline_missing == ["s::t3", "s::t4", "s::t5"] and cmp.candidate_missing == ["s::t0"]
+    assert not cmp.complete
+    line = "partial: 2 of 6 test(s) compared; 3 candidate test(s) have no baseline result (added), "
+    line += "1 baseline test(s) have no candidate result (removed)"
+    assert cmp.coverage_line() == line and line in cmp.to_markdown()
+    dumped = cmp.model_dump(mode="json")
+    assert (dumped["baseline_missing_results"], dumped["candidate_missing_results"], dumped["complete"]) == (
+        3,
+        1,
+        False,
+    )
+    whole = compare_results(base, [result(f"t{i}", agent="demo@v2") for i in range(3)])
+    assert whole.complete and whole.coverage_line() == "complete: every one of the 3 test(s) has a result on both sides"
+
+
+def test_the_documented_partial_comparison_line_is_what_compare_prints():
+    """docs/reports.md's example: a baseline run killed after 226 of 500 tests."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "reports.md").read_text()
+    documented = "partial:" + text.split("```text\npartial:", 1)[1].split("```", 1)[0].rstrip()
+    cmp = compare_results(
+        [result(f"t{i:03d}") for i in range(226)], [result(f"t{i:03d}", agent="demo@v2") for i in range(500)]
+    )
+    assert cmp.coverage_line() == documented

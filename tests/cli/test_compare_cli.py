@@ -95,3 +95,44 @@ def test_bad_input_exits_2_with_one_clear_message(report_project):
     assert wrong.returncode == 2 and "has no results of demo@v9; it holds: demo@v1, demo@v2" in wrong.stderr
     for p in (missing, unknown, several, wrong):
         assert "Traceback" not in p.stderr and p.stdout == ""
+
+
+def test_a_partial_comparison_says_how_many_tests_one_side_has_no_result_for(tmp_path):
+    """A killed baseline run: 6 of 10 candidate tests have no baseline result, and one baseline test
+    has no candidate result. The summary, the JSON (validated against the published schema) and
+    the page say so, so nobody reads the 4 compared tests as the whole comparison."""
+    from click.testing import CliRunner
+    from jsonschema import Draft202012Validator
+
+    from agent_health.cli.compare import compare_command
+    from agent_health.cli.schema import published_path
+    from agent_health.config import define_config
+
+    store = LocalResultStore(tmp_path / "store")
+    for r in [result(f"t{i}", agent="a@v1") for i in (*range(4), 10)] + [
+        result(f"t{i}", agent="a@v2") for i in range(10)
+    ]:
+        store.put(r)
+    base, cand = f"{store.root}#a@v1", f"{store.root}#a@v2"
+
+    def compare(*args: str):
+        out = CliRunner().invoke(compare_command, list(args), obj={"config": define_config()})
+        assert out.exit_code == 0, out.output
+        return out.output
+
+    text = compare(base, cand, "--html", str(tmp_path / "cmp.html"))
+    assert (
+        "partial: 4 of 11 test(s) compared; 6 candidate test(s) have no baseline result (added), "
+        "1 baseline test(s) have no candidate result (removed)"
+    ) in text
+    got = json.loads(compare(base, cand, "--json"))
+    assert (got["compared_tests"], got["baseline_missing_results"], got["candidate_missing_results"]) == (4, 6, 1)
+    assert got["baseline_missing"] == [f"s::t{i}" for i in range(4, 10)] and got["candidate_missing"] == ["s::t10"]
+    assert got["complete"] is False
+    assert list(Draft202012Validator(json.loads(published_path("comparison").read_text())).iter_errors(got)) == []
+    page = (tmp_path / "cmp.html").read_text()
+    assert 'id="coverage" data-complete="false"><b>partial: 4 of 11 test(s) compared;' in page
+    # a whole comparison says that too
+    whole = compare(cand, cand)
+    assert "complete: every one of the 10 test(s) has a result on both sides" in whole
+    assert json.loads(compare(cand, cand, "--json"))["complete"] is True

@@ -81,10 +81,12 @@ def test_deployment_settings_are_read_from_the_environment():
         "AGENT_HEALTH_MAX_RUN_SECONDS": "60",
         "AGENT_HEALTH_OPENSEARCH_PASSWORD": "s3cret",
         "AGENT_HEALTH_BASELINE": "",  # blank: the default
+        "AGENT_HEALTH_MISSING_EVIDENCE": "WARN",
     }
     s = deployment_settings(environ)
     assert (s.config_path, s.min_pass_rate, s.max_errored_share) == ("/app/agent_health_config.py", 0.75, 0.0)
     assert s.suite_min_pass_rate == {"rca/payments": 0.8, "smoke": 1.0} and s.baseline is None
+    assert s.missing_evidence == "warn"
     assert (s.sensor_interval_s, s.schedule_cron, s.max_partitions_per_run, s.max_run_seconds) == (
         2,
         "*/30 * * * mon-fri",
@@ -139,6 +141,8 @@ def test_traces_and_stores_share_the_opensearch_defaults(monkeypatch):
         ("AGENT_HEALTH_SCHEDULE_CRON", "0 2 * *", ": expected a cron expression .*, got '0 2 \\* \\*'"),
         ("AGENT_HEALTH_SCHEDULE_CRON", "0 25 * * *", ": expected a cron expression .*, got '0 25 \\* \\* \\*'"),
         ("AGENT_HEALTH_SCHEDULE_CRON", "nightly", ": expected a cron expression .*, got 'nightly'"),
+        # a choice that is not one of its values
+        ("AGENT_HEALTH_MISSING_EVIDENCE", "ignore", ": expected one of fail, warn, got 'ignore'"),
     ],
 )
 def test_a_bad_value_is_a_config_error_naming_the_variable_and_the_value(name, raw, message):
@@ -207,6 +211,8 @@ def _accepts(d: DeclaredSetting) -> str:
         return f"JSON object, each {lo:g} to {hi:g}"
     if d.declared.parse == "cron":
         return "cron expression (UTC) or @daily, ..."
+    if d.choices:
+        return "one of " + ", ".join(f"`{c}`" for c in d.choices)
     if d.annotation is int:
         return f"whole number, {int(lo or 0):,} to {int(hi or 0):,}"
     if d.annotation is float:

@@ -117,6 +117,14 @@ EXERCISED = {
     ("judges.md", "# agent_health_config.py"): "tests/calibration/test_docs_judges.py",
     ("judges.md", "warning: judge openai:judge-a"): "tests/calibration/test_docs_judges.py (the real warning)",
     ("judges.md", "agent-health run evals --require-calibrated"): "tests/calibration/test_docs_judges.py",
+    (
+        "reports.md",
+        "partial: 226 of 500",
+    ): "tests/analysis/test_compare.py::test_the_documented_partial_comparison_line_is_what_compare_prints",
+    (
+        "dagster.md",
+        "not compared in full:",
+    ): "tests/pipeline/test_missing_evidence.py::test_the_documented_message_is_what_the_gate_says",
 }
 
 
