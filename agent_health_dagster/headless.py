@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from dagster import AddDynamicPartitionsRequest, AssetKey, DagsterInstance
+from dagster import AddDynamicPartitionsRequest, AssetCheckSeverity, AssetKey, DagsterInstance
 
 from agent_health.errors import AgentHealthError
 from agent_health.pipeline import deployment_settings
@@ -169,12 +169,17 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
 
 
 def check_report(evaluations: Sequence[Any]) -> tuple[str, int]:
-    """The asset checks as text (failed ones named with why), and how many failed."""
-    failed = [e for e in evaluations if not e.passed]
-    lines = [f"Checks: {len(evaluations) - len(failed)} passed, {len(failed)} failed"]
-    for e in failed:
-        where = "/".join(e.asset_key.path) + (f" @ {e.partition}" if e.partition else "")
-        lines.append(f"  FAILED {e.check_name} on {where}: {e.description or ''}".rstrip())
+    """The asset checks as text (failed ones named with why), and how many failed as errors (a
+    check that fails as a warning is said, and does not fail the command)."""
+    failed = [e for e in evaluations if not e.passed and e.severity != AssetCheckSeverity.WARN]
+    warned = [e for e in evaluations if not e.passed and e.severity == AssetCheckSeverity.WARN]
+    lines = [f"Checks: {len(evaluations) - len(failed) - len(warned)} passed, {len(failed)} failed"]
+    if warned:
+        lines[0] += f", {len(warned)} warned"
+    for label, group in (("FAILED", failed), ("WARNING", warned)):
+        for e in group:
+            where = "/".join(e.asset_key.path) + (f" @ {e.partition}" if e.partition else "")
+            lines.append(f"  {label} {e.check_name} on {where}: {e.description or ''}".rstrip())
     return "\n".join(lines), len(failed)
 
 

@@ -112,6 +112,13 @@ class DeploymentSettings(BaseModel):
         description="Seconds between evaluations of each sensor.",
         json_schema_extra=declare(env="AGENT_HEALTH_SENSOR_INTERVAL_S"),
     )
+    evaluate_missing: bool = Field(
+        True,
+        description="Automation requests every configured agent version's missing results (a version x test "
+        "with no result, not being evaluated), once each; false: only new versions and added or changed tests "
+        "are requested, the rest waits for a backfill or the nightly schedule.",
+        json_schema_extra=declare(env="AGENT_HEALTH_EVALUATE_MISSING"),
+    )
     schedule_cron: str = Field(
         "0 2 * * *",
         description="Cron expression (UTC) of each suite's nightly schedule.",
@@ -187,10 +194,22 @@ def _parse(d: DeclaredSetting, raw: str, where: str) -> Any:
         if raw.lower() not in d.choices:
             raise ConfigError(f"{where}: expected one of {', '.join(d.choices)}, got {raw!r}")
         return raw.lower()
+    if d.annotation is bool:
+        return _flag(raw, where)
     if d.annotation in (int, float):
         lo, hi, _ = d.bounds
         return _number(raw, where, lo, hi, d.annotation is int)
     return raw
+
+
+FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _flag(raw: str, where: str) -> bool:
+    value = FLAGS.get(raw.lower())
+    if value is None:
+        raise ConfigError(f"{where}: expected true or false (or 1/0, yes/no, on/off), got {raw!r}")
+    return value
 
 
 def _number(raw: Any, where: str, lo: float | None, hi: float | None, whole: bool) -> float:

@@ -59,6 +59,7 @@ from agent_health_dagster.defs.partitions import (
     AGENT_VERSIONS,
     DATA_VERSION_TAG,
     contiguous_blocks,
+    multi_key,
     ordered_after,
     range_tags,
     run_agent_versions,
@@ -246,12 +247,48 @@ def sync_agent_versions(
                         s, [agent], tests, f"agent:{agent}:{s.suite}:{_digest(tests)}", f"new agent version {agent}"
                     )
                 )
+    if deployment_settings().evaluate_missing:
+        runs.extend(missing_requests(instance, project, suites, exclude=add))
     return SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=requests,
         asset_events=events,
         cursor=json.dumps({**known, **versions}, sort_keys=True),
     )
+
+
+def missing_requests(
+    instance: Any, project: Project, suites: Sequence[SuiteAssets], exclude: Sequence[str] = ()
+) -> list[RunRequest]:
+    """Runs for every configured agent version x registered test whose results partition was never
+    materialized (a version registered before its suites were evaluated for it, a run that died),
+    in contiguous blocks per suite and version. A suite being evaluated is left for the next tick
+    (its runs may be the ones filling it in); each block is requested once (its run key)."""
+    agents = [a for a in configured_order(instance, project) if a not in exclude]
+    if not agents:
+        return []
+    running = [r.dagster_run for r in _evaluation_runs(instance, IN_PROGRESS)]
+    busy = {s.suite for s in suites for run in running if evaluates(run, s)}
+    runs: list[RunRequest] = []
+    for s in suites:
+        tests = s.test_keys(instance)
+        if s.suite in busy or not tests:
+            continue
+        keys = {(a, t): str(multi_key(a, t)) for a in agents for t in tests}
+        status = instance.get_status_by_partition(s.key("results"), list(keys.values()), s.results_def) or {}
+        for agent in agents:
+            missing = [t for t in tests if status.get(keys[(agent, t)]) is None]
+            for block in contiguous_blocks(tests, missing):
+                key = f"missing:{s.suite}:{agent}:{_digest(block)}"
+                runs.extend(evaluate_requests(s, [agent], block, key, f"no results yet for {agent}"))
+    return runs
+
+
+def evaluates(run: Any, s: SuiteAssets) -> bool:
+    """Whether `run` evaluates suite `s` (its evaluate or rejudge job, or an asset job selecting its results)."""
+    if run.job_name in (s.names.job, f"rejudge__{s.names.flat}"):
+        return True
+    return s.key("results") in (run.asset_selection or ())
 
 
 def out_of_date_events(

@@ -120,10 +120,7 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             metadata: dict[str, dict[str, Any]] = {}
             for cand in context.partition_keys:
                 baseline = config.baseline or agent_health.baseline
-                view = compare_version(project.store, tests, registered, cand, baseline)
-                if view.comparison is not None:
-                    name = f"comparison-{cand.replace('@', '_')}"
-                    write_report(project.config.state_path, name, view.comparison.model_dump())
+                view = compare_version(project.store, tests, registered, cand, baseline, project.config.state_path)
                 tables = {name: table_value(t) for name, t in view.tables().items()}
                 metadata[cand] = clean({**view.numbers(), **tables})
             current = project.current_state(tests, project.config.agent_refs())

@@ -17,6 +17,7 @@ from pydantic import Field, create_model
 from agent_health.errors import ConfigError
 from agent_health.pipeline import (
     DeploymentSettings,
+    MissingEvidence,
     Project,
     RunSettings,
     Thresholds,
@@ -129,6 +130,7 @@ class AgentHealthResource(  # Dagster's idiom: the resource is its own value
     suite_min_pass_rate: dict[str, float] = _deployment_field("suite_min_pass_rate")
     max_errored_share: float = _deployment_field("max_errored_share")
     baseline: str | None = _deployment_field("baseline")
+    missing_evidence: MissingEvidence = _deployment_field("missing_evidence")
 
     def project(self) -> Project:
         """The project (cached per process; reloaded when the configuration file changes)."""
@@ -160,6 +162,7 @@ class AgentHealthResource(  # Dagster's idiom: the resource is its own value
             min_pass_rate=self.min_pass_rate,
             suite_min_pass_rate=dict(self.suite_min_pass_rate),
             max_errored_share=self.max_errored_share,
+            missing_evidence=self.missing_evidence,
         )
 
 
@@ -177,4 +180,5 @@ def resource_from_env() -> AgentHealthResource:
         suite_min_pass_rate=dict(s.suite_min_pass_rate),
         max_errored_share=s.max_errored_share,
         baseline=s.baseline,
+        missing_evidence=s.missing_evidence,
     )

@@ -299,9 +299,9 @@ def build_suite_assets(
                 ROLLUP_CHECKS,
                 (
                     "Pass rate at least the suite's threshold, with a stored result for every current test.",
-                    "Errored share at most the threshold.",
+                    "Errored share at most the threshold; never passes while current tests have no stored result.",
                     "No test that passed on the baseline version (configured, else the previous one) fails on "
-                    "this one.",
+                    "this one; never passes while the baseline or this version lacks results for current tests.",
                 ),
             )
         ]
@@ -448,11 +448,13 @@ def summary_metadata(sv: SuiteVersion, key: Any) -> dict[AssetKey, dict[str, Any
 
 def check_fields(g: Gate) -> dict[str, Any]:
     """What a gate's check result says: passed, why, the evidence as metadata. A gate fails as
-    ERROR, the up_to_date check as WARN (out-of-date results are on their way to be rerun)."""
+    ERROR unless the library made it a warning: the up_to_date check (out-of-date results are on
+    their way to be rerun) and, under AGENT_HEALTH_MISSING_EVIDENCE=warn, a gate that only lacks
+    results."""
     return {
         "passed": g.passed,
         "description": g.description[:1000],
-        "severity": AssetCheckSeverity.WARN if g.name == UP_TO_DATE else AssetCheckSeverity.ERROR,
+        "severity": AssetCheckSeverity.WARN if g.warn else AssetCheckSeverity.ERROR,
         "metadata": clean({k: _meta_value(k, v) for k, v in g.metadata.items()}),
     }
 
@@ -470,10 +472,19 @@ def gate_evaluations(asset_key: AssetKey, partition: str | None, gates: list[Gat
         yield AssetCheckEvaluation(asset_key=asset_key, check_name=g.name, partition=partition, **check_fields(g))
 
 
+# Check metadata holding a share (0..1), shown in percent.
+SHARES = {"pass_rate", "errored_share", "threshold", "pass_rate_delta"}
+
+
 def _meta_value(name: str, value: Any) -> Any:
-    """Lists as one-column tables (not JSON blobs), floats rounded, rates in percent."""
+    """Lists as one-column tables (not JSON blobs); numbers as text (shares in percent), because
+    Dagster plots a check's numeric metadata over every evaluation on one time axis: the versions'
+    figures would zigzag and constant thresholds plot as lines. The figures plot per version on the
+    rollup's own metadata."""
     if isinstance(value, list):
         return table_value(list_table("test_id", [str(v) for v in value], name)) if value else None
-    if isinstance(value, float):
-        return sig(value)
-    return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if name in SHARES:
+        return MetadataValue.text(f"{value * 100:+.1f} pts" if name == "pass_rate_delta" else f"{value * 100:.1f}%")
+    return MetadataValue.text(str(value) if isinstance(value, int) else str(sig(value)))

@@ -102,7 +102,7 @@ def test_the_resource_takes_its_deployment_fields_from_the_declarations(monkeypa
     from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
 
     own = ("config_path", "eval_root", "state_dir", "min_pass_rate", "suite_min_pass_rate")
-    own += ("max_errored_share", "baseline")
+    own += ("max_errored_share", "baseline", "missing_evidence")
     declared = DeploymentSettings()
     for name in own:
         assert AgentHealthResource.model_fields[name].get_default(call_default_factory=True) == getattr(declared, name)
@@ -202,6 +202,8 @@ def _default(d: DeclaredSetting) -> str:
         value = getattr(value, part)
     if value is None or value == {}:
         return "unset"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
     return f"`{value}`" if isinstance(value, str) else f"{value:,}" if isinstance(value, int) else str(value)
 
 
@@ -213,6 +215,8 @@ def _accepts(d: DeclaredSetting) -> str:
         return "cron expression (UTC) or @daily, ..."
     if d.choices:
         return "one of " + ", ".join(f"`{c}`" for c in d.choices)
+    if d.annotation is bool:
+        return "`true` or `false` (also 1/0, yes/no, on/off)"
     if d.annotation is int:
         return f"whole number, {int(lo or 0):,} to {int(hi or 0):,}"
     if d.annotation is float:

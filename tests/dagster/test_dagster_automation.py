@@ -70,7 +70,10 @@ def case_versions(instance, key):
     return out
 
 
-def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, project_dir):
+def test_sensors_track_eval_files_and_agent_versions(make_pipeline, instance, project_dir, monkeypatch):
+    # what the eval-files and agent-versions changes request by themselves (the requests for results
+    # missing otherwise: test_a_configured_version_without_results_is_requested_once)
+    monkeypatch.setenv("AGENT_HEALTH_EVALUATE_MISSING", "false")
     pipeline = make_pipeline()
     agents, _ = run_sensor(pipeline, instance, "agent_versions_sensor")
     assert adds(agents, "agent_versions") == ["demo@v1", "demo@v2"] and not agents.run_requests  # no tests yet
@@ -291,3 +294,46 @@ def test_a_backfill_of_results_counts_as_an_evaluation_for_the_refresh(make_pipe
     assert run.success and instance.get_run_by_id(run.run_id).job_name == "__ASSET_JOB"
     requests, _ = plan_refresh(instance, cursor, time.time())
     assert [(r.job_name, r.partition_key) for r in requests] == [("refresh", "demo@v1"), ("refresh", "demo@v2")]
+
+
+def test_a_configured_version_without_results_is_requested_once(make_pipeline, instance, monkeypatch):
+    """Versions registered before any of their results (the headless job registers every configured
+    version; a run may die): the agent-versions sensor requests each configured version x registered
+    test that was never materialized, per suite and version, under a run key that stays the same
+    while nothing changes (so the daemon launches it once), and waits while the suite is evaluated."""
+    from dagster import DagsterRunStatus
+
+    from agent_health_dagster.defs.partitions import range_tags
+
+    pipeline = make_pipeline()
+    run_sensor(pipeline, instance, "agent_versions_sensor")
+    run_sensor(pipeline, instance, "eval_files_sensor")  # registers every test, for both versions
+    rca = next(s for s in pipeline.suites if s.suite == "rca/payments")
+    tests = rca.test_keys(instance)
+    job = pipeline.defs.resolve_job_def(rca.names.job)
+    quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+    # demo@v1 has every result of rca/payments, demo@v2 only its first test's
+    assert job.execute_in_process(instance=instance, tags=range_tags(["demo@v1"], tests), run_config=quiet).success
+    assert job.execute_in_process(instance=instance, tags=range_tags(["demo@v2"], tests[:1]), run_config=quiet).success
+
+    first, _ = run_sensor(pipeline, instance, "agent_versions_sensor", json.dumps({}))
+    assert ranges(first) == {
+        ("evaluate__rca__payments", f"demo@v2|{tests[1]}", f"demo@v2|{tests[1]}"),
+        ("evaluate__cases", "demo@v1|queue-backlog", "demo@v1|queue-backlog"),
+        ("evaluate__cases", "demo@v2|queue-backlog", "demo@v2|queue-backlog"),
+        ("evaluate__smoke_checks", "demo@v1|pure-data-check", "demo@v1|always-fails"),
+        ("evaluate__smoke_checks", "demo@v2|pure-data-check", "demo@v2|always-fails"),
+    }
+    again, _ = run_sensor(pipeline, instance, "agent_versions_sensor", first.cursor)
+    assert {r.run_key for r in again.run_requests} == {r.run_key for r in first.run_requests}  # launched once
+
+    # while a suite is being evaluated, its gaps wait (that run may be the one filling them in)
+    queued = instance.create_run_for_job(job, tags=range_tags(["demo@v2"], tests[1:]))
+    assert instance.get_run_by_id(queued.run_id).status == DagsterRunStatus.NOT_STARTED
+    waiting, _ = run_sensor(pipeline, instance, "agent_versions_sensor", first.cursor)
+    assert {r.job_name for r in waiting.run_requests} == {"evaluate__cases", "evaluate__smoke_checks"}
+    instance.delete_run(queued.run_id)
+
+    monkeypatch.setenv("AGENT_HEALTH_EVALUATE_MISSING", "false")  # a deployment that backfills by hand
+    off, _ = run_sensor(pipeline, instance, "agent_versions_sensor", first.cursor)
+    assert off.run_requests == []
