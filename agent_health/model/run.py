@@ -205,7 +205,7 @@ def text_over(runs: Iterable[RunResult | None], chars: int = SCRUB_INLINE_CHARS)
             if step.args and left >= 0:
                 left -= _text_chars(step.args, left)
         for value in (run.raw_events, run.context):
-            if left >= 0:
+            if value and left >= 0:
                 left -= _text_chars(value, left)
         if left < 0:
             return True
