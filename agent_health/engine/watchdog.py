@@ -268,19 +268,17 @@ class Watchdog:
         flight, whose deadlines move when the loop was blocked by another; teardowns) by the
         margin and the re-arming period; none when nothing has a deadline ahead."""
         self._backstop_at = time.monotonic()
-        latest = self._until if self._until > now or self._abandoned else None
-        if self._abandoned:  # abandoned code may hold the interpreter for good: never wait past a beat's margin
-            latest = max(latest or now, now)
+        ahead = [self._until] if self._until > now else []
+        if self._abandoned:  # abandoned code may take the interpreter for good: a margin past this beat
+            ahead.append(now)
         for w in list(self._active):
             when = w.scope.when() if w.scope is not None else None
-            deadline = when if when is not None else now + w.timeout_s
-            latest = deadline if latest is None else max(latest, deadline)
-        if latest is None:
-            if self._armed_at:
-                faulthandler.cancel_dump_traceback_later()
-                self._armed_at = 0.0
-            return
-        self._arm_backstop_at(latest + self._margin() + _REARM_BACKSTOP_S)
+            ahead.append(when if when is not None else now + w.timeout_s)
+        if ahead:
+            self._arm_backstop_at(max(ahead) + self._margin() + _REARM_BACKSTOP_S)
+        elif self._armed_at:
+            faulthandler.cancel_dump_traceback_later()
+            self._armed_at = 0.0
 
     def _arm_backstop_at(self, at: float) -> None:
         assert self._loop is not None
