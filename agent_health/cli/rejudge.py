@@ -17,6 +17,7 @@ from agent_health.cli.run import (
     EXIT_USAGE,
     REPORTER_FORMS,
     build_reporters,
+    exit_if_closed,
 )
 from agent_health.interrupts import real_ctrl_c
 from agent_health.lazy import deferred
@@ -108,6 +109,7 @@ def rejudge_command(
             f"{run.stored} result(s) re-judged and stored in {run.store} (run {run.run.id}, a rejudge of {what})",
             err=True,
         )
+    exit_if_closed(run)
     if errors or run.output_errors:
         ctx.exit(EXIT_USAGE)
     ctx.exit(EXIT_OK if run.exit_ok else EXIT_FAILED)

@@ -38,6 +38,7 @@ else:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_TERMINATED = 128 + 15  # the shell's code for a process ended by SIGTERM
+EXIT_CLOSED_PIPE = 128 + 13  # the shell's code for a writer ended by SIGPIPE: its reader went away
 
 
 def eval_root_for(config: Config, paths: Sequence[Path]) -> Path | None:
@@ -102,6 +103,16 @@ def _say(message: str) -> None:
     click.echo(f"error: {message}", err=True)
 
 
+def exit_if_closed(outcome: RunOutcome) -> None:
+    """A reader closed stdout (`agent-health run | head -1`): reporting there stopped, the run went
+    on to its end; say so once and exit 141, as a writer ended by the closed pipe would."""
+    if not outcome.closed_outputs:
+        return
+    for what in outcome.closed_outputs:
+        click.echo(f"warning: {what}: reporting to it stopped; the run went on to its end", err=True)
+    click.get_current_context().exit(EXIT_CLOSED_PIPE)
+
+
 def _exit_stuck(message: str) -> None:
     """The watchdog found a test blocking the loop that cannot be interrupted: leave now (every
     result finished so far is stored, the tests still running are reported errored, the manifest
@@ -151,7 +162,8 @@ def run_command(
 
     Exit codes: 0 all passed; 1 a test failed or errored, or the budget stopped the run (unless
     --budget-exit 0); 2 usage, configuration or file errors, or a report or the store could not be
-    written.
+    written; 130 / 143 interrupted by Ctrl-C / SIGTERM; 141 stdout was closed by its reader
+    (`| head -1`: the run went on to its end and stored every result).
     """
     # Everything imported so far lives for the whole process: keep the collector from walking it
     # again on every collection while thousands of results are built (about 10% of a 1,000-test run).
@@ -216,6 +228,7 @@ def run_command(
         ctx.exit(process.EXIT_CODES.get(exc.signame, EXIT_TERMINATED))
     if outcome.store and outcome.stored:
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
+    exit_if_closed(outcome)
     if load_errors or outcome.output_errors:
         ctx.exit(EXIT_USAGE)
     if outcome.uncalibrated and settings.judge.require_calibrated:

@@ -68,7 +68,7 @@ class JudgeSettings(KnownKeys):
     settings: dict[str, Any] = Field(
         default_factory=dict,
         description="Settings of the default provider (openai: "
-        "base_url, api_key_env, temperature, max_tokens, json_mode, timeout_s, headers; "
+        "base_url, api_key_env, temperature, max_tokens, json_mode, timeout_s, headers, max_response_bytes; "
         "bedrock: region, profile, endpoint_url, inference_config, timeout_s).",
     )
     providers: dict[str, dict[str, Any]] = Field(

@@ -44,6 +44,10 @@ SENSITIVE_HEADERS = frozenset(
 )
 _SENSITIVE_KEY = re.compile(r"(secret|password|passwd|token|api[_-]?key|authorization|credential)", re.I)
 _MIN_SECRET_LEN = 4  # no encoded form shorter than this is searched for
+# The most characters one regular-expression call scans: the engine holds the interpreter lock for
+# the whole call (about 20 ms here), so a long text is searched window by window and other threads,
+# the event loop's among them, run in between.
+_WINDOW = 1 << 18
 _MIN_EMBEDDED_LEN = 8  # base64 inside longer text is looked for when the secret has this many bytes
 M = TypeVar("M", bound=BaseModel)
 
@@ -155,7 +159,9 @@ class SecretSet:
     def __init__(self, values: Iterable[str] = ()):
         self._values: set[str] = set()  # searched for anywhere, in every encoded form
         self._whole: dict[str, str | None] = {}  # weak secrets, matched as whole values -> their setting
+        self._whole_longest = 0  # a text longer than this is none of them
         self._pattern: re.Pattern[str] | None = None
+        self._longest = 0  # characters of the longest form the pattern matches
         for v in values:
             self.add(v)
 
@@ -165,6 +171,7 @@ class SecretSet:
             return
         if is_weak_secret(value):
             self._whole[value] = setting
+            self._whole_longest = max(self._whole_longest, len(value))
             _warn_weak(value, setting)
             return
         self._values.add(value)
@@ -194,14 +201,42 @@ class SecretSet:
             # longest first, so a secret containing another is replaced whole
             alts = [(len(x), f"(?i:{re.escape(x)})") for x in folded] + [(len(x), re.escape(x)) for x in exact]
             self._pattern = re.compile("|".join(a for _, a in sorted(alts, key=lambda t: -t[0])))
+            self._longest = max((len(x) for x in folded | exact), default=0)
         return self._pattern
+
+    def _search(self, text: str) -> bool:
+        """Whether a strong secret's form is in `text`, searched one window at a time."""
+        pattern, n = self.pattern, len(text)
+        if n <= _WINDOW:
+            return pattern.search(text) is not None
+        # a form starting in a window ends at most `_longest` past it: windows overlap by that much
+        return any(pattern.search(text, at, at + _WINDOW + self._longest) for at in range(0, n, _WINDOW))
+
+    def _sub(self, text: str) -> str:
+        """`text` with every strong secret's form replaced, as `pattern.sub` would, one window at a
+        time: a form starting in a window is matched whole (the scan sees `_longest` past it), and
+        the next window starts where the last form ended."""
+        pattern, n = self.pattern, len(text)
+        if n <= _WINDOW:
+            return pattern.sub(REDACTED, text)
+        out: list[str] = []
+        done = at = 0  # text[:done] is in `out`; the scan goes on from `at`
+        while at < n:
+            end = at + _WINDOW
+            for m in pattern.finditer(text, at, end + self._longest):
+                if m.start() >= end:
+                    break
+                out += (text[done : m.start()], REDACTED)
+                done = m.end()
+            at = max(end, done)
+        return "".join([*out, text[done:]]) if out else text
 
     def found_in(self, text: str) -> bool:
         """Whether scrubbing could change `text` (JSON text included: a weak secret as a whole
         JSON string, or a URL with userinfo)."""
         if not text:
             return False
-        if self._values and self.pattern.search(text) is not None:
+        if self._values and self._search(text):
             return True
         return any(json.dumps(w, ensure_ascii=False) in text for w in self._whole) or (
             "://" in text and _USERINFO.search(text) is not None
@@ -209,13 +244,13 @@ class SecretSet:
 
     def scrub_text(self, text: str) -> str:
         """`text` without secrets: strong ones anywhere in it, a weak one when it is the whole text,
-        and the userinfo of any URL."""
+        and the userinfo of any URL. A long text is scanned window by window (see `_WINDOW`)."""
         if not text:
             return text
-        if text in self._whole:
+        if len(text) <= self._whole_longest and text in self._whole:
             return REDACTED
         if self._values:
-            text = self.pattern.sub(REDACTED, text)
+            text = self._sub(text)
         return redact_userinfo(text)
 
     def scrub(self, value: Any) -> Any:
@@ -229,17 +264,23 @@ class SecretSet:
             return type(value)(self.scrub(v) for v in value)
         return value
 
-    def scrub_model(self, model: M) -> M:
+    def scrub_model(self, model: M, *, piecewise: bool = False) -> M:
         """A pydantic model (a TestResult, a RunResult, a verdict) without secrets in its values.
         Identifiers (`IDENTIFIER_FIELDS`, and the model's own name and id) and fields that cannot
         hold text (literals, numbers, booleans) are never rewritten, so the result keeps its keys
         and stays valid; a field that cannot be scrubbed is emptied, never left with a secret and
-        never crashing the run. The same object when nothing is to be removed."""
-        try:
-            if not self.found_in(model.model_dump_json()):
-                return model
-        except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
-            pass
+        never crashing the run. The same object when nothing is to be removed (one search of the
+        model's JSON tells).
+
+        `piecewise` (for a model holding megabytes of text, in a worker thread): field by field,
+        text by text, each long one window by window, never the model's JSON in one piece, so no
+        step holds the interpreter lock for long and the event loop keeps running."""
+        if not piecewise:
+            try:
+                if not self.found_in(model.model_dump_json()):
+                    return model
+            except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
+                pass
         return self._scrub_fields(model, _TOP_IDENTIFIERS)
 
     def _scrub_fields(self, model: M, identifiers: frozenset[str]) -> M:
@@ -450,11 +491,11 @@ def scrub_secrets(value: Any) -> Any:
     return _LOG_SECRETS.scrub(value)
 
 
-def scrub_model(model: M) -> M:
+def scrub_model(model: M, *, piecewise: bool = False) -> M:
     """A pydantic model (a TestResult, a verdict) without any secret the process knows or URL
-    userinfo, its identifiers untouched (`SecretSet.scrub_model`); the same object when nothing
-    is to be removed (one search over its JSON)."""
-    return _LOG_SECRETS.scrub_model(model)
+    userinfo, its identifiers untouched (`SecretSet.scrub_model`, `piecewise` too); the same
+    object when nothing is to be removed (one search over its JSON)."""
+    return _LOG_SECRETS.scrub_model(model, piecewise=piecewise)
 
 
 def register_credentials(credentials: Any, setting: str = "the AWS credentials (AWS_SECRET_ACCESS_KEY)") -> None:

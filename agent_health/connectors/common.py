@@ -17,6 +17,8 @@ from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.limits import Timeout
+from agent_health.model.run import text_over
+from agent_health.offloop import run_off_loop
 
 S = TypeVar("S", bound="ConnectorSettings")
 
@@ -143,10 +145,11 @@ class RealConnector(Connector):
             raise self.fail(f"before_request hook failed: {type(exc).__name__}: {exc}") from exc
         return changed if isinstance(changed, dict) else outgoing
 
-    async def apply_after(self, raw: Any, result: RunResult, *, silence: str) -> RunResult:
+    async def apply_after(self, raw: Any, result: RunResult, *, silence: str | Callable[[], str]) -> RunResult:
         """The result after the after_response hook, secrets scrubbed. A run with no answer at all
-        (see `answered`) is an error naming `silence`, what the agent gave instead: an empty
-        answer is a failure of the agent, never a failed test scored zero."""
+        (see `answered`) is an error naming `silence`, what the agent gave instead (a callable
+        when saying it costs: it is called only then): an empty answer is a failure of the
+        agent, never a failed test scored zero."""
         if self.after_response is not None:
             try:
                 changed = await call_maybe_async(self.after_response, raw, result)
@@ -155,7 +158,9 @@ class RealConnector(Connector):
             if isinstance(changed, RunResult):
                 result = changed
         if not answered(result):
-            raise self.fail(f"no answer: {silence}")
+            raise self.fail(f"no answer: {silence() if callable(silence) else silence}")
+        if text_over([result]):  # megabytes of text: scrubbed in a worker thread, never stopping the loop
+            return await run_off_loop(self.secrets.scrub_model, result, piecewise=True)  # type: ignore[no-any-return]
         return self.scrub(result)
 
     def scrub(self, result: RunResult) -> RunResult:

@@ -111,5 +111,8 @@ class PythonConnector(RealConnector):
                 duration_ms=duration,
                 artifacts=artifacts,
             )
-        silence = f"the function returned {'None' if value is None else f'{type(value).__name__} {shown(value)}'}"
+
+        def silence() -> str:  # a repr of everything it returned: only when it is said
+            return f"the function returned {'None' if value is None else f'{type(value).__name__} {shown(value)}'}"
+
         return await self.apply_after(value, result, silence=silence)

@@ -42,6 +42,7 @@ from agent_health.model import (
 )
 from agent_health.model.encodable import encodable
 from agent_health.model.result import TRIALS_KEPT
+from agent_health.model.run import text_over
 from agent_health.offloop import call, is_async_callable, run_off_loop
 from agent_health.pricing import cost_of
 from agent_health.spend import Tab, reset_tab, use_tab
@@ -192,10 +193,12 @@ class AgentEngine:
         await self.scopes.leave(test)
         result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000, tab)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
-        try:
-            return scrub_model(result)  # no credential the process resolved leaves the engine (judge echoes too)
-        except PydanticSerializationError:  # text that cannot be UTF-8 (a lone surrogate): escaped first
-            return scrub_model(encodable(result))
+        # no credential the process resolved leaves the engine (judge echoes too); a result holding
+        # megabytes of agent text is scrubbed in a worker thread, piece by piece: on the loop it
+        # stopped every other test, and the watchdog, for seconds
+        if text_over((result.run, *(t.run for t in result.trials))):
+            return await run_off_loop(_scrubbed, result, True)  # type: ignore[no-any-return]
+        return _scrubbed(result)
 
     def unfinished(self, test: LoadedTest, started_at: float, reason: str) -> TestResult:
         """The result of a test the run ended before it finished (interrupted, or abandoned while
@@ -208,6 +211,8 @@ class AgentEngine:
     async def _analyse(self, result: TestResult, traces: Any, timeout: float) -> TestResult:
         # Sync analyzers (derived metrics read traces and may wait for them) run together in one
         # worker thread; async ones (the insight synthesizer) run on the loop.
+        if self.watchdog is not None:
+            self.watchdog.expect(asyncio.get_running_loop().time() + timeout)
         try:
             async with asyncio.timeout(timeout):
                 for is_async, group in self._analysis:
@@ -217,6 +222,8 @@ class AgentEngine:
                     else:
                         result = await run_off_loop(_apply, group, result, traces)
         except TimeoutError:
+            if self.watchdog is not None:
+                self.watchdog.abandoned()  # a sync analyzer may still be running
             metrics = {**result.metrics, "analysis_error": f"analyzers did not finish within {timeout:g}s"}
             result = result.model_copy(update={"metrics": metrics})
         return result
@@ -263,6 +270,8 @@ class AgentEngine:
                 else:
                     await self._setup_and_body(test, ctx, fixtures)
         except TimeoutError:
+            if self.watchdog is not None:
+                self.watchdog.abandoned()  # a sync body, fixture or agent call cannot be stopped: it may still run
             took = time.perf_counter() - t0
             reason = watch.message() if watch is not None and watch.blocked_s else None
             ctx.record(_timeout_signal(reason or f"test did not finish within {timeout:g}s", timeout, took))
@@ -302,12 +311,16 @@ class AgentEngine:
             infra = ([unawaited] if unawaited else []) + infra
             # teardown gets a budget of its own, so a timed-out test still cleans up
             deadline = asyncio.get_running_loop().time() + timeout
+            if self.watchdog is not None:
+                self.watchdog.expect(deadline)  # the last resort waits past it too
             for scope_ in reversed(chain):
                 for hook in reversed(scope_.hooks["after_each"]):
                     try:
                         async with asyncio.timeout_at(deadline):
                             await self._hook(hook, fixtures, "after_each")
                     except TimeoutError:
+                        if self.watchdog is not None:
+                            self.watchdog.abandoned()
                         infra.append(f"after_each hook {hook.__name__!r} did not finish within {timeout:g}s")
                     except BaseException as exc:
                         if must_propagate(exc):
@@ -516,6 +529,14 @@ def _group(analyzers: list[Analyzer]) -> list[tuple[bool, list[Analyzer]]]:
         else:
             groups.append((kind, [analyze]))
     return groups
+
+
+def _scrubbed(result: TestResult, piecewise: bool = False) -> TestResult:
+    """`result` without any secret the process knows (`scrub_model`)."""
+    try:
+        return scrub_model(result, piecewise=piecewise)
+    except PydanticSerializationError:  # text that cannot be UTF-8 (a lone surrogate): escaped first
+        return scrub_model(encodable(result), piecewise=piecewise)
 
 
 def _apply(analyzers: list[Analyzer], result: TestResult, traces: Any) -> TestResult:

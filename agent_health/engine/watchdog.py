@@ -19,8 +19,12 @@ C computation) starves that thread, so the loop also arms a CPU-time timer (`ITI
 beat: when the process burns `tick_s` of CPU without the loop beating, SIGPROF's handler runs in
 the blocking code itself (the regular-expression engine checks for signals) and does the same
 checks there. With `on_stuck`, the loop also keeps a last-resort exit armed with Python's
-faulthandler (a C thread that needs no lock): if the loop has not beaten by `backstop_s` past the
-latest deadline of the tests in flight, the process prints every thread's stack and exits 1.
+faulthandler (a C thread that needs no lock): if the loop has not beaten by `grace_s + backstop_s`
+past the latest deadline the run has set (every trial's timeout from the moment it is watched,
+its teardown's and its analysis's), the process prints every thread's stack and exits 1. Nothing
+in flight, nothing armed: harness work after the last test is never cut short, unless the code of
+a test abandoned at its timeout may still be running (`abandoned`), when the exit also waits
+that long past the loop's last beat.
 
 When the loop beats again after a stall, every other test's deadline moves by the stalled time,
 so they are not charged the blocked time as their own timeout.
@@ -133,7 +137,10 @@ class Watchdog:
         self._can_interrupt = False
         self._previous_tick: Any = None
         self._ticking = False
-        self._backstop_at = 0.0  # when the loop last re-armed the last-resort exit (0: not armed)
+        self._backstop_at = 0.0  # when the loop last re-armed (or disarmed) the last-resort exit
+        self._armed_at = 0.0  # the loop time the last-resort exit is armed for (0: not armed)
+        self._until = 0.0  # the latest deadline (loop time) set outside the watched trials (teardowns)
+        self._abandoned = False  # a test's code was abandoned at its timeout and may still be running
         self._stopping: str | None = None  # the signal that asked the run to stop
         self._stuck_told = False
 
@@ -152,8 +159,6 @@ class Watchdog:
         self._handle = self._loop.call_later(self.beat_s, self._beat)
         if self._ticking:  # armed now: a test may block the loop before its first beat
             signal.setitimer(signal.ITIMER_PROF, self.tick_s)
-        if self.on_stuck is not None:
-            self._arm_backstop(self._loop.time())
         self._thread = threading.Thread(target=self._watch, name="agent-health-watchdog", daemon=True)
         self._thread.start()
         return self
@@ -169,9 +174,9 @@ class Watchdog:
             signal.setitimer(signal.ITIMER_PROF, 0)
             signal.signal(_TICK, self._previous_tick)  # type: ignore[arg-type]
             self._ticking = False
-        if self._backstop_at:
+        if self._armed_at:
             faulthandler.cancel_dump_traceback_later()
-            self._backstop_at = 0.0
+            self._armed_at = 0.0
 
     def blocking_trial(self, frame: FrameType | None) -> Watch | None:
         """The trial whose code runs in `frame` (a signal handler's) while the loop is stalled."""
@@ -181,9 +186,29 @@ class Watchdog:
 
     # -- trials -------------------------------------------------------------------------------
     def watch(self, test: str, timeout_s: float) -> Watch:
+        """Watch a trial from now; the last-resort exit waits past its deadline from this moment
+        (a trial may block the loop, or hold the interpreter, before the loop beats again)."""
         w = Watch(test, timeout_s)
         self._active.add(w)
+        if self._loop is not None:
+            self.expect(self._loop.time() + timeout_s)
         return w
+
+    def expect(self, deadline: float) -> None:
+        """A deadline (loop time) the run has set, such as a trial's teardown budget: the
+        last-resort exit never fires before it, plus the grace. Only ever moves the exit later,
+        and re-arms it at most once per `_REARM_BACKSTOP_S` of deadlines (each arming starts a
+        thread in faulthandler)."""
+        self._until = max(self._until, deadline)
+        fire = deadline + self._margin()
+        if self.on_stuck is not None and self._loop is not None and not self._stop.is_set() and fire > self._armed_at:
+            self._arm_backstop_at(fire + _REARM_BACKSTOP_S)
+
+    def abandoned(self) -> None:
+        """A trial's code was abandoned at its timeout (a sync body, hook or analyzer cannot be
+        stopped) and may still run: from now on the last-resort exit also covers the times when
+        no test is in flight, firing when the loop has not beaten for the grace."""
+        self._abandoned = True
 
     def unwatch(self, w: Watch) -> None:
         self._active.discard(w)
@@ -231,20 +256,35 @@ class Watchdog:
         if self._ticking:
             signal.setitimer(signal.ITIMER_PROF, self.tick_s)
         if self.on_stuck is not None and self._last_beat - self._backstop_at > _REARM_BACKSTOP_S:
-            self._arm_backstop(now)
+            self._rearm_backstop(now)
 
-    def _arm_backstop(self, now: float) -> None:
+    def _margin(self) -> float:
+        """How long past a deadline the last-resort exit waits: the watchdog's own grace (the
+        interrupt, then `on_stuck` ending the run), then the backstop."""
+        return self.grace_s + self.backstop_s
+
+    def _rearm_backstop(self, now: float) -> None:
+        """From a beat: the last-resort exit past the latest deadline still ahead (the trials in
+        flight, whose deadlines move when the loop was blocked by another; teardowns) by the
+        margin and the re-arming period; none when nothing has a deadline ahead."""
         self._backstop_at = time.monotonic()
-        faulthandler.dump_traceback_later(self._backstop_after(now), exit=True)
-
-    def _backstop_after(self, now: float) -> float:
-        """Seconds from now to the last-resort exit: past the latest deadline of the trials in
-        flight by the grace, the backstop and the re-arming period."""
-        latest = now
+        ahead = [self._until] if self._until > now else []
+        if self._abandoned:  # abandoned code may take the interpreter for good: a margin past this beat
+            ahead.append(now)
         for w in list(self._active):
             when = w.scope.when() if w.scope is not None else None
-            latest = max(latest, when if when is not None else now + w.timeout_s)
-        return latest - now + self.grace_s + self.backstop_s + _REARM_BACKSTOP_S
+            ahead.append(when if when is not None else now + w.timeout_s)
+        if ahead:
+            self._arm_backstop_at(max(ahead) + self._margin() + _REARM_BACKSTOP_S)
+        elif self._armed_at:
+            faulthandler.cancel_dump_traceback_later()
+            self._armed_at = 0.0
+
+    def _arm_backstop_at(self, at: float) -> None:
+        assert self._loop is not None
+        self._backstop_at = time.monotonic()
+        self._armed_at = at
+        faulthandler.dump_traceback_later(max(at - self._loop.time(), 0.001), exit=True)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         w = self._to_interrupt

@@ -5,7 +5,9 @@ Settings: `base_url` (default https://api.openai.com/v1), `api_key_env` (name of
 variable holding the key; default OPENAI_API_KEY, optional when unset for keyless local servers),
 `temperature` (0), `max_tokens`, `structured_output` (default true: ask for the verdict with
 `response_format` json_schema), `json_mode` (send response_format json_object when no schema is
-sent), `timeout_s` (60), `headers` (extra, non-secret headers).
+sent), `timeout_s` (60), `headers` (extra, non-secret headers), `max_response_bytes` (10 MiB: an
+answer is read as a stream and no further than this; a larger one is an errored verdict naming
+the limit, so a runaway or hostile endpoint cannot fill the process's memory).
 
 Many OpenAI-compatible servers reject `response_format` json_schema with a 400 (or 422): the call
 is made again without it, once, and the endpoint is remembered for the rest of the run.
@@ -39,6 +41,8 @@ from agent_health.model import Usage
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 CUT_OFF = ("length",)  # finish_reason of an answer stopped at max_tokens (or the context window)
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # as an agent's max_response_bytes
+_ERROR_BYTES = 4096  # read of an error answer: enough for its excerpt
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -83,6 +87,7 @@ class OpenAIChat(ChatClient):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         timeout_s = float(s.get("timeout_s", 60.0))
+        self.max_response_bytes = int(s.get("max_response_bytes") or DEFAULT_MAX_RESPONSE_BYTES)
         # the connectors' pool (aiohttp): one HTTP stack, and judge calls as concurrent as tests
         self._client = build_client(
             base_url=self.base_url, headers=headers, timeout_s=timeout_s, connect_timeout_s=timeout_s
@@ -161,23 +166,26 @@ class OpenAIChat(ChatClient):
     ) -> ChatResponse:
         body = self._body(messages, system, tools, json_mode, schema)
         try:
-            response = await self._client.post("/chat/completions", json=body)
+            async with self._client.stream("POST", "/chat/completions", json=body) as response:
+                status = response.status_code
+                if status in (429, 502, 503, 504):
+                    raise RateLimited(f"HTTP {status}: {await self._excerpt(response)}", _retry_after(response))
+                if status in (400, 422) and schema is not None:
+                    # servers word this every way ("response_format", "json_schema", "extra fields not
+                    # permitted", ...): the plain request decides whether the schema was the problem
+                    raise StructuredOutputRejected(f"{self.label}: HTTP {status}: {await self._excerpt(response)}")
+                if status >= 400:
+                    raise ProviderError(f"{self.label}: HTTP {status}: {await self._excerpt(response)}")
+                raw = await self._read(response)
         except httpx.HTTPError as exc:
             raise ProviderError(f"{self.label}: {type(exc).__name__}: {exc}") from exc
-        if response.status_code in (429, 502, 503, 504):
-            raise RateLimited(f"HTTP {response.status_code}: {_excerpt(response.text)}", _retry_after(response))
-        if response.status_code in (400, 422) and schema is not None:
-            # servers word this every way ("response_format", "json_schema", "extra fields not
-            # permitted", ...): the plain request decides whether the schema was the problem
-            raise StructuredOutputRejected(f"{self.label}: HTTP {response.status_code}: {_excerpt(response.text)}")
-        if response.status_code >= 400:
-            raise ProviderError(f"{self.label}: HTTP {response.status_code}: {_excerpt(response.text)}")
         try:
-            data = response.json()
+            data = json.loads(raw)
             choice = data["choices"][0]
             message = choice["message"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise ProviderError(f"{self.label}: unexpected response shape: {_excerpt(response.text)}") from exc
+            text = raw[:_ERROR_BYTES].decode("utf-8", "replace")
+            raise ProviderError(f"{self.label}: unexpected response shape: {_excerpt(text)}") from exc
         calls: list[Any] = []
         for c in message.get("tool_calls") or []:
             fn = c.get("function") or {}
@@ -204,6 +212,40 @@ class OpenAIChat(ChatClient):
                 int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), model=model, llm_calls=1
             ),
         )
+
+    async def _read(self, response: httpx.Response) -> bytes:
+        """The answer's body, read as it arrives and no further than `max_response_bytes` (the
+        connection is dropped past it): a ProviderError naming the limit and the judge."""
+        cap = self.max_response_bytes
+        declared = response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > cap:
+            raise self._too_large(f"Content-Length {declared}")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():  # decoded: a compressed answer is bounded as it unpacks
+            size += len(chunk)
+            if size > cap:
+                raise self._too_large(f"more than {cap} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, what: str) -> ProviderError:
+        return ProviderError(
+            f"{self.label}: answer too large: {what} exceeds max_response_bytes={self.max_response_bytes} "
+            "(a setting of the judge provider)"
+        )
+
+    async def _excerpt(self, response: httpx.Response) -> str:
+        """The start of an error answer (its first few kB; the rest is never read)."""
+        data = b""
+        try:
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) >= _ERROR_BYTES:
+                    break
+        except httpx.HTTPError:
+            pass
+        return _excerpt(data[:_ERROR_BYTES].decode(response.encoding or "utf-8", "replace"))
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -25,7 +25,7 @@ WAIT_MAX_S = 3_600.0  # seconds a wait for spans or a store lease may last
 CHARS_MAX = 10_000_000  # characters of a judge prompt limit
 STEPS_MAX = 100_000  # trajectory steps a judge sees
 TOOL_STEPS_MAX = 100  # model turns of an agentic judge
-BYTES_MAX = 1 << 30  # bytes of one agent response or subprocess output (1 GiB)
+BYTES_MAX = 1 << 30  # bytes of one agent response, subprocess output or judge answer (1 GiB)
 CONNECTIONS_MAX = 10_000  # pooled connections
 BATCH_MAX = 100_000  # documents or objects per page, batch or log chunk
 TOKENS_MAX = 10_000_000  # max_tokens of a judge answer
@@ -106,6 +106,7 @@ SETTING_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "batch_size": (1, BATCH_MAX, True),
     "window_slack_s": (0, WAIT_MAX_S, False),
     "max_tokens": (1, TOKENS_MAX, True),
+    "max_response_bytes": (1, BYTES_MAX, True),
     "temperature": (0, 2, False),
     "latency_ms": (0, LATENCY_MAX_MS, False),
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json as _json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -184,3 +184,47 @@ def parse_json_output(text: str) -> Any:
         return _json.loads(text)
     except (ValueError, TypeError):
         return None
+
+
+# A model holding more text than this is scrubbed of secrets piece by piece in a worker thread
+# (agent_health.config.secrets): scanning text for them goes at about 15 MB/s, so this much takes
+# a few milliseconds on the event loop, and more would stop it (200 MB of artifacts: ten seconds).
+SCRUB_INLINE_CHARS = 1 << 16
+_COUNTED_PARTS = 2_000  # parts of a JSON-like value counted before it is taken as large
+
+
+def text_over(runs: Iterable[RunResult | None], chars: int = SCRUB_INLINE_CHARS) -> bool:
+    """Whether these runs hold more than `chars` characters of text in all (output, steps and
+    their arguments, raw events, context, artifacts). Counted until it knows: microseconds for a
+    usual run, and a JSON-like value of many parts counts as large."""
+    left = chars
+    for run in {id(r): r for r in runs if r is not None}.values():
+        left -= len(run.output) + sum(len(a.content or "") for a in run.artifacts)
+        for step in run.trajectory:
+            left -= len(step.content)
+            if step.args and left >= 0:
+                left -= _text_chars(step.args, left)
+        for value in (run.raw_events, run.context):
+            if value and left >= 0:
+                left -= _text_chars(value, left)
+        if left < 0:
+            return True
+    return False
+
+
+def _text_chars(value: Any, budget: int) -> int:
+    """Characters of the strings inside a JSON-like value, counted until past `budget` (or past
+    `_COUNTED_PARTS` parts: then `budget + 1`)."""
+    stack, total, parts = [value], 0, 0
+    while stack:
+        v = stack.pop()
+        parts += 1
+        if isinstance(v, str):
+            total += len(v)
+        elif isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        if total > budget or parts > _COUNTED_PARTS:
+            return budget + 1
+    return total

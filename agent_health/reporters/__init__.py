@@ -9,14 +9,16 @@ from typing import TYPE_CHECKING
 from agent_health.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from agent_health.reporters.base import CallbackReporter, Reporter, ReportError
+    from agent_health.reporters.base import CallbackReporter, OutputClosed, Reporter, ReportError, closed_output
     from agent_health.reporters.registry import REGISTRY
 
 _LAZY = {
-    **dict.fromkeys(["CallbackReporter", "ReportError", "Reporter"], "agent_health.reporters.base"),
+    **dict.fromkeys(
+        ["CallbackReporter", "OutputClosed", "ReportError", "Reporter", "closed_output"], "agent_health.reporters.base"
+    ),
     "REGISTRY": "agent_health.reporters.registry",
 }
 
 __getattr__ = lazy_names(__name__, _LAZY)
 
-__all__ = ["REGISTRY", "CallbackReporter", "ReportError", "Reporter"]
+__all__ = ["REGISTRY", "CallbackReporter", "OutputClosed", "ReportError", "Reporter", "closed_output"]

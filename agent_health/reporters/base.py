@@ -8,12 +8,17 @@ A reporter that needs every result at the end leaves `keeps_results` True: `fini
 gets them in `report.results`, which keeps them all in memory. A streaming reporter sets it to
 False; its `finish(report)` gets the summaries only, and memory stays flat in the number of tests.
 A reporter that cannot write raises `ReportError` naming itself and its file: the run goes on,
-results still go to the store, and the CLI exits 2 at the end.
+results still go to the store, and the CLI exits 2 at the end. A reporter whose stdout (or
+stderr) was closed by its reader (`agent-health run | head -1`) raises `OutputClosed`
+(`closed_output` makes it): reporting there ends quietly, the run goes on, and the CLI exits 141.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
+from typing import TextIO
 
 from agent_health.errors import AgentHealthError
 from agent_health.model import EvalRun, RunReport, TestResult
@@ -21,6 +26,45 @@ from agent_health.model import EvalRun, RunReport, TestResult
 
 class ReportError(AgentHealthError):
     """A report cannot be written; the message names the reporter and the file."""
+
+
+class OutputClosed(ReportError):
+    """The reader of a reporter's stdout or stderr went away (a broken pipe): not a failure of the
+    run or of the report's content. The reporter gets no more calls; the run goes on."""
+
+
+def closed_output(stream: TextIO) -> OutputClosed:
+    """After a broken pipe on `stream` (stdout or stderr): point its descriptor, and stdout's or
+    stderr's when it is the same pipe (`2>&1 | head`), at the null device, so that what is still
+    written there (another reporter, the last messages, the flush at exit) goes nowhere instead of
+    failing; the error for the reporter to raise."""
+    try:
+        fd = stream.fileno()
+        broken = os.fstat(fd)
+    except (OSError, ValueError):  # not a real descriptor (a test's stream): nothing to point elsewhere
+        return OutputClosed(f"{getattr(stream, 'name', 'the output')} was closed by its reader (broken pipe)")
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for std in {fd, 1, 2}:
+            try:
+                same = os.path.samestat(os.fstat(std), broken)
+            except OSError:
+                continue
+            if same:
+                os.dup2(null, std)
+    finally:
+        os.close(null)
+    name = {1: "stdout", 2: "stderr"}.get(fd) or str(getattr(stream, "name", f"descriptor {fd}"))
+    return OutputClosed(f"{name} was closed by its reader (broken pipe)")
+
+
+def write_stdout(text: str) -> None:
+    """Write `text` to stdout at once (flushed); a closed stdout raises `OutputClosed`."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise closed_output(sys.stdout) from None
 
 
 class Reporter:

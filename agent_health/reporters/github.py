@@ -10,11 +10,10 @@ whole results. Commands are escaped as GitHub's toolkit escapes them (actions/to
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from agent_health.model import RunReport, TestResult
-from agent_health.reporters.base import Reporter, ReportError
+from agent_health.reporters.base import Reporter, ReportError, write_stdout
 from agent_health.reporters.summary import cost_text, tokens_text
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -79,8 +78,7 @@ class GithubReporter(Reporter):
     def result(self, result: TestResult) -> None:
         if result.status == "passed":
             return
-        sys.stdout.write(annotation(result, self.file_of(result)) + "\n")
-        sys.stdout.flush()
+        write_stdout(annotation(result, self.file_of(result)) + "\n")
         if len(self._failed) < _LISTED:
             self._failed.append((result.agent, result.test_id, result.status, result.error or ""))
         else:

@@ -34,7 +34,7 @@ from agent_health.errors import UsageError
 from agent_health.files import open_atomic, remove_stale_temps
 from agent_health.model import BudgetSpend, EvalRun, JudgeIdentity, NotRunTest, RunReport, RunSummary, TestResult
 from agent_health.model.calibration import judge_key
-from agent_health.reporters.base import Reporter, ReportError
+from agent_health.reporters.base import Reporter, ReportError, closed_output
 from agent_health.stores.summary import ResultSummary
 
 if TYPE_CHECKING:
@@ -314,7 +314,11 @@ class HtmlReporter(Reporter):
             self.builder.extend(report.results)
         page = report_page(report)
         if not self.path:
-            self.builder.render(sys.stdout, **page)
+            try:
+                self.builder.render(sys.stdout, **page)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise closed_output(sys.stdout) from None
             return
         try:
             self.builder.write(self.path, **page)

@@ -4,11 +4,10 @@ at the end. Every error is a `ReportError` naming the reporter and the file."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from agent_health.files import lock_as_writer, remove_stale_temps
-from agent_health.reporters.base import ReportError
+from agent_health.reporters.base import ReportError, write_stdout
 
 
 class ReportOutput:
@@ -47,8 +46,7 @@ class ReportOutput:
 
     def write(self, text: str) -> None:
         if self.path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            write_stdout(text)
             return
         if self._fd is None:
             return

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from agent_health.lazy import deferred
 from agent_health.model import EvalRun, RunReport, RunSummary, Signal, TestResult
-from agent_health.reporters.base import Reporter
+from agent_health.reporters.base import Reporter, closed_output
 from agent_health.reporters.text import terminal_safe
 
 # the progress bar and the final table load when first drawn
@@ -101,6 +101,9 @@ class SummaryReporter(Reporter):
         self.console = rich_console.Console(
             file=self.stream, highlight=False, soft_wrap=True, force_terminal=color, no_color=color is False
         )
+        # rich's own answer to a closed pipe is SystemExit, which would end the thread calling
+        # the reporters (and leave the run waiting for it): end this reporter instead
+        self.console.on_broken_pipe = self._closed  # type: ignore[method-assign]
         if not self.console.is_terminal:  # logs and CI: wide enough that the table never truncates
             self.console.width = 160
         self.verbose = verbose
@@ -108,6 +111,10 @@ class SummaryReporter(Reporter):
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
         self._counts: dict[str, dict[str, int]] = {}
+
+    def _closed(self) -> None:
+        self.console.quiet = True
+        raise closed_output(self.stream)
 
     def begin(self, run: EvalRun) -> None:
         # said at once, and again under the final table: the tests of these files never run

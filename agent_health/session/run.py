@@ -74,6 +74,7 @@ class RunOutcome:
     output_errors: tuple[str, ...] = ()  # a reporter or the store failed (the run went on)
     stored: int = 0  # results written to the store
     store: str | None = None  # the store's location, when there was one
+    closed_outputs: tuple[str, ...] = ()  # stdout or stderr closed by its reader: reporting there ended
 
     @property
     def uncalibrated(self) -> tuple[str, ...]:
@@ -415,7 +416,13 @@ async def run_evaluation(
             await sink.finish(final, report)
             await sink.close()
             await _close(closers)
-            ended = RunOutcome(final, tuple(sink.errors), sink.stored, store.location if store is not None else None)
+            ended = RunOutcome(
+                final,
+                tuple(sink.errors),
+                sink.stored,
+                store.location if store is not None else None,
+                tuple(sink.closed),
+            )
             if control is not None:
                 control.outcome = ended
                 control.detach()

@@ -10,7 +10,10 @@ batches, not a longer queue. At most `max_pending` results wait; past that, fini
 wait, so a slow store slows the run instead of filling memory.
 
 A failing reporter or store is reported once through `on_error` (and kept in `errors`); the
-reporter is dropped, the store is retried with every result, and the run goes on.
+reporter is dropped, the store is retried with every result, and the run goes on. Nothing a
+reporter raises ends the sink's thread (rich raises `SystemExit` on a broken pipe: the run then
+waited for that thread for good). A reporter whose stdout or stderr was closed by its reader
+(`OutputClosed`, `agent-health run | head -1`) is dropped without an error and kept in `closed`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pydantic import BaseModel
 from agent_health.model import EvalRun, RunReport, TestResult
 from agent_health.model.encodable import encodable
 from agent_health.offloop import DaemonThreadPool
-from agent_health.reporters.base import Reporter, ReportError
+from agent_health.reporters.base import OutputClosed, Reporter, ReportError
 from agent_health.stores import ResultStore
 
 _STOP = object()
@@ -48,6 +51,16 @@ def _make_encodable(batch: list[TestResult]) -> bool:
             batch[i] = clean  # the reporters get what was stored
             changed = True
     return changed
+
+
+def _call(rep: Reporter, method: str, args: tuple[Any, ...]) -> BaseException | None:
+    """Call a reporter's method; what it raised, if anything. A `SystemExit` too (rich's answer to
+    a broken pipe, a plugin's `sys.exit()`): this thread must outlive every reporter."""
+    try:
+        getattr(rep, method)(*args)
+    except BaseException as exc:  # a failing reporter must not end the run  # noqa: BLE001
+        return exc
+    return None
 
 
 def _settle(future: Future[Any], value: Any = None, exc: BaseException | None = None) -> None:
@@ -82,6 +95,7 @@ class ResultSink:
         self.reporters = list(reporters)
         self.on_error = on_error
         self.errors: list[str] = []
+        self.closed: list[str] = []  # outputs whose reader went away (`OutputClosed`), said once each
         self.stored = 0
         self._store_failures = 0
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -304,28 +318,26 @@ class ResultSink:
 
     def _each(self, method: str, *args: Any) -> None:
         for rep in list(self.reporters):
-            try:
-                getattr(rep, method)(*args)
-                continue
-            except Exception as exc:  # a failing reporter must not end the run  # noqa: BLE001
-                failure = exc
-            # text that cannot be UTF-8 (a lone surrogate): once more, escaped, before giving up
-            clean = tuple(encodable(a) if isinstance(a, BaseModel) else a for a in args)
-            if any(c is not a for c, a in zip(clean, args)):
-                args = clean  # the later reporters get the escaped copy too
-                try:
-                    getattr(rep, method)(*args)
-                    continue
-                except Exception as exc:  # a failing reporter must not end the run  # noqa: BLE001
-                    failure = exc
-            self._drop(rep, failure)
+            failure = _call(rep, method, args)
+            if failure is not None and not isinstance(failure, OutputClosed):
+                # text that cannot be UTF-8 (a lone surrogate): once more, escaped, before giving up
+                clean = tuple(encodable(a) if isinstance(a, BaseModel) else a for a in args)
+                if any(c is not a for c, a in zip(clean, args)):
+                    args = clean  # the later reporters get the escaped copy too
+                    failure = _call(rep, method, args)
+            if failure is not None:
+                self._drop(rep, failure)
 
-    def _drop(self, rep: Reporter, exc: Exception) -> None:
+    def _drop(self, rep: Reporter, exc: BaseException) -> None:
         self.reporters.remove(rep)
         try:
             rep.abort()
-        except Exception:  # cleanup must not mask the reporter's first error  # noqa: BLE001
+        except BaseException:  # cleanup must not mask the reporter's first error  # noqa: BLE001
             pass
+        if isinstance(exc, OutputClosed):  # not the report's fault: said once, the exit code says it too
+            if str(exc) not in self.closed:
+                self.closed.append(str(exc))
+            return
         message = str(exc) if isinstance(exc, ReportError) else f"reporter {rep.name}: {type(exc).__name__}: {exc}"
         self._error(f"{message}; its report is incomplete (results are still stored)")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,6 +28,19 @@ else:
 
 
 __all__ = ["ResultKey", "ResultStore", "StoreError", "newest_labels"]
+
+_log = logging.getLogger("agent_health.stores")
+_skipped_runs: set[str] = set()  # damaged run manifests already warned about (once per process)
+
+
+def skip_unreadable_run(where: str, why: str) -> None:
+    """A run whose manifest cannot be read (torn, empty, not a run) is left out of a listing of
+    runs, so one damaged run never hides the others; said once per process, naming the manifest
+    (`where`: its path, object or document) and `why`."""
+    if where in _skipped_runs:
+        return
+    _skipped_runs.add(where)
+    _log.warning("warning: run manifest %s cannot be read (%s); that run is skipped", where, why)
 
 
 def newest_labels(labels: Iterable[Label]) -> builtins.list[Label]:
@@ -74,7 +88,8 @@ class ResultStore(abc.ABC):
 
     @abc.abstractmethod
     def list_runs(self) -> builtins.list[EvalRun]:
-        """Every run's manifest, newest first."""
+        """Every run's manifest, newest first; a run whose manifest cannot be read is left out,
+        with one warning naming it (`skip_unreadable_run`)."""
 
     @abc.abstractmethod
     def run_results(self, run_id: str) -> Iterator[TestResult]:

@@ -33,7 +33,7 @@ from agent_health.lazy import deferred
 from agent_health.model import EvalRun, StoreSettings, TestResult
 from agent_health.model.calibration import Calibration, Label
 from agent_health.model.validation import describe_errors
-from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
+from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels, skip_unreadable_run
 
 if TYPE_CHECKING:
     import agent_health.stores.summary as stores_summary
@@ -186,13 +186,21 @@ class LocalResultStore(ResultStore):
         except FileNotFoundError:
             return None
         except (OSError, ValidationError) as exc:
-            raise StoreError(f"result store {self.root}: cannot read run {run_id}: {exc}") from exc
+            raise StoreError(f"result store {self.root}: cannot read run {run_id}: {_why(exc)}") from exc
 
     def list_runs(self) -> list[EvalRun]:
         folder = self.root / RUNS_DIR
         if not folder.is_dir():
             return []
-        runs = [r for r in (self.get_run(p.name) for p in folder.iterdir() if p.is_dir()) if r is not None]
+        runs = []
+        for sub in folder.iterdir():
+            path = sub / "run.json"
+            try:
+                runs.append(EvalRun.model_validate_json(path.read_bytes()))
+            except (FileNotFoundError, NotADirectoryError):  # a run folder without a manifest yet, or a stray file
+                continue
+            except (OSError, ValidationError) as exc:
+                skip_unreadable_run(str(path), _why(exc))
         return sorted(runs, key=lambda r: (r.started_at, r.id), reverse=True)
 
     def run_results(self, run_id: str) -> Iterator[TestResult]:
@@ -386,3 +394,10 @@ def default_store(config: Config, settings: StoreSettings | None = None) -> Loca
     `<state dir>/results`."""
     path = (settings or config.store).settings.get("path")
     return LocalResultStore(config.path(str(path)) if path else config.state_path / "results")
+
+
+def _why(exc: OSError | ValidationError) -> str:
+    """Why a file could not be read, on one line."""
+    if isinstance(exc, ValidationError):
+        return describe_errors(exc)
+    return exc.strerror or str(exc)

@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from agent_health.backends.opensearch import OpenSearchIndex, doc_id
 from agent_health.model import EvalRun, TestResult
 from agent_health.model.calibration import Calibration, Label
-from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
+from agent_health.model.validation import describe_errors
+from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels, skip_unreadable_run
 from agent_health.stores.summary import ResultSummary
 
 M = TypeVar("M", TestResult, EvalRun, ResultSummary)  # what _parse reads back
@@ -236,8 +237,14 @@ class OpenSearchResultStore(ResultStore):
         docs = self.runs.search(
             {"term": {"kind": "run"}}, sort=[{"started_at": "desc"}, {"key": "desc"}], source=["run", "run_id"]
         )
-        runs = [self._parse(f"run {d.get('run_id')}", d, "run", EvalRun) for d in docs]
-        return [r for r in runs if r is not None]
+        runs: builtins.list[EvalRun] = []
+        for d in docs:
+            try:
+                runs.append(EvalRun.model_validate(d.get("run")))
+            except ValidationError as exc:
+                where = f"{self.runs.location} document {doc_id('run', str(d.get('run_id')))}"
+                skip_unreadable_run(where, describe_errors(exc))
+        return runs
 
     def run_results(self, run_id: str) -> Iterator[TestResult]:
         self.runs.refresh()

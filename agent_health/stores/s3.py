@@ -34,7 +34,8 @@ from pydantic import BaseModel, ValidationError
 from agent_health.backends.s3 import S3Bucket
 from agent_health.model import EvalRun, TestResult
 from agent_health.model.calibration import Calibration, Label
-from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels
+from agent_health.model.validation import describe_errors
+from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels, skip_unreadable_run
 from agent_health.stores.local import encode_part
 from agent_health.stores.s3_log import LOG, LogSettings, SummaryLog, Write
 from agent_health.stores.summary import ResultSummary
@@ -194,8 +195,15 @@ class S3ResultStore(ResultStore):
     def list_runs(self) -> builtins.list[EvalRun]:
         prefix = self.bucket.key(RUNS) + "/"
         names = [n for n, _ in self.bucket.list(prefix) if n.endswith("/run.json") and n.count("/", len(prefix)) == 1]
-        runs = [self._parse(n, data, EvalRun) for n, data in self.bucket.get_many(names)]
-        return sorted((r for r in runs if r is not None), key=lambda r: (r.started_at, r.id), reverse=True)
+        runs: builtins.list[EvalRun] = []
+        for name, data in self.bucket.get_many(names):
+            if data is None:  # removed since it was listed
+                continue
+            try:
+                runs.append(EvalRun.model_validate_json(data))
+            except ValidationError as exc:
+                skip_unreadable_run(f"s3://{self.bucket.bucket}/{name}", describe_errors(exc))
+        return sorted(runs, key=lambda r: (r.started_at, r.id), reverse=True)
 
     def run_results(self, run_id: str) -> Iterator[TestResult]:
         names = [n for n, _ in self.bucket.list(self._run_prefix(run_id) + "results/")]
