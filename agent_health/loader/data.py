@@ -4,7 +4,7 @@ agent-health format (one object, a list, or `{"testCases": [...]}`)::
 
     {"id": "tc-1", "name": "...", "description": "...", "category": "RCA", "difficulty": "Hard",
      "labels": [...] | "tags": [...], "initialPrompt": "...",
-     "context": [{"description": "...", "value": "..."}],
+     "context": [{"description": "...", "value": "..."}] | [{"type": "...", "content": "..."}],
      "expectedOutcomes": ["..."],
      "expectedTrajectory": [{"step": 1, "description": "...", "requiredTools": ["search_logs"]}]}
 
