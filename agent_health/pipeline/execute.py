@@ -4,7 +4,6 @@ keeps everything already written)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from agent_health.model import RunSettings, TestResult
 from agent_health.pipeline.project import Project
 from agent_health.pipeline.tables import ms, sig
 from agent_health.reporters.base import CallbackReporter
-from agent_health.session import build_settings, run_evaluation
+from agent_health.session import build_settings, run_evaluation, run_loop
 
 OnResult = Callable[[TestResult], None]
 
@@ -78,7 +77,7 @@ def run_partitions(
                 on_result(result)
 
         settings = settings or build_settings(project.config)
-        asyncio.run(
+        run_loop(  # as every transport runs the engine: test code cannot stop its loop
             run_evaluation(
                 plan,
                 project.config,

@@ -48,15 +48,16 @@ def keys_of(instance: Any, pipeline: Any, suite: str) -> list[str]:
     return list(instance.get_dynamic_partitions(s.names.tests_partitions))
 
 
-def evaluate(instance: Any, pipeline: Any, suite: str, agents: list[str]) -> dict[str, dict[str, Any]]:
-    """Materialize every registered test partition of `suite` for `agents` in one run (as the
-    headless job does): each materialized partition key -> its metadata values."""
+def evaluate(instance: Any, pipeline: Any, suite: str, agents: list[str], job: str = "") -> dict[str, dict[str, Any]]:
+    """Materialize every registered test partition of `suite` for `agents` in one run of its
+    evaluate job (as the headless job does), or of the job named `job` (`rejudge__<suite>`): each
+    results partition the run materialized -> its metadata values. The run must succeed."""
     from agent_health_dagster.defs.partitions import range_tags
     from agent_health_dagster.headless import QUIET
 
     s = next(s for s in pipeline.suites if s.suite == suite)
     tests = keys_of(instance, pipeline, suite)
-    result = pipeline.defs.resolve_job_def(s.names.job).execute_in_process(
+    result = pipeline.defs.resolve_job_def(job or s.names.job).execute_in_process(
         instance=instance, tags=range_tags(agents, tests), run_config=QUIET
     )
     assert result.success
