@@ -40,13 +40,14 @@ def run_partitions(
     """Run the given tests of `suite` for each agent version and store every result. `settings`
     are the run's typed settings (None: the configuration's).
 
-    Test ids not in the eval file any more get an errored result naming the file. A file that
-    fails to load raises its EvalFileError (nothing is stored then)."""
+    Test ids not in the suite's eval files any more get an errored result naming them. A suite
+    that fails to load raises its EvalFileError (nothing is stored then)."""
     loaded = project.load_suite(suite)
     if loaded.errors and not loaded.tests:
         raise loaded.errors[0]
     by_id = {t.id: t for t in loaded.tests}
     source = project.suite_files().get(suite, suite)
+    where = ", ".join(project.suite_sources().get(suite, (source,)))
     out: list[TestResult] = []
     for agent, ids in test_ids_by_agent.items():
         for tid in ids:
@@ -57,7 +58,7 @@ def run_partitions(
                     tid,
                     agent,
                     source,
-                    why or f"test {tid!r} is not in {source} any more (removed or renamed); its partition is stale",
+                    why or f"test {tid!r} is not in {where} any more (removed or renamed); its partition is stale",
                 )
                 project.store.put(r)
                 out.append(r)
