@@ -5,7 +5,6 @@ results are stored as a new evaluation run."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -85,7 +84,7 @@ def rejudge_command(
         errors.append(message)
         click.echo(f"error: {message}", err=True)
 
-    outcome = asyncio.run(
+    outcome = session.run_loop(
         session_rejudge.rejudge_results(
             results,
             tests,

@@ -4,7 +4,7 @@ agent-health format (one object, a list, or `{"testCases": [...]}`)::
 
     {"id": "tc-1", "name": "...", "description": "...", "category": "RCA", "difficulty": "Hard",
      "labels": [...] | "tags": [...], "initialPrompt": "...",
-     "context": [{"description": "...", "value": "..."}],
+     "context": [{"description": "...", "value": "..."}] | [{"type": "...", "content": "..."}],
      "expectedOutcomes": ["..."],
      "expectedTrajectory": [{"step": 1, "description": "...", "requiredTools": ["search_logs"]}]}
 
@@ -86,6 +86,8 @@ def _parse(data: bytes, suffix: str, rel: str) -> tuple[Any, list[int]]:
         return read_json(text, rel), []
     try:
         doc, root = safe_yaml.load(text)
+    except safe_yaml.DuplicateKey as exc:  # said as for JSON: the key and the line of its second place
+        raise EvalFileError(rel, exc.problem, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

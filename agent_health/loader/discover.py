@@ -90,6 +90,19 @@ def load_tests(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[
     return result
 
 
+def merge_loaded(parts: Iterable[LoadResult], root: str) -> LoadResult:
+    """One LoadResult of files loaded one by one (each its own `load_tests`), as `load_tests`
+    would give for them all: a test id that several of them define is a load error naming every
+    file, and none of those tests is kept. The parts are not changed."""
+    result = LoadResult(root=root)
+    for part in parts:
+        result.tests.extend(part.tests)
+        result.errors.extend(part.errors)
+        result.files.extend(part.files)
+    _drop_shared_ids(result)
+    return result
+
+
 def _drop_shared_ids(result: LoadResult) -> None:
     """A test id defined by more than one file (`smoke.json`, `smoke.yaml` and `smoke.eval.py` are
     one suite) is a load error naming every file; none of them runs, so no file's result replaces

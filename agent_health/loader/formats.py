@@ -19,19 +19,30 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from agent_health.loader.options import CaseModel, CostUSD, Epochs, Strings, Timeout, no_bool, one_or_many
 from agent_health.model import ContextItem, ExpectedStep
+from agent_health.model.case import context_fields
 
 
 class ContextEntry(CaseModel):
-    """One context item: `{description, value}`; a non-string value is sent as its JSON."""
+    """One context item: `{description, value}`, or `{type, content}` as agent-health's sample test
+    cases write it (`context_fields`); any other key is an error naming it. A non-string value is
+    sent as its JSON."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
-    description: str = Field("", description="What this context is, e.g. 'Error log'.")
-    value: Any = Field("", description="The content; objects and lists are sent as JSON text.")
+    description: str = Field("", description="What this context is, e.g. 'Error log' (`type` in the samples).")
+    value: Any = Field("", description="The content (`content` in the samples); objects and lists are sent as JSON.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _either_shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, Mapping):
+            return raw
+        description, value = context_fields(raw)
+        return {"description": description, "value": value}
 
     def item(self) -> ContextItem:
         value = self.value if isinstance(self.value, str) else json.dumps(self.value, sort_keys=True, default=str)

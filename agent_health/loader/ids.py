@@ -5,21 +5,55 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from pathlib import PurePosixPath
 from typing import Any
 
 from agent_health.model.limits import NAME_MAX
 
 _UNSAFE = re.compile(r"[^a-z0-9]+")
+_UNSAFE_ASCII = re.compile(r"[\x00-\x2f\x3a-\x60\x7b-\x7f]+")  # ASCII but a-z and 0-9 (after lower())
+_LATIN_LETTER = re.compile(r"[a-z]")
+_CODE_MAX = 60  # characters of a part's Punycode: every part stays within 64
 _SUITE_UNSAFE = re.compile(r"[^A-Za-z0-9_./-]+")
 CODE_SUFFIX = ".eval.py"
 DATA_SUFFIXES = (".json", ".yaml", ".yml", ".jsonl")
 
 
 def slug(text: str) -> str:
-    """'Checkout > Happy path!' -> 'checkout/happy-path'."""
-    parts = [_UNSAFE.sub("-", p.lower()).strip("-") for p in text.split(" > ")]
-    return "/".join(p or "_" for p in parts)
+    """'Checkout > Happy path!' -> 'checkout/happy-path'; each `describe` level is one part
+    (`slug_part`)."""
+    return "/".join(slug_part(p) for p in text.split(" > "))
+
+
+def slug_part(text: str) -> str:
+    """One part of a slug, in [a-z0-9-] (or '_').
+
+    A part written in the Latin script keeps the slug it always had: lowercased, every run of
+    other characters one '-' ('Happy path!' -> 'happy-path', 'café au lait' -> 'caf-au-lait',
+    'deploy 🚀' -> 'deploy', '!!!' -> '_'). A part without a Latin letter that slug would keep, or
+    with a letter of another script ('Проверка 1', '支付', '🚀', 'éé'), is kept apart from every
+    other: it becomes 'xn--' and the Punycode (RFC 3492) of its NFC form, lowercased, with its
+    punctuation and spaces one '-' ('Тест' -> 'xn--e1aybc'), as internationalized domain names are
+    written; a code longer than `_CODE_MAX` keeps its start and a hash of the whole."""
+    lower = text.lower()
+    latin = _UNSAFE.sub("-", lower).strip("-")
+    if text.isascii() or (_LATIN_LETTER.search(latin) and not _other_script(text)):
+        return latin or "_"
+    nfc = unicodedata.normalize("NFC", lower)
+    kept = "".join(c if c.isascii() or unicodedata.category(c)[0] in "LMNS" else " " for c in nfc)
+    kept = _UNSAFE_ASCII.sub("-", kept).strip("-")
+    if not kept:  # punctuation only, as '!!!'
+        return "_"
+    code = kept.encode("punycode").decode("ascii")
+    if len(code) > _CODE_MAX:
+        code = f"{code[: _CODE_MAX - 13]}-{hashlib.sha256(kept.encode()).hexdigest()[:12]}"
+    return "xn--" + code
+
+
+def _other_script(text: str) -> bool:
+    """Whether `text` holds a letter of a script other than Latin."""
+    return any(c.isalpha() and not c.isascii() and not unicodedata.name(c, "").startswith("LATIN ") for c in text)
 
 
 def suite_name(relative_path: str) -> str:

@@ -6,6 +6,11 @@ The composer below counts, for every node, how many nodes it stands for once ali
 expanded, and rejects a document whose aliases add more than `MAX_ALIAS_NODES`, as soon as the
 count passes it (before anything is constructed). Recursive aliases and nesting deeper than
 `MAX_DEPTH` are rejected too (the latter would otherwise end in a RecursionError).
+
+A mapping with the same key twice is rejected too (`DuplicateKey`, naming the key and its
+second line): PyYAML keeps the last value silently, so a second `expected_tools:` would drop the
+first one's tools. Keys are compared as the mapping would hold them (`1` and `01` are one key);
+a merge key (`<<: *defaults`) is not a duplicate, and the keys it brings in may be overridden.
 """
 
 from __future__ import annotations
@@ -15,10 +20,15 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 from yaml.events import AliasEvent
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_ALIAS_NODES = 100_000  # nodes aliases may add: generous for `<<: *defaults` in thousands of cases
 MAX_DEPTH = 100
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class DuplicateKey(ComposerError):  # type: ignore[misc]  # PyYAML ships no stubs
+    """One mapping holds a key twice; `problem` names the key, `problem_mark` is its second place."""
 
 
 class BoundedSafeLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no stubs: SafeLoader is Any
@@ -59,8 +69,31 @@ class BoundedSafeLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships 
             size += sum(self._sizes[id(child)] for child in node.value)
         elif isinstance(node, MappingNode):
             size += sum(self._sizes[id(k)] + self._sizes[id(v)] for k, v in node.value)
+            self._check_unique_keys(node)
         self._sizes[id(node)] = size
         return node
+
+    def _check_unique_keys(self, node: MappingNode) -> None:
+        """Raise DuplicateKey at the second place of a key `node` holds twice (its own keys: what a
+        merge key brings in may be overridden). Scalar keys are constructed (once: the
+        constructor keeps them) so that keys the mapping would hold as one are one."""
+        seen: set[Any] = set()
+        for key, _ in node.value:
+            if not isinstance(key, ScalarNode) or key.tag == _MERGE:
+                continue
+            value = self.construct_object(key)
+            try:
+                duplicate = value in seen
+                seen.add(value)
+            except TypeError:  # not hashable: the constructor reports it
+                continue
+            if duplicate:
+                raise DuplicateKey(
+                    None,
+                    None,
+                    f"duplicate key {key.value!r} in one mapping (YAML would keep only its last value)",
+                    key.start_mark,
+                )
 
 
 def load(text: str) -> tuple[Any, Node | None]:

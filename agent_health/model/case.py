@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_health.model.validation import did_you_mean
+
 
 class ContextItem(BaseModel):
     """One piece of context handed to the agent with the prompt (agent-health's `{description, value}`)."""
@@ -134,14 +136,45 @@ def compact_case(case: TestCase, shared: dict[Any, Any] | None = None) -> TestCa
     return copy
 
 
+# The shapes of a context item agent-health has: `{description, value}` (its test cases, exported
+# and imported) and `{type, content}` (its sample test cases, which it maps to `{description: type,
+# value: content}` itself). A key of neither is an error: read as `{description, value}`, such an
+# item was sent as two empty strings without a word.
+CONTEXT_KEYS = ("description", "value")
+SAMPLE_CONTEXT_KEYS = ("type", "content")
+
+
+def context_fields(item: Mapping[Any, Any]) -> tuple[Any, Any]:
+    """(description, value) of a context item of either shape; a ValueError naming every key of
+    neither."""
+    keys = set(item)
+    for shape in (CONTEXT_KEYS, SAMPLE_CONTEXT_KEYS):
+        if keys <= set(shape):
+            return item.get(shape[0], ""), item.get(shape[1], "")
+    # the shape the item mostly uses (`{description, content}` is `{description, value}` misspelt)
+    sample = len(keys & set(SAMPLE_CONTEXT_KEYS)) > len(keys & set(CONTEXT_KEYS))
+    shape = SAMPLE_CONTEXT_KEYS if sample else CONTEXT_KEYS
+    unknown = sorted((k for k in keys if k not in shape), key=str)
+    raise ValueError(
+        f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(k) for k in unknown)} in a context item"
+        f"{did_you_mean(str(unknown[0]), shape)} (a context item is {{description, value}}, or "
+        "{type, content} as in agent-health's sample test cases)"
+    )
+
+
 def to_context(items: Iterable[Any] | None) -> tuple[ContextItem, ...]:
-    """Accept ContextItems, `{description, value}` dicts, or plain strings."""
+    """Accept ContextItems, dicts of either shape (`context_fields`), or plain strings; a dict
+    with other keys is a ValueError naming the item (`context[1]`) and the keys."""
     out = []
-    for item in items or ():
+    for i, item in enumerate(items or ()):
         if isinstance(item, ContextItem):
             out.append(item)
         elif isinstance(item, Mapping):
-            out.append(ContextItem(description=str(item.get("description", "")), value=_as_text(item.get("value", ""))))
+            try:
+                description, value = context_fields(item)
+            except ValueError as exc:
+                raise ValueError(f"context[{i}]: {exc}") from None
+            out.append(ContextItem(description=str(description), value=_as_text(value)))
         else:
             out.append(ContextItem(description="", value=_as_text(item)))
     return tuple(out)

@@ -4,7 +4,6 @@ keeps everything already written)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from agent_health.model import RunSettings, TestResult
 from agent_health.pipeline.project import Project
 from agent_health.pipeline.tables import ms, sig
 from agent_health.reporters.base import CallbackReporter
-from agent_health.session import build_settings, run_evaluation
+from agent_health.session import build_settings, run_evaluation, run_loop
 from agent_health.session.wiring import run_judge_settings
 from agent_health.stores import ResultKey, ResultStore
 from agent_health.stores.freshness import current_state, out_of_date
@@ -72,13 +71,14 @@ def run_partitions(
     `reuse_since` (a retry of a run that died, given the time that run started): a test whose
     result was stored since then and is still current is not run again; its stored result is
     returned (and passed to `on_result`) as if it had just finished, so the agent is called only
-    for the rest. Test ids not in the eval file any more get an errored result naming the file. A
-    file that fails to load raises its EvalFileError (nothing is stored then)."""
+    for the rest. Test ids not in the suite's eval files any more get an errored result naming
+    them. A suite that fails to load raises its EvalFileError (nothing is stored then)."""
     loaded = project.load_suite(suite)
     if loaded.errors and not loaded.tests:
         raise loaded.errors[0]
     by_id = {t.id: t for t in loaded.tests}
     source = project.suite_files().get(suite, suite)
+    where = ", ".join(project.suite_sources().get(suite, (source,)))
     out: list[TestResult] = []
     for agent, ids in test_ids_by_agent.items():
         for tid in ids:
@@ -89,7 +89,7 @@ def run_partitions(
                     tid,
                     agent,
                     source,
-                    why or f"test {tid!r} is not in {source} any more (removed or renamed); its partition is stale",
+                    why or f"test {tid!r} is not in {where} any more (removed or renamed); its partition is stale",
                 )
                 project.store.put(r)
                 out.append(r)
@@ -117,7 +117,7 @@ def run_partitions(
                 collect(r)
         plan = {agent: tests for agent, tests in plan.items() if tests}
     if plan:
-        asyncio.run(
+        run_loop(  # as every transport runs the engine: test code cannot stop its loop
             run_evaluation(
                 plan,
                 project.config,

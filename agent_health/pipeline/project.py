@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agent_health.config import Config, deployment_variable, find_config, load_config
 from agent_health.errors import AgentHealthError, ConfigError
-from agent_health.loader import LoadResult, load_tests
+from agent_health.loader import LoadResult, load_tests, merge_loaded
 from agent_health.loader.discover import discover
 from agent_health.loader.ids import suite_name
 from agent_health.pipeline.freshness import Current, current_state
@@ -46,6 +46,7 @@ class Project:
 
     config: Config
     store: ResultStore
+    _sources: dict[str, tuple[str, ...]] | None = field(default=None, repr=False)
     _files: dict[str, str] | None = field(default=None, repr=False)
     _loaded: dict[str, tuple[FileStamp, LoadResult]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -98,17 +99,27 @@ class Project:
         """Where agent versions are configured, for messages that say how to add one."""
         return self.config.source or str(Path(self.config.root) / "agent_health_config.py")
 
-    def suite_files(self, refresh: bool = False) -> dict[str, str]:
-        """Suite name -> eval file path relative to the eval root, without importing any file."""
-        if self._files is None or refresh:
-            files: dict[str, str] = {}
+    def suite_sources(self, refresh: bool = False) -> dict[str, tuple[str, ...]]:
+        """Suite name -> every eval file of the suite, relative to the eval root, sorted, without
+        importing any file. Files that differ only in their extension (`one.eval.py`, `one.yaml`)
+        are one suite, as `agent-health run` loads them: every one of them is the suite's."""
+        if self._sources is None or refresh:
+            sources: dict[str, list[str]] = {}
             if self.eval_root.is_dir():
                 paths, _ = discover([self.eval_root])
                 for path in paths:
                     rel = path.relative_to(self.eval_root).as_posix()
-                    files.setdefault(suite_name(rel), rel)
-            self._files = files
-        return self._files
+                    sources.setdefault(suite_name(rel), []).append(rel)
+            self._sources = {suite: tuple(rels) for suite, rels in sources.items()}
+            self._files = {suite: rels[0] for suite, rels in self._sources.items()}
+        return self._sources
+
+    def suite_files(self, refresh: bool = False) -> dict[str, str]:
+        """Suite name -> its first eval file (`suite_sources` has all of them): the file that
+        names the suite in descriptions and code references."""
+        if self._files is None or refresh:
+            self.suite_sources(refresh)
+        return self._files or {}
 
     def _load_file(self, rel: str) -> LoadResult:
         """One eval file's tests, imported again only when the file changed since the last load."""
@@ -123,11 +134,15 @@ class Project:
             return loaded
 
     def load_suite(self, suite: str) -> LoadResult:
-        """Load one suite's eval file; its errors name the file (and the test)."""
-        rel = self.suite_files().get(suite) or self.suite_files(refresh=True).get(suite)
-        if rel is None:
+        """Load one suite's eval files, as `agent-health run` loads them (a test id that two of
+        them define is a load error naming both, and neither test is kept); errors name the file
+        (and the test)."""
+        rels = self.suite_sources().get(suite) or self.suite_sources(refresh=True).get(suite)
+        if rels is None:
             raise ConfigError(f"suite {suite!r} has no eval file under {self.eval_root}")
-        return self._load_file(rel)
+        if len(rels) == 1:
+            return self._load_file(rels[0])
+        return merge_loaded((self._load_file(rel) for rel in rels), str(self.eval_root))
 
     def current_state(self, suites: Iterable[str], agents: Iterable[str]) -> Current:
         """The current test definitions of `suites` and settings of `agents`: what up-to-date
@@ -142,17 +157,12 @@ class Project:
         return current_state(self.config, tests, agents)
 
     def load_all(self) -> LoadResult:
-        """Every eval file under the eval root (a missing root loads nothing); unchanged files
-        come from the cache."""
-        out = LoadResult(root=str(self.eval_root))
-        files = self.suite_files(refresh=True)
-        for rel in files.values():
-            loaded = self._load_file(rel)
-            out.tests.extend(loaded.tests)
-            out.errors.extend(loaded.errors)
-            out.files.extend(loaded.files)
+        """Every eval file under the eval root (a missing root loads nothing), as `agent-health
+        run` loads them; unchanged files come from the cache."""
+        rels = [rel for files in self.suite_sources(refresh=True).values() for rel in files]
+        out = merge_loaded((self._load_file(rel) for rel in rels), str(self.eval_root))
         with self._lock:  # forget files that are gone
-            for rel in set(self._loaded) - set(files.values()):
+            for rel in set(self._loaded) - set(rels):
                 del self._loaded[rel]
         return out
 

@@ -68,6 +68,7 @@ class TestAPI:
                     skip_judge=skip_judge,
                     max_cost_usd=max_cost_usd,
                 )
+                items = to_context(one_or_many(context))
             except ValueError as exc:
                 reg.errors.append(EvalFileError(reg.path, f"test {full!r}: {exc}", line))
                 return body
@@ -81,7 +82,7 @@ class TestAPI:
                     # a suite of 50,000 tests made in a loop holds one copy of what they repeat
                     labels=shared_value(options.labels, reg.shared),
                     description=description,
-                    context=shared_value(to_context(one_or_many(context)), reg.shared),
+                    context=shared_value(items, reg.shared),
                     timeout_s=options.timeout,
                     expected_outcomes=shared_value(options.expected_outcomes, reg.shared),
                     expected_trajectory=shared_value(to_expected_steps(one_or_many(expected_trajectory)), reg.shared),

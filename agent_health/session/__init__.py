@@ -1,10 +1,12 @@
-"""The one run path every transport calls (`run_evaluation`, `run_tests`), the one builder of
-its settings (`build_settings`), the wiring of agents, judges and analyzers from the
-configuration, and re-judging stored results through the same path (`agent_health.session.rejudge`)."""
+"""The one run path every transport calls (`run_evaluation`, `run_tests`), the one way its loop is
+run (`run_loop`), the one builder of its settings (`build_settings`), the wiring of agents, judges
+and analyzers from the configuration, and re-judging stored results through the same path
+(`agent_health.session.rejudge`)."""
 
 from typing import TYPE_CHECKING
 
 from agent_health.lazy import lazy_names
+from agent_health.session.process import run_loop
 from agent_health.session.run import RunOutcome, plan_run, run_evaluation, run_tests, select_tests
 from agent_health.session.settings import ENV_VARS, build_settings, parse_store
 from agent_health.session.wiring import build_analyzers, build_judges, build_runtime, replay_mode
@@ -34,6 +36,7 @@ __all__ = [
     "rejudge_results",
     "replay_mode",
     "run_evaluation",
+    "run_loop",
     "run_tests",
     "select_tests",
 ]

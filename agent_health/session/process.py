@@ -7,6 +7,9 @@
   from another thread and the process exits; a second signal exits at once. A signal that arrives
   while a test blocks the event loop is raised inside that test, so the loop can run again.
 - Test code cannot stop the event loop: `loop.stop()` in a test raises there (the test errors).
+  `run_loop` is the one way the engine's loop is run, by every transport (`agent-health run`
+  through `run_owned`, `rejudge`, `run_tests`, and the Dagster steps through `agent_health.pipeline`),
+  so this holds wherever tests run.
 - `exit_leaving_threads(code)`: threads that test or agent code started and left running do not
   keep the process alive after the run; they get `THREADS_S` seconds to end, then the process
   exits without them, saying so.
@@ -22,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from agent_health.capabilities.context import running_test
 from agent_health.interrupts import Interrupted
@@ -51,6 +54,17 @@ class RunLoop(_BaseLoop):  # type: ignore[valid-type,misc]
                 "a test cannot stop the run's event loop (loop.stop() in test code); it ends only this test"
             )
         super().stop()
+
+
+T = TypeVar("T")
+
+
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run `main` (the engine: `run_evaluation`, `rejudge_results`) to its end on a new `RunLoop`
+    and close the loop: what every transport runs the engine with (`asyncio.run` would give test
+    code a loop it can stop, ending the run with a traceback and erroring the tests in flight)."""
+    with asyncio.Runner(loop_factory=RunLoop) as runner:
+        return runner.run(main)
 
 
 def flush_output() -> None:
@@ -108,13 +122,12 @@ def run_owned(main: Callable[[RunControl], Coroutine[Any, Any, RunOutcome]]) -> 
     threading.Thread(target=deadline, name="agent-health-stop-deadline", daemon=True).start()
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with asyncio.Runner(loop_factory=RunLoop) as runner:
-            try:
-                outcome: RunOutcome | None = runner.run(main(control))
-            except asyncio.CancelledError:
-                if not signame:
-                    raise
-                outcome = control.outcome
+        try:
+            outcome: RunOutcome | None = run_loop(main(control))
+        except asyncio.CancelledError:
+            if not signame:
+                raise
+            outcome = control.outcome
         # a signal after the final manifest was written changes nothing: the run finished
         if outcome is None or (signame and outcome.run.status != "finished"):
             raise Interrupted(signame[0] if signame else "SIGTERM")

@@ -12,7 +12,6 @@ Dagster rejudge job both call `rejudge_results`.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from agent_health.loader import LoadedTest, load_tests
 from agent_health.model import Judgement, RunSettings, TestResult
 from agent_health.replay.stored import StoredRuns, replaying
 from agent_health.reporters.base import Reporter
+from agent_health.session.process import run_loop
 from agent_health.session.run import RunOutcome, run_evaluation, select_tests
 from agent_health.session.settings import build_settings
 from agent_health.stores import ResultStore, open_store
@@ -180,7 +180,7 @@ def rejudge(
         transport=transport,
         on_error=on_error,
     )
-    outcome = asyncio.run(coro)
+    outcome = run_loop(coro)
     return dataclasses.replace(outcome, skipped=(*problems, *outcome.skipped))
 
 

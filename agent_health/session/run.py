@@ -39,7 +39,7 @@ from agent_health.model.report import NotRunTest, SummaryTally
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
-from agent_health.session.process import RunLoop  # loop.stop() in a test raises in that test
+from agent_health.session.process import run_loop  # the one way the engine's loop is run
 from agent_health.session.settings import build_settings, check_planned_work
 from agent_health.session.sink import ResultSink
 from agent_health.session.wiring import (
@@ -466,6 +466,5 @@ def run_tests(
         if on_result is not None:
             on_result(result)
 
-    with asyncio.Runner(loop_factory=RunLoop) as runner:
-        runner.run(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))
+    run_loop(run_evaluation(tests, config, settings, reporters=[CallbackReporter(collect)]))
     return results

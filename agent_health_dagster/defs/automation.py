@@ -133,7 +133,7 @@ def sync_eval_files(
     by_suite: dict[str, LoadResult] = {}
     for t in loaded_all.tests:
         by_suite.setdefault(t.case.suite, LoadResult(root=loaded_all.root)).tests.append(t)
-    files = project.suite_files()
+    sources = project.suite_sources()  # a suite's files: `one.eval.py` and `one.yaml` are one suite
     file_errors: dict[str, list[Any]] = {}
     for err in loaded_all.errors:
         file_errors.setdefault(getattr(err, "file", ""), []).append(err)
@@ -148,8 +148,8 @@ def sync_eval_files(
         registered = s.test_keys(instance)
         current = [test_id_of(s.suite, k) for k in registered]
         loaded = by_suite.get(s.suite, LoadResult(root=loaded_all.root))
-        loaded.errors = file_errors.get(files.get(s.suite, s.source_file), [])
-        load_error = None if s.suite in files else f"{s.source_file}: eval file is gone; its partitions are kept"
+        loaded.errors = [e for f in sources.get(s.suite, (s.source_file,)) for e in file_errors.get(f, [])]
+        load_error = None if s.suite in sources else f"{s.source_file}: eval file is gone; its partitions are kept"
         known = dict(cursor.get(s.suite, {}))
         if current and any(t not in known for t in current):
             known = {

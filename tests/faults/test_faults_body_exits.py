@@ -151,3 +151,56 @@ def test_loop_stop_through_run_tests_errors_only_that_test(evals, tmp_path):
     by_name = {r.name: r for r in results}
     assert by_name["exits"].status == "errored" and named in (by_name["exits"].error or "")
     assert by_name["other 0"].status == by_name["other 1"].status == "passed"
+
+
+# A test that stops the loop after its agent ran (so it has a run to re-judge), beside tests that
+# are in flight when it does.
+STOPPER = """
+import asyncio
+from agent_health import expect, test
+
+@test("stops the loop", prompt="Why is checkout slow?")
+async def stops(agent):
+    await agent.run()
+    asyncio.get_running_loop().stop()
+    await asyncio.sleep(0.05)
+
+for i in range(3):
+    @test(f"innocent {i}", prompt="Why is checkout slow?")
+    async def innocent(agent):
+        result = await agent.run()
+        await asyncio.sleep(0.3)
+        expect(result.output).to_be_truthy()
+"""
+STOPPED = "RuntimeError: a test cannot stop the run's event loop"
+
+
+def test_loop_stop_under_rejudge_errors_only_that_test(evals, tmp_path):
+    """`rejudge` runs the engine's loop as `run` does: loop.stop() was a traceback there, and the
+    tests in flight errored with it."""
+    evals("stopper.eval.py", STOPPER)
+    first = cli("run", "evals", cwd=tmp_path, timeout=budget(30))
+    assert first.returncode == 1, first.stdout + first.stderr
+    p = cli("rejudge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
+    assert p.returncode == 1, p.stdout + p.stderr  # a test errored: 1, not a crash
+    assert "Traceback" not in p.stdout + p.stderr
+    results = jsonl_results(tmp_path / "r.jsonl")
+    assert results["stops the loop"]["status"] == "errored" and STOPPED in results["stops the loop"]["error"]
+    assert [results[f"innocent {i}"]["status"] for i in range(3)] == ["passed"] * 3
+
+
+def test_loop_stop_in_the_dagster_evaluation_and_rejudge_steps_errors_only_that_test(evals, tmp_path):
+    """The Dagster steps run the engine through `agent_health.pipeline` (`run_partitions`,
+    `rejudge_partitions`): each step succeeds, the stopping test's partition is errored naming why.
+    The evaluation step failed with a stack trace."""
+    from tests.faults.dagster_project import dagster_instance, evaluate, pipeline_for, register
+
+    evals("stopper.eval.py", STOPPER)
+    pipeline = pipeline_for(tmp_path)
+    with dagster_instance(tmp_path) as instance:
+        assert register(instance, pipeline) == []
+        for job in ("", "rejudge__stopper"):
+            found = evaluate(instance, pipeline, "stopper", ["demo@v2"], job)  # the step succeeded
+            stopped = found["demo@v2|stops-the-loop"]
+            assert stopped["status"] == "errored" and STOPPED in stopped["error"], job
+            assert [found[f"demo@v2|innocent-{i}"]["status"] for i in range(3)] == ["passed"] * 3, job

@@ -77,3 +77,42 @@ def test_ordinary_aliases_and_merge_keys_still_load(tmp_path, evals):
     case = loaded.tests[-1].case
     assert case.labels == ("smoke", "nightly") and case.timeout_s == 30
     assert case.expected_trajectory[-1].required_tools == ("search_logs",)
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "key"),
+    [
+        (  # the issue's case: the second list of tools would replace the first
+            "tests:\n  - name: t\n    prompt: p\n    expected_tools: [search_logs]\n"
+            "    expected_tools: [query_metrics]\n",
+            5,
+            "expected_tools",
+        ),
+        ("defaults:\n  timeout: 5\n  timeout: 50\ntests:\n  - name: t\n    prompt: p\n", 3, "timeout"),
+        ("tests:\n  - name: t\n    prompt: p\ntests:\n  - name: u\n    prompt: p\n", 4, "tests"),
+        ("tests:\n  - {name: t, prompt: p, context: [{description: a, value: x, value: y}]}\n", 2, "value"),
+        ("- name: t\n  prompt: p\n  labels: [a]\n  name: u\n", 4, "name"),
+        ("tests:\n  - name: t\n    prompt: p\n    epochs: 1\n    'epochs': 2\n", 5, "epochs"),
+    ],
+    ids=["expected_tools twice", "in defaults", "tests twice", "in a context item", "root list", "quoted"],
+)
+def test_duplicate_yaml_keys_are_an_error_naming_file_line_and_key(tmp_path, evals, content, line, key):
+    """YAML keeps the last of two equal keys without a word, as JSON does; both are load errors."""
+    evals("dup.yaml", content)
+    evals("fine.yaml", "tests:\n  - name: fine\n    prompt: p\n")
+    loaded = load_tests([tmp_path / "evals"])
+    assert [t.case.id for t in loaded.tests] == ["fine::fine"]
+    [error] = [str(e) for e in loaded.errors]
+    assert error == f"dup.yaml:{line}: duplicate key {key!r} in one mapping (YAML would keep only its last value)"
+
+
+def test_a_merge_key_may_still_be_overridden(tmp_path, evals):
+    evals(
+        "merged.yaml",
+        "base: &base\n  labels: [smoke]\n  timeout: 30\ntests:\n  - <<: *base\n    name: t\n    prompt: p\n"
+        "    timeout: 5\n",
+    )
+    loaded = load_tests([tmp_path / "evals"])
+    assert not loaded.errors
+    [t] = loaded.tests
+    assert (t.case.labels, t.case.timeout_s) == (("smoke",), 5)
