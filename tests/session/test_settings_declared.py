@@ -105,7 +105,7 @@ def test_dagster_run_config_and_resource_have_exactly_the_declared_dagster_setti
     assert set(EvaluateConfig.model_fields) == top | {"budget"}
     assert set(BudgetConfig.model_fields) == budget
     resource_own = {"config_path", "eval_root", "state_dir", "min_pass_rate", "suite_min_pass_rate"}
-    resource_own |= {"max_errored_share", "baseline"}
+    resource_own |= {"max_errored_share", "baseline", "missing_evidence"}
     assert set(AgentHealthResource.model_fields) == top | {"budget"} | resource_own
     # the rejudge job's run config: its declared settings, and (as `rejudge --cache/--no-cache`) its
     # own judge cache switch, off by default
