@@ -1,0 +1,44 @@
+"""What a user gives the command line, taken the wrong way: a file with an extension no loader knows
+(`.eval.js`) was parsed as YAML ("invalid YAML"); `agent-health report` read the configuration's
+store while `run` had stored under `AGENT_HEALTH_STORE`; a port given through `${VAR}` in an
+endpoint was warned about as a short secret on every run."""
+
+from __future__ import annotations
+
+import json
+
+from tests.faults.conftest import cli
+
+ONE = """
+from agent_health import test
+
+
+@test("plain", prompt="Diagnose why the payment service is failing.")
+async def plain(agent):
+    await agent.run()
+"""
+
+
+def test_a_file_of_an_unknown_type_is_unsupported_not_invalid_yaml(tmp_path, evals):
+    evals("ok.eval.py", ONE)
+    evals("checkout.eval.js", "test('checkout', async ({ agent }) => { await agent.run(); });\n")
+    evals("notes.py", "print('not an eval file')\n")
+    proc = cli(
+        "run",
+        "evals/checkout.eval.js",
+        "evals/notes.py",
+        "evals/ok.eval.py",
+        "--no-judge",
+        "--reporter",
+        "json=report.json",
+        cwd=tmp_path,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "YAML" not in out, out
+    kinds = "eval files are *.eval.py, *.json, *.yaml, *.yml, *.jsonl"
+    assert f"evals/checkout.eval.js: unsupported file type '.js': {kinds}" in out, out
+    assert f"evals/notes.py: unsupported file type '.py': {kinds} (a Python eval file's name ends in .eval.py)" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [r["name"] for r in report["results"]] == ["plain"]  # the file that loads still runs
+
