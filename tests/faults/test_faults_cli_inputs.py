@@ -42,3 +42,22 @@ def test_a_file_of_an_unknown_type_is_unsupported_not_invalid_yaml(tmp_path, eva
     report = json.loads((tmp_path / "report.json").read_text())
     assert [r["name"] for r in report["results"]] == ["plain"]  # the file that loads still runs
 
+
+def test_report_reads_the_store_that_run_wrote_under_agent_health_store(tmp_path, evals):
+    """`run` stored under `$AGENT_HEALTH_STORE`; `report` read the configuration's store and found
+    no run there (or an older one)."""
+    evals("ok.eval.py", ONE)
+    env = {"AGENT_HEALTH_STORE": json.dumps({"type": "local", "settings": {"path": "elsewhere"}})}
+    ran = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path, env=env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    run_id = json.loads((tmp_path / "report.json").read_text())["eval_run_id"]
+    assert (tmp_path / "elsewhere").is_dir() and not (tmp_path / ".agent_health" / "results").exists()
+    proc = cli("report", "-o", "page.html", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"(1 test result(s) from run {run_id})" in proc.stdout, proc.stdout
+    compared = cli("compare", run_id, run_id, "--json", cwd=tmp_path, env=env)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    off = cli("report", "-o", "page.html", cwd=tmp_path, env={"AGENT_HEALTH_STORE": "none"})
+    assert off.returncode == 2, off.stdout + off.stderr
+    assert "$AGENT_HEALTH_STORE turns storing off, so no run is stored to read" in off.stdout + off.stderr
+
