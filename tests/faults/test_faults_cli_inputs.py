@@ -6,8 +6,11 @@ endpoint was warned about as a short secret on every run."""
 from __future__ import annotations
 
 import json
+import secrets as random_secrets
 
+from agent_health.config.secrets import REDACTED
 from tests.faults.conftest import cli
+from tests.support.http import LocalHTTPServer, QuietHandler
 
 ONE = """
 from agent_health import test
@@ -61,3 +64,47 @@ def test_report_reads_the_store_that_run_wrote_under_agent_health_store(tmp_path
     assert off.returncode == 2, off.stdout + off.stderr
     assert "$AGENT_HEALTH_STORE turns storing off, so no run is stored to read" in off.stdout + off.stderr
 
+
+class EchoPath(QuietHandler):
+    """A REST agent answering with the path it was asked on."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"output": f"asked on {self.path}"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+REST_CONFIG = """
+from agent_health import define_config
+
+config = define_config(
+    agents=[{
+        "key": "rest",
+        "connector": "http",
+        "settings": {"endpoint": "http://${FAULTS_HOST}:${FAULTS_PORT}/agent?key=${FAULTS_KEY}"},
+        "versions": {"v1": {}},
+    }],
+    default_agent="rest@v1",
+)
+"""
+
+
+def test_a_port_given_through_a_variable_is_an_address_not_a_short_secret(tmp_path, evals):
+    """`http://${HOST}:${PORT}/...` warned on every run that the port (4-5 digits) is a secret too
+    short to be searched for. The host and port of a URL are its address; a reference elsewhere in
+    the URL (here a key in the query) is still a secret."""
+    evals("smoke.yaml", "tests:\n  - name: outage\n    prompt: Diagnose why the payment service is failing.\n")
+    (tmp_path / "agent_health_config.py").write_text(REST_CONFIG)
+    key = "k-" + random_secrets.token_urlsafe(24)
+    with LocalHTTPServer(EchoPath) as server:
+        env = {"FAULTS_HOST": "127.0.0.1", "FAULTS_PORT": str(server.port), "FAULTS_KEY": key}
+        proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "short or a common word" not in proc.stderr, proc.stderr
+    [result] = json.loads((tmp_path / "report.json").read_text())["results"]
+    assert result["run"]["output"] == f"asked on /agent?key={REDACTED}"
+    assert key not in (tmp_path / "report.json").read_text()
