@@ -361,12 +361,18 @@ async def run_evaluation(
         if on_stuck is not None:
             on_stuck(message)
 
+    sink.start()
+    try:  # the manifest first: a store that cannot take it stops the run before any test spends
+        await sink.open(run)
+    except BaseException:
+        await sink.close()
+        await _close(closers)
+        raise
     watchdog = Watchdog(on_stuck=stuck if on_stuck is not None else None).start()
     pairs = [
         (AgentEngine(rt, judges, options, scopes, analyzers, watchdog), plan[agent])
         for agent, rt in zip(plan, runtimes)
     ]
-    sink.start()
     if control is not None:
         control.attach(abandon, watchdog)
 

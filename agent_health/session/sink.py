@@ -30,7 +30,7 @@ from agent_health.model import EvalRun, RunReport, TestResult
 from agent_health.model.encodable import encodable
 from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import Reporter, ReportError
-from agent_health.stores import ResultStore
+from agent_health.stores import ResultStore, StoreError
 
 _STOP = object()
 _BATCH = 64  # results handed to the sink's thread at once, at most
@@ -159,8 +159,14 @@ class ResultSink:
         self._queue.put((future, fn, args))
         return await asyncio.wrap_future(future)
 
+    async def open(self, run: EvalRun) -> None:
+        """Write the run's manifest (status running); a StoreError when the store cannot take it
+        (a missing bucket, refused credentials, an unwritable folder): a run must not spend on
+        tests whose results could not be stored."""
+        await self.call(self._open, run)
+
     async def begin(self, run: EvalRun, totals: dict[str, int]) -> None:
-        """Write the run's manifest (status running) and tell the reporters the run starts."""
+        """Tell the reporters the run starts (after `open` wrote its manifest)."""
         await self.call(self._begin, run, totals)
 
     async def agent_done(self, agent: str) -> None:
@@ -329,7 +335,7 @@ class ResultSink:
         message = str(exc) if isinstance(exc, ReportError) else f"reporter {rep.name}: {type(exc).__name__}: {exc}"
         self._error(f"{message}; its report is incomplete (results are still stored)")
 
-    def _put_run(self, run: EvalRun) -> None:
+    def _put_run(self, run: EvalRun, *, first: bool = False) -> None:
         if self.store is None:
             return
         try:
@@ -340,11 +346,18 @@ class ResultSink:
                 if clean is run:
                     raise
                 self.store.put_run(clean)
-        except Exception as exc:  # reported; the run goes on  # noqa: BLE001
+        except Exception as exc:  # reported; the run goes on (the first write stops it)  # noqa: BLE001
+            if first:
+                raise StoreError(
+                    f"{self._store_said(exc)} (the run manifest); no test was run: fix the store, or run "
+                    "without storing (--no-store, AGENT_HEALTH_STORE=none)"
+                ) from None
             self._error(f"{self._store_said(exc)} (the run manifest)")
 
+    def _open(self, run: EvalRun) -> None:
+        self._put_run(run, first=True)
+
     def _begin(self, run: EvalRun, totals: dict[str, int]) -> None:
-        self._put_run(run)
         self._each("begin", run)
         for agent, total in totals.items():
             self._each("start", agent, total)
