@@ -59,7 +59,7 @@ def serve_command(ctx: click.Context, source: str | None, host: str, port: int) 
             except stores.StoreError:
                 run = None  # not a valid run id (it has a '/')
             if run is None:
-                newest = ", ".join(r.id for r in store.list_runs()[:5]) or "none"
+                newest = ", ".join(sources.listed(r) for r in store.list_runs()[:5]) or "none"
                 raise UsageError(
                     f"serve {source!r} is not a store folder, a run folder or a run id in store {store.location} "
                     f"(newest runs: {newest})"

@@ -119,6 +119,7 @@ def store_source(store: ResultStore) -> Source:
 
 
 def _from_run(store: ResultStore, run: EvalRun) -> Source:
+    run = run.as_seen()  # a run killed without writing its end shows as abandoned
     agents = list(run.agents)
     if not agents:  # a manifest written before its agents were known: read them off the results
         agents = list(dict.fromkeys(r.agent for r in store.run_results(run.id)))
@@ -151,10 +152,16 @@ def _resolve(spec: str, config: Config, store: ResultStore | None, role: str) ->
     raise UsageError(_not_found(spec, store, role))
 
 
+def listed(run: EvalRun) -> str:
+    """A run in a list of runs: its id, and its status unless it finished."""
+    status = run.as_seen().status
+    return run.id if status == "finished" else f"{run.id} ({status})"
+
+
 def _not_found(spec: str, store: ResultStore, role: str) -> str:
     if spec.endswith(".json") or "/" in spec:
         return f"{role} {spec!r}: no such file"
-    runs = [r.id for r in store.list_runs()[:5]]
+    runs = [listed(r) for r in store.list_runs()[:5]]
     agents = sorted({k.agent for k in store.list()})
     return (
         f"{role} {spec!r} is not a JSON report file, a store folder, a run id or an agent version with results "

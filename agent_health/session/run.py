@@ -36,6 +36,7 @@ from agent_health.model import (
     harness_version,
 )
 from agent_health.model.report import NotRunTest, SummaryTally
+from agent_health.model.runs import this_process
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
@@ -258,14 +259,18 @@ async def run_evaluation(
     if loop not in _configured_loops:  # sync user code runs in daemon threads, never joined at exit
         use_daemon_threads(loop)
         _configured_loops.add(loop)
+    started = time.time()
     run = EvalRun(
         transport=transport,
+        started_at=started,
         harness_version=harness_version(),
         settings=settings,
         agents=tuple(plan),
         tests=max((len(ts) for ts in plan.values()), default=0),
         load_errors=tuple(load_errors),
         rejudge_of=rejudge_of,
+        process=this_process(),  # where to look whether it still runs (EvalRun.as_seen)
+        heartbeat_at=started,
     )
     sink = ResultSink(store, reporters, on_error)
     options = EngineOptions(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
@@ -27,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent_health.model import EvalRun, RunReport, TestResult
+from agent_health.model.runs import HEARTBEAT_S
 from agent_health.model.encodable import encodable
 from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import Reporter, ReportError
@@ -97,6 +99,7 @@ class ResultSink:
         self._in_flight = 0  # batches handed to writers and not reported yet
         self._done = 0  # results reported whose room the loop has not got back yet
         self._finished = False
+        self._beating = threading.Event()  # set: no more heartbeats
 
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
@@ -162,8 +165,20 @@ class ResultSink:
     async def open(self, run: EvalRun) -> None:
         """Write the run's manifest (status running); a StoreError when the store cannot take it
         (a missing bucket, refused credentials, an unwritable folder): a run must not spend on
-        tests whose results could not be stored."""
+        tests whose results could not be stored. Then, until the run ends, the manifest is
+        written again every `HEARTBEAT_S` with its `heartbeat_at`, so a reader elsewhere can
+        tell a run that stopped without writing its end (`EvalRun.as_seen`)."""
         await self.call(self._open, run)
+        if self.store is not None:
+            beats = threading.Thread(target=self._heartbeat, args=(run, HEARTBEAT_S), name="agent-health-heartbeat")
+            beats.daemon = True
+            beats.start()
+
+    def _heartbeat(self, run: EvalRun, every: float) -> None:
+        """Its own thread: queue a heartbeat every `every` s (the sink's thread writes it, in order
+        with the results and before the final manifest, so it never overwrites the end)."""
+        while not self._beating.wait(every):
+            self._queue.put((Future(), self._beat, (run,)))
 
     async def begin(self, run: EvalRun, totals: dict[str, int]) -> None:
         """Tell the reporters the run starts (after `open` wrote its manifest)."""
@@ -177,6 +192,7 @@ class ResultSink:
         await self.call(self._finish, run, report)
 
     async def close(self) -> None:
+        self._beating.set()
         await self.call(lambda: None)
         self._queue.put(_STOP)
         if self._writers is not None:
@@ -357,6 +373,14 @@ class ResultSink:
     def _open(self, run: EvalRun) -> None:
         self._put_run(run, first=True)
 
+    def _beat(self, run: EvalRun) -> None:
+        if self._finished or self.store is None:
+            return
+        try:
+            self.store.put_run(encodable(run.model_copy(update={"heartbeat_at": time.time()})))
+        except Exception:  # a missed heartbeat: the next one tries again; result writes say what fails  # noqa: BLE001
+            pass
+
     def _begin(self, run: EvalRun, totals: dict[str, int]) -> None:
         self._each("begin", run)
         for agent, total in totals.items():
@@ -366,6 +390,7 @@ class ResultSink:
         if self._finished:  # the run was abandoned from another thread and finished there
             return
         self._finished = True
+        self._beating.set()
         if self._store_failures > 1 and self.store is not None:
             self._error(f"result store {self.store.location}: {self._store_failures} results could not be stored")
         self._put_run(run)
