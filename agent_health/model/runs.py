@@ -17,7 +17,7 @@ from agent_health.model.report import BudgetSpend, RunSummary
 from agent_health.model.result import SCHEMA_VERSION
 from agent_health.model.settings import RunSettings
 
-RunStatus = Literal["running", "finished", "interrupted", "abandoned"]
+RunStatus = Literal["running", "finished", "incomplete", "interrupted", "abandoned"]
 
 # While a run goes, its manifest is written again every HEARTBEAT_S (`heartbeat_at`). A `running`
 # manifest whose process is gone (on this host), or whose heartbeat is older than ABANDONED_AFTER_S
@@ -92,7 +92,12 @@ class EvalRun(BaseModel):
     schema_version: int = Field(SCHEMA_VERSION, description="Version of this schema.")
     id: str = Field(default_factory=new_run_id, description="Run id, sortable by start time.")
     transport: Literal["cli", "dagster", "api"] = Field("api", description="What started the run.")
-    status: RunStatus = Field("running", description="running until the run ends; interrupted on Ctrl-C.")
+    status: RunStatus = Field(
+        "running",
+        description="running until the run ends; finished; incomplete when it ended but not every result could "
+        "be stored (`not_stored`); interrupted on Ctrl-C or SIGTERM; abandoned (shown by readers) when it never "
+        "wrote its end and its process is gone.",
+    )
     started_at: float = Field(default_factory=time.time, description="Unix time the run started.")
     finished_at: float | None = Field(None, description="Unix time the run ended; None while running.")
     harness_version: str = Field("", description="agent-health version that ran it.")
@@ -107,6 +112,9 @@ class EvalRun(BaseModel):
         None, description="Why tests were not run: 'budget reached', 'fail-fast' or 'interrupted'."
     )
     budget: BudgetSpend | None = Field(None, description="Spend against the budget, when the run had one.")
+    not_stored: int = Field(
+        0, description="Results the run made that the store could not take (a full disk, a store gone)."
+    )
     load_errors: tuple[str, ...] = Field((), description="Eval files or tests that failed to load.")
     hook_errors: tuple[str, ...] = Field((), description="after_all hooks that failed.")
     warnings: tuple[str, ...] = Field(

@@ -83,6 +83,7 @@ def run_snapshot(run: EvalRun, counts: dict[str, Any] | None = None, error: str 
         "not_run_reason": run.not_run_reason,
         "rejudge_of": run.rejudge_of,
         "abandoned": run.abandoned,
+        "not_stored": run.not_stored,
         "error": error,
     }
 

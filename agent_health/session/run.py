@@ -306,9 +306,13 @@ async def run_evaluation(
             for a in plan
         )
         spend = budget.spend() if budget is not None else None
+        not_stored = sink.not_stored  # every result is stored or refused by now (the sink's calls wait)
+        if status == "finished" and not_stored:
+            status = "incomplete"
         final = run.model_copy(
             update={
                 "status": status,
+                "not_stored": not_stored,
                 "finished_at": time.time(),
                 "summaries": summaries,
                 "not_run": not_run,

@@ -101,6 +101,12 @@ class ResultSink:
         self._finished = False
         self._beating = threading.Event()  # set: no more heartbeats
 
+    @property
+    def not_stored(self) -> int:
+        """Results the store could not take, so far."""
+        with self._lock:
+            return self._store_failures
+
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
         self._room = asyncio.Semaphore(self._max_pending)

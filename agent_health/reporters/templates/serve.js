@@ -73,7 +73,8 @@
       document.getElementById("agents").textContent = r.agents.join(", ") || "-";
       document.getElementById("not-run").textContent = r.not_run ? r.not_run + " not run (" + (r.not_run_reason || "") + ")" : "";
       document.getElementById("abandoned").textContent = r.abandoned ? "abandoned: " + r.abandoned : "";
-      document.getElementById("store-error").textContent = r.error || "";
+      document.getElementById("store-error").textContent =
+        [r.not_stored ? r.not_stored + " result(s) could not be stored" : "", r.error || ""].filter(Boolean).join("; ");
       var key = r.status + " " + r.results + " " + r.finished_at;
       // The report under the bar is the stored run's page: render it again when the run changed
       // (its deep link, the part after #, stays).
