@@ -221,7 +221,7 @@ class SubprocessConnector(RealConnector):
             return (
                 stripped,
                 [Step(kind="message", content=stripped)] if stripped else [],
-                Usage(model=self.settings.model),
+                Usage(model=self.settings.model, unreported=True),
                 [{"type": "stdout", "text": stripped}],
             )
         if fmt == "json":
@@ -241,7 +241,7 @@ class SubprocessConnector(RealConnector):
         steps: list[Step] = []
         raw: list[Any] = []
         output: str | None = None
-        usage = Usage(model=self.settings.model)
+        usage = Usage(model=self.settings.model, unreported=True)  # until a usage event says
         for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue

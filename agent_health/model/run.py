@@ -83,6 +83,11 @@ class Usage(BaseModel):
         description="Cost the agent itself reported (e.g. Claude Code's total_cost_usd); when set it is the "
         "run's cost instead of the price-table estimate.",
     )
+    unreported: bool = Field(
+        False,
+        description="The agent reported no usage at all: its tokens are unknown (not 0), and so is its cost "
+        "unless it reported that (`cost_usd`).",
+    )
 
     @classmethod
     def of(cls, input_tokens: int = 0, output_tokens: int = 0, **kw: Any) -> Usage:
@@ -99,6 +104,7 @@ class Usage(BaseModel):
             llm_calls=self.llm_calls + other.llm_calls,
             retries=self.retries + other.retries,
             cost_usd=None if self.cost_usd is None and other.cost_usd is None else _add_cost(self, other),
+            unreported=self.unreported or other.unreported,  # a sum with an unknown part is unknown
         )
 
 
