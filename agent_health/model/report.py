@@ -164,6 +164,11 @@ class BudgetSpend(BaseModel):
     reached: str | None = Field(
         None, description="The limit that stopped the run (e.g. 'max_cost_usd'), or why spend became unknown."
     )
+    shards: int | None = Field(
+        None,
+        description="In a merged report: the shards whose budgets these are. Each shard held its own spend to "
+        "its own limits; the limits here are their sum, the spend the shards' together.",
+    )
 
     def describe(self) -> str:
         """One line: spend against each limit set."""
@@ -175,6 +180,8 @@ class BudgetSpend(BaseModel):
         if self.max_tokens is not None:
             parts.append(f"tokens {self.tokens:,} of {self.max_tokens:,}")
         line = "budget: " + ", ".join(parts)
+        if self.shards:
+            line += f" (the sum of {self.shards} shards' budgets: each shard was held to its own)"
         if self.judge_cache_hits:
             line += f"; {self.judge_cache_hits} judge cache hit(s), $0"
         if self.reached:
