@@ -191,7 +191,8 @@ def run_command(
         ctx.exit(EXIT_USAGE)
     if not tests:  # an empty shard (more shards than tests): it runs nothing, reports so and passes,
         # so that a fixed CI matrix of shards always has every report to merge
-        click.echo(f"shard {settings.shard} holds none of the {len(selected)} selected test(s): nothing to run", err=True)
+        say = f"shard {settings.shard} holds none of the {len(selected)} selected test(s): nothing to run"
+        click.echo(say, err=True)
     reps = build_reporters(reporters, verbose)
     for rep in reps:  # where source_file starts (the github reporter names files from the repository)
         rep.eval_root = loaded.root

@@ -139,8 +139,10 @@ class Budget:
         flight may make room; raise `SpendRefused` (and stop the run starting tests) when none can."""
         unknown = f"no price for {unpriced}" if unpriced else tab.unknown
         counts_tokens = self.settings.max_tokens is not None
-        if (self.settings.counts_cost and unknown) or (counts_tokens and tab.unreported) or (
-            (self.reached or "").startswith((COST_UNKNOWN, TOKENS_UNKNOWN))
+        if (
+            (self.settings.counts_cost and unknown)
+            or (counts_tokens and tab.unreported)
+            or ((self.reached or "").startswith((COST_UNKNOWN, TOKENS_UNKNOWN)))
         ):
             if self.reached is None:
                 if self.settings.counts_cost and unknown:

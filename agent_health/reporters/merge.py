@@ -122,10 +122,10 @@ def merged_budget(reports: Sequence[RunReport]) -> BudgetSpend | None:
         return None
 
     def total(name: str) -> float | None:
-        values = [getattr(b, name) for _, b in budgets]
+        values: list[float | None] = [getattr(b, name) for _, b in budgets]
         if len(budgets) < len(reports) or any(v is None for v in values):
             return None
-        return sum(values)
+        return sum(v for v in values if v is not None)
 
     reached = "; ".join(f"shard {s}: {b.reached}" if s else str(b.reached) for s, b in budgets if b.reached)
     tokens = total("max_tokens")

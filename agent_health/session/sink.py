@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent_health.model import EvalRun, RunReport, TestResult
-from agent_health.model.runs import HEARTBEAT_S
 from agent_health.model.encodable import encodable
+from agent_health.model.runs import HEARTBEAT_S
 from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import Reporter, ReportError
 from agent_health.stores import ResultStore, StoreError

@@ -24,6 +24,7 @@ from tests.faults.conftest import cli
 from tests.faults.lifecycle import budget, manifests, start, wait_until
 from tests.reporters.test_serve import start_serve
 
+CONFIG = "from agent_health import define_config\nconfig = define_config()\n"
 EVAL = """
 import time
 from pathlib import Path
@@ -49,7 +50,7 @@ def run_logs(root: Path) -> list[Path]:
 
 def test_a_run_killed_with_sigkill_shows_abandoned_in_report_serve_and_listings(tmp_path, evals):
     evals("mixed.eval.py", EVAL)
-    (tmp_path / "agent_health_config.py").write_text("from agent_health import define_config\nconfig = define_config()\n")
+    (tmp_path / "agent_health_config.py").write_text(CONFIG)
     proc = start("run", "evals", "--no-judge", "--concurrency", "1", cwd=tmp_path)
     try:
         wait_until(lambda: (tmp_path / "started").exists(), budget(30))  # "quick" ran first

@@ -81,7 +81,7 @@ def test_a_full_disk_under_the_state_folder_is_reported_once_and_leaves_no_torn_
     assert (tmp_path / "out" / "r.jsonl").read_text().endswith("\n")
 
 
-FORTY = "tests:\n" + "".join(f"  - name: case {i}\n    prompt: Diagnose outage {i} of the payment service.\n" for i in range(40))
+FORTY = "tests:\n" + "".join(f"  - name: case {i}\n    prompt: Diagnose outage {i}.\n" for i in range(40))
 
 
 @pytest.mark.skipif(not _namespaces_work(), reason="needs unshare -Urm (unprivileged user namespaces)")

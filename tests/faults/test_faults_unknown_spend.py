@@ -22,7 +22,8 @@ def run(prompt):
 
 
 def counted(prompt):
-    return {"output": "The payment service cannot reach its database.", "usage": {"input_tokens": 0, "output_tokens": 0}}
+    answer = "The payment service cannot reach its database."
+    return {"output": answer, "usage": {"input_tokens": 0, "output_tokens": 0}}
 """
 
 CONFIG = """
