@@ -38,7 +38,7 @@ from agent_health.connectors.parsing import ParseError, as_text, parse_args, par
 from agent_health.errors import ConfigError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
-from agent_health.model.limits import Bytes
+from agent_health.model.limits import ARTIFACTS_RUN_MAX, Bytes
 
 # After the agent exits, how long its output is still read: a process that left its group (a
 # daemon) may hold the pipes open forever, while what the agent wrote is already in them.
@@ -287,14 +287,24 @@ class SubprocessConnector(RealConnector):
         return output, steps, usage, raw
 
 
-def collect_artifacts(folder: Path, max_bytes: int) -> tuple[Artifact, ...]:
+def collect_artifacts(folder: Path, max_bytes: int, total: int = ARTIFACTS_RUN_MAX) -> tuple[Artifact, ...]:
     """The files under `folder` as artifacts, by relative name; each up to `max_bytes` stored as
-    text (UTF-8) or base64, a larger one described only (its copy would bloat every stored result)."""
+    text (UTF-8) or base64, a larger one described only (its copy would bloat every stored result).
+    Copies stop at `total` bytes for the run (no run stores more, docs/limits.md): the files past
+    it are described only, without being read into memory."""
     found: list[Artifact] = []
     if not folder.is_dir():
         return ()
+    left = total
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        found.append(artifact_of(path, path.relative_to(folder).as_posix(), max_bytes))
+        name = path.relative_to(folder).as_posix()
+        artifact = artifact_of(path, name, min(max_bytes, left) if left > 0 else -1)
+        if artifact.content is not None:
+            left -= len(artifact.content)
+        elif artifact.size <= max_bytes:  # small enough for a copy, but the run's copies are full
+            note = f"copy not stored: this run's artifact copies reached {total:,} bytes (ARTIFACTS_RUN_MAX)"
+            artifact = artifact.model_copy(update={"omitted": note})
+        found.append(artifact)
     return tuple(found)
 
 

@@ -213,7 +213,8 @@ class RunReport(BaseModel):
     budget: BudgetSpend | None = Field(None, description="Spend against the budget, when the run had one.")
     warnings: list[str] = Field(
         default_factory=list,
-        description="Run-level warnings: gating judges demoted to observe because they miss judge.calibration.",
+        description="Run-level warnings: gating judges demoted to observe because they miss judge.calibration; "
+        "artifact copies the run's cap left out (ARTIFACTS_RUN_MAX).",
     )
     shard: Shard | None = Field(None, description="The shard of the selected tests this run ran (--shard), if any.")
     merged_from: list[str] = Field(

@@ -65,6 +65,9 @@ class Artifact(BaseModel):
     content: str | None = Field(None, description="The stored copy: the text, or base64 when `encoding` is base64.")
     encoding: Literal["utf-8", "base64"] | None = Field(None, description="How `content` holds the bytes.")
     uri: str | None = Field(None, description="Where the file lives when no copy is stored (or as well).")
+    omitted: str | None = Field(
+        None, description="Why no copy is stored though the file was small enough: the run's cap on artifact copies."
+    )
 
 
 class Usage(BaseModel):

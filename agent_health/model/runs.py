@@ -118,7 +118,9 @@ class EvalRun(BaseModel):
     load_errors: tuple[str, ...] = Field((), description="Eval files or tests that failed to load.")
     hook_errors: tuple[str, ...] = Field((), description="after_all hooks that failed.")
     warnings: tuple[str, ...] = Field(
-        (), description="Gating judges demoted to observe (or refused) because they miss judge.calibration."
+        (),
+        description="Gating judges demoted to observe (or refused) because they miss judge.calibration; artifact "
+        "copies the run's cap left out (ARTIFACTS_RUN_MAX).",
     )
     rejudge_of: str | None = Field(
         None,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from agent_health.config import Config
 from agent_health.engine import AgentEngine, Budget, EngineOptions, PlanOutcome, Running, Scopes, Watchdog, run_plan
 from agent_health.engine.collector import frozen_heap
+from agent_health.engine.runner import ArtifactAllowance
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
 from agent_health.lazy import deferred
@@ -79,7 +80,7 @@ class RunOutcome:
     @property
     def uncalibrated(self) -> tuple[str, ...]:
         """Warnings of the judges the calibration gate refused (demoted to observe, or errored)."""
-        return self.run.warnings
+        return tuple(w for w in self.run.warnings if w.startswith(CALIBRATION_WARNING))
 
     @property
     def all_passed(self) -> bool:
@@ -104,10 +105,24 @@ class RunOutcome:
         return self.all_passed or (self.run.settings.budget.exit_code == 0 and self.passed_but_budget)
 
 
+CALIBRATION_WARNING = "judge "  # how a calibration gate's warning starts
+
+
 def calibration_warnings(judges: JudgeService) -> list[str]:
     """One line per judge the calibration gate refused: what became of its verdicts and why."""
     fate = "its verdicts errored (--require-calibrated)" if judges.require_calibrated else "its verdicts only observe"
-    return [f"judge {who} is not calibrated: {why}; {fate}" for who, why in sorted(judges.uncalibrated.items())]
+    refused = sorted(judges.uncalibrated.items())
+    return [f"{CALIBRATION_WARNING}{who} is not calibrated: {why}; {fate}" for who, why in refused]
+
+
+def artifact_warnings(allowance: ArtifactAllowance) -> list[str]:
+    """The line saying how many artifact copies the run's cap left out, if any."""
+    if not allowance.omitted:
+        return []
+    return [
+        f"{allowance.omitted} artifact copy(ies) not stored: the run's artifact copies reached "
+        f"{allowance.total:,} characters (ARTIFACTS_RUN_MAX, docs/limits.md); their names, sizes and hashes are kept"
+    ]
 
 
 def shard_tests(tests: Sequence[LoadedTest], shard: Shard | None) -> list[LoadedTest]:
@@ -319,7 +334,7 @@ async def run_evaluation(
                 "not_run_reason": reason,
                 "budget": spend,
                 "hook_errors": tuple(hook_errors),
-                "warnings": tuple(calibration_warnings(judges)),
+                "warnings": tuple(calibration_warnings(judges) + artifact_warnings(options.artifacts)),
             }
         )
         report = RunReport(
@@ -338,7 +353,7 @@ async def run_evaluation(
                 for a, t in unstarted
             ],
             budget=spend,
-            warnings=calibration_warnings(judges),
+            warnings=calibration_warnings(judges) + artifact_warnings(options.artifacts),
             shard=settings.shard,
         )
         return final, report
