@@ -14,7 +14,7 @@ import click
 
 from agent_health.cli.options import setting_options
 from agent_health.config import Config
-from agent_health.errors import ConfigError
+from agent_health.errors import ConfigError, StoreRefusedRun
 from agent_health.interrupts import Interrupted, real_ctrl_c
 from agent_health.lazy import deferred
 from agent_health.loader import LoadedTest, LoadResult, load_tests
@@ -218,6 +218,9 @@ def run_command(
     except Interrupted as exc:
         click.echo(f"interrupted ({exc.signame})", err=True)
         ctx.exit(process.EXIT_CODES.get(exc.signame, EXIT_TERMINATED))
+    except StoreRefusedRun as exc:  # before any test: say how to run anyway
+        _say(f"{exc}: fix the store, or run without storing (--no-store, AGENT_HEALTH_STORE=none)")
+        ctx.exit(EXIT_USAGE)
     if outcome.store and outcome.stored:
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
     if load_errors or outcome.output_errors:

@@ -27,12 +27,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent_health.errors import StoreRefusedRun
 from agent_health.model import EvalRun, RunReport, TestResult
 from agent_health.model.encodable import encodable
 from agent_health.model.runs import HEARTBEAT_S
 from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import Reporter, ReportError
-from agent_health.stores import ResultStore, StoreError
+from agent_health.stores import ResultStore
 
 _STOP = object()
 _BATCH = 64  # results handed to the sink's thread at once, at most
@@ -370,10 +371,7 @@ class ResultSink:
                 self.store.put_run(clean)
         except Exception as exc:  # reported; the run goes on (the first write stops it)  # noqa: BLE001
             if first:
-                raise StoreError(
-                    f"{self._store_said(exc)} (the run manifest); no test was run: fix the store, or run "
-                    "without storing (--no-store, AGENT_HEALTH_STORE=none)"
-                ) from None
+                raise StoreRefusedRun(f"{self._store_said(exc)} (the run manifest); no test was run") from None
             self._error(f"{self._store_said(exc)} (the run manifest)")
 
     def _open(self, run: EvalRun) -> None:

@@ -57,7 +57,7 @@ def test_a_missing_bucket_stops_the_run_before_any_test(tmp_path, evals, s3_endp
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert not (tmp_path / "calls.txt").exists(), "the agent was called though nothing could be stored"
-    assert f"s3://{missing}" in out and "NoSuchBucket" in out and "(the run manifest); no test was run" in out, out
+    assert f"s3://{missing}" in out and "NoSuchBucket" in out and "(the run manifest); no test was run: fix" in out, out
     assert "--no-store" in out and "Traceback" not in out
     assert not (tmp_path / "report.json").exists()  # no report of a run that did not run
     # what the message offers: the same run without a store runs every test
