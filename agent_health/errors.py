@@ -32,6 +32,10 @@ class StoreError(AgentHealthError):
     store location and the key (never a credential)."""
 
 
+class StoreRefusedRun(StoreError):
+    """The store could not take a run's manifest at its start: the run stopped before any test."""
+
+
 class InfrastructureError(AgentHealthError):
     """Something the test depends on broke (agent, judge, fixture, trace store): the test errors."""
 

@@ -95,11 +95,6 @@ def remove_stale_temps(path: Path) -> list[Path]:
     return removed
 
 
-def _discard(tmp: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-
-
 def write_all(fd: int, data: bytes) -> None:
     """os.write until all of `data` is written (a regular file takes less only when full)."""
     view = memoryview(data)
@@ -138,12 +133,9 @@ def fsync_folder(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def replace_file(folder: str, name: str, data: bytes, *, sync: bool = True, mode: int = 0o666) -> None:
-    """Replace the regular file `folder/name` with `data` atomically, in the fewest system calls
-    (the result store's path: one open, write, optional fsync, close and rename). `sync` fsyncs
-    the data before the rename; making the rename itself durable is `fsync_folder`'s job. Unlike
-    `open_atomic` it neither follows symbolic links nor writes devices in place: the store owns
-    its folder."""
+def write_temp(folder: str, name: str, data: bytes, *, sync: bool = True, mode: int = 0o666) -> str:
+    """`data` in a new temporary file for `folder/name`, fsynced when `sync`; its path, for the
+    caller to rename over `name` (`os.replace`) or `discard`. Nothing is left when it fails."""
     fd, tmp = _create_temp(folder, name, mode)
     try:
         try:
@@ -152,10 +144,25 @@ def replace_file(folder: str, name: str, data: bytes, *, sync: bool = True, mode
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, os.path.join(folder, name))
     except BaseException:
-        _discard(tmp)
+        discard(tmp)
         raise
+    return tmp
+
+
+def discard(tmp: str) -> None:
+    """Remove a temporary file that will not be renamed into place (gone already: nothing to do;
+    a failure to remove it must not hide the error that made it useless)."""
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def cut_back(path: str, before: int, length: int) -> None:
+    """Take back the `length` bytes appended to `path` at offset `before`, if they are still its
+    last ones (another writer appended after them: they stay, and a reader keeps them)."""
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_size == before + length:
+            os.truncate(path, before)
 
 
 @contextlib.contextmanager
@@ -186,7 +193,7 @@ def open_atomic(path: Path, mode: int = 0o666, *, binary: bool = False, fsync: b
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        _discard(tmp)
+        discard(tmp)
         raise
 
 
@@ -220,7 +227,7 @@ def create_file(folder: str, name: str, data: bytes, *, mode: int = 0o666) -> bo
             return True
         return True
     finally:
-        _discard(tmp)
+        discard(tmp)
 
 
 _NAME_SAFE = "-_.~"  # never escaped in a name: what every filesystem and object store takes as is

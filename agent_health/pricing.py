@@ -100,6 +100,8 @@ def cost_of(usage: Usage, table: PriceTable | None = None) -> float | None:
     A cost the agent reported itself wins: it knows its own cache and pricing better than a table."""
     if usage.cost_usd is not None:
         return usage.cost_usd
+    if usage.unreported:  # an agent that said nothing of its usage: unknown, never free
+        return None
     return call_cost(usage.model, usage.input_tokens, usage.output_tokens, table)
 
 

@@ -34,6 +34,13 @@ BYTES_PER_TOKEN = 3
 ASSUMED_OUTPUT_TOKENS = 1024
 
 
+def unknown_cost(usage: Usage, model: str = "a model") -> str:
+    """Why `usage` has no cost: the agent reported no usage at all, or its model has no price."""
+    if usage.unreported:
+        return f"the agent{f' ({usage.model})' if usage.model else ''} reported no usage"
+    return f"no price for {usage.model or model}"
+
+
 def estimate_tokens(text: str) -> int:
     """The tokens `text` counts as before a call: its UTF-8 bytes / `BYTES_PER_TOKEN`, rounded up."""
     return math.ceil(len(text.encode("utf-8", "surrogatepass")) / BYTES_PER_TOKEN)
@@ -104,7 +111,8 @@ class Tab:
         self.waiting = 0  # its calls waiting for room in the budget
         self.run_pending = True  # the current trial's agent run is not counted yet
         self.most_run = NOTHING  # the most one of its agent runs spent
-        self.unpriced: str | None = None  # a model it used that has no price
+        self.unknown: str | None = None  # why its cost is unknown: "no price for X", or no usage reported
+        self.unreported = False  # an agent run of it reported no usage: its tokens are unknown too
         self.refused: SpendRefused | None = None  # the first call it was refused
 
     def count_agent(self, usage: Usage, *, replayed: bool = False) -> None:
@@ -115,7 +123,8 @@ class Tab:
             return
         cost = cost_of(usage, self.prices)
         if cost is None:
-            self.unpriced = self.unpriced or usage.model or "the agent's model"
+            self.unknown = self.unknown or unknown_cost(usage, "the agent's model")
+        self.unreported = self.unreported or usage.unreported
         run = Spend(cost or 0.0, 0.0, usage.total_tokens)
         self.counted += run
         self.most_run = Spend(max(self.most_run.cost_usd, run.cost_usd), 0.0, max(self.most_run.tokens, run.tokens))
@@ -149,10 +158,11 @@ class Tab:
         cap = self.cap_usd
         if cap is None:
             return
-        if not priced or self.unpriced:
+        if not priced or self.unknown:
+            why = self.unknown or f"no price for {model}"
             raise SpendRefused(
-                f"cost unknown against the test's cap of ${cap:g}: no price for {self.unpriced or model} "
-                "(add it to the configuration's prices)",
+                f"cost unknown against the test's cap of ${cap:g}: {why}"
+                + (" (add it to the configuration's prices)" if why.startswith("no price") else ""),
                 budget=False,
                 limit="max_cost_usd of the test",
             )
@@ -189,7 +199,7 @@ class Held:
         priced = usage.model_copy(update={"model": self.model or usage.model})
         cost = cost_of(priced, tab.prices)
         if cost is None:
-            tab.unpriced = tab.unpriced or priced.model or "the judge's model"
+            tab.unknown = tab.unknown or unknown_cost(priced, "the judge's model")
         tab.counted += Spend(cost or 0.0, cost or 0.0, usage.total_tokens)
         tab._changed()
 
@@ -202,6 +212,38 @@ class Held:
 
 
 _TAB: ContextVar[Tab | None] = ContextVar("agent_health_spend_tab", default=None)
+
+
+class Meter:
+    """The usage of the model calls made while it is the running code's meter (`metering`): what
+    one judge() spent, also when its verdict is errored (an answer unusable after its repair, a
+    tool loop that failed half-way): the calls were made, their tokens were paid."""
+
+    def __init__(self) -> None:
+        self.total = Usage()
+
+    def add(self, usage: Usage) -> None:
+        self.total = self.total + usage
+
+
+_METER: ContextVar[Meter | None] = ContextVar("agent_health_spend_meter", default=None)
+
+
+def metering() -> tuple[Meter, Token[Meter | None]]:
+    """A new meter for the model calls the running code makes from now (`reset_meter` ends it)."""
+    meter = Meter()
+    return meter, _METER.set(meter)
+
+
+def reset_meter(token: Token[Meter | None]) -> None:
+    _METER.reset(token)
+
+
+def metered(usage: Usage) -> None:
+    """A model call returned with `usage`: count it on the running code's meter, if any."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.add(usage)
 
 
 def current_tab() -> Tab | None:
@@ -222,12 +264,17 @@ __all__ = [
     "ASSUMED_OUTPUT_TOKENS",
     "BYTES_PER_TOKEN",
     "Held",
+    "Meter",
     "Pool",
     "Spend",
     "SpendRefused",
     "Tab",
     "current_tab",
     "estimate_tokens",
+    "metered",
+    "metering",
+    "reset_meter",
     "reset_tab",
+    "unknown_cost",
     "use_tab",
 ]

@@ -34,6 +34,16 @@ def doc_id(*parts: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def _unsupported(exc: Exception) -> bool:
+    """True when a request failed because the service has no such API: 404, 405 or 501 (but a
+    missing index), or OpenSearch's own 400 "no handler found for uri"."""
+    status = getattr(exc, "status_code", None)
+    text = f"{getattr(exc, 'error', '')} {getattr(exc, 'info', '')}"
+    if status == 400:
+        return "no handler found" in text
+    return status in (404, 405, 501) and "index_not_found" not in text
+
+
 class OpenSearchIndex:
     """Documents in one index. `ensure()` creates it with `mapping` once per process; a race
     with another process creating it too is harmless."""
@@ -61,6 +71,7 @@ class OpenSearchIndex:
         self.url = opensearch_url(settings)
         self._client = client
         self._ready = False
+        self._no_refresh = False  # the service has no refresh API (serverless)
         self._lock = threading.Lock()
 
     @property
@@ -99,13 +110,21 @@ class OpenSearchIndex:
         return self.client
 
     def refresh(self) -> None:
-        """Make every write so far visible to searches (best effort: serverless has no refresh)."""
+        """Make every write so far visible to searches. A service without the refresh API (Amazon
+        OpenSearch Serverless; searches there see writes within seconds) is
+        not asked again; any other failure (credentials refused, no permission to refresh, the
+        index gone, the node unreachable) is a StoreError: a search after it would silently miss
+        what was just written."""
+        if self._no_refresh:
+            return
+        client = self.ensure()
         try:
-            self.ensure().indices.refresh(index=self.index)
-        except StoreError:
-            raise
-        except Exception:  # best effort: the next request reports a real problem  # noqa: BLE001
-            pass
+            client.indices.refresh(index=self.index)
+        except Exception as exc:
+            if _unsupported(exc):
+                self._no_refresh = True
+                return
+            raise self.fail("cannot refresh the index (writes would stay unseen by searches)", exc) from exc
 
     def get(self, id: str, source: list[str] | None = None) -> dict[str, Any] | None:
         """One document's _source (realtime: sees every acknowledged write), or None."""

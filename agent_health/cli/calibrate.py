@@ -119,7 +119,7 @@ def calibrate_command(
     Exit codes: 0 calibrated; 2 bad input (a labels file line, nothing to calibrate).
     """
     config = ctx.obj["config"]
-    store = stores.open_store(config)
+    store = sources.runs_store(config)
     src = sources.open_source(source, config, store=store) if source else sources.store_source(store)
     home = src.store or store  # where the labels and calibrations go: beside the results
     labels = human_labels.load_labels(labels_path) if labels_path is not None else home.labels()

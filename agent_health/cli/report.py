@@ -55,6 +55,8 @@ def report_command(ctx: click.Context, source: str | None, output: Path, title: 
     n = len(builder)
     builder.write(output, **page)
     click.echo(f"wrote {output} ({n} test result(s) from {src.label})")
+    if src.run is not None and src.run.status == "abandoned":
+        click.echo(f"note: run {src.run.id} was abandoned: {src.run.abandoned}", err=True)
     if damaged is not None:
         click.echo(f"error: {damaged}", err=True)
         ctx.exit(2)

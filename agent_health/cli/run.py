@@ -14,7 +14,7 @@ import click
 
 from agent_health.cli.options import setting_options
 from agent_health.config import Config
-from agent_health.errors import ConfigError
+from agent_health.errors import ConfigError, StoreRefusedRun
 from agent_health.interrupts import Interrupted, real_ctrl_c
 from agent_health.lazy import deferred
 from agent_health.loader import LoadedTest, LoadResult, load_tests
@@ -193,7 +193,7 @@ def run_command(
             click.echo(f"{agent}: {len(tests) - len(chosen)} skipped as up to date")  # what --only would run
             print_list(loaded, chosen)
         ctx.exit(EXIT_USAGE if load_errors else EXIT_OK)
-    if not tests:
+    if not tests and not (settings.shard and selected):  # an empty shard of a selection runs (see below)
         for err in load_errors:
             _say(err)
         where = ", ".join(map(str, paths))
@@ -201,6 +201,10 @@ def run_command(
         filt += f" in shard {settings.shard} (of {len(selected)} selected)" if settings.shard and selected else ""
         _say(f"no tests found{filt} in {where}")
         ctx.exit(EXIT_USAGE)
+    if not tests:  # an empty shard (more shards than tests): it runs nothing, reports so and passes,
+        # so that a fixed CI matrix of shards always has every report to merge
+        say = f"shard {settings.shard} holds none of the {len(selected)} selected test(s): nothing to run"
+        click.echo(say, err=True)
     reps = build_reporters(reporters, verbose)
     for rep in reps:  # where source_file starts (the github reporter names files from the repository)
         rep.eval_root = loaded.root
@@ -226,6 +230,9 @@ def run_command(
     except Interrupted as exc:
         click.echo(f"interrupted ({exc.signame})", err=True)
         ctx.exit(process.EXIT_CODES.get(exc.signame, EXIT_TERMINATED))
+    except StoreRefusedRun as exc:  # before any test: say how to run anyway
+        _say(f"{exc}: fix the store, or run without storing (--no-store, AGENT_HEALTH_STORE=none)")
+        ctx.exit(EXIT_USAGE)
     if outcome.store and outcome.stored:
         click.echo(f"{outcome.stored} result(s) stored in {outcome.store} (run {outcome.run.id})", err=True)
     exit_if_closed(outcome)

@@ -14,10 +14,12 @@ from agent_health.lazy import deferred
 
 # loaded when the command runs: `agent-health --help` imports every command module to list it
 if TYPE_CHECKING:
+    import agent_health.cli.sources as sources
     import agent_health.reporters.serve as reporters_serve
     import agent_health.stores as stores
     import agent_health.stores.local as stores_local
 else:
+    sources = deferred("agent_health.cli.sources")
     reporters_serve = deferred("agent_health.reporters.serve")
     stores = deferred("agent_health.stores")
     stores_local = deferred("agent_health.stores.local")
@@ -50,14 +52,14 @@ def serve_command(ctx: click.Context, source: str | None, host: str, port: int) 
     elif path is not None and path.is_dir():
         store = stores.LocalResultStore(path)
     else:
-        store = stores.open_store(config)
+        store = sources.runs_store(config)
         if source is not None:
             try:
                 run = store.get_run(source)
             except stores.StoreError:
                 run = None  # not a valid run id (it has a '/')
             if run is None:
-                newest = ", ".join(r.id for r in store.list_runs()[:5]) or "none"
+                newest = ", ".join(sources.listed(r) for r in store.list_runs()[:5]) or "none"
                 raise UsageError(
                     f"serve {source!r} is not a store folder, a run folder or a run id in store {store.location} "
                     f"(newest runs: {newest})"

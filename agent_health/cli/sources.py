@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from agent_health.config import Config
 from agent_health.errors import UsageError
 from agent_health.model import EvalRun, RunReport, RunSummary, TestResult
+from agent_health.session.settings import stored_in
 from agent_health.stores import LocalResultStore, ResultStore, StoreError, open_store
 
 SourceKind = Literal["report", "run", "store", "agent"]
@@ -87,6 +88,19 @@ def read_report_file(path: Path) -> RunReport:
         raise UsageError(f"{path} is not an agent-health JSON report ({where}: {first.get('msg')})") from exc
 
 
+def runs_store(config: Config) -> ResultStore:
+    """The store `agent-health run` writes to under this environment and configuration (with no
+    `--store` flag): `$AGENT_HEALTH_STORE`, else the configuration's. An error when that turns
+    storing off, since there is then nothing stored to read."""
+    settings, origin = stored_in(config)
+    if settings is None:
+        raise UsageError(
+            f"{origin} turns storing off, so no run is stored to read: name a JSON report or a store folder, "
+            "or unset it"
+        )
+    return open_store(config, settings)
+
+
 def _from_report(path: Path) -> Source:
     report = read_report_file(path)
     results = list(report.results)
@@ -105,6 +119,7 @@ def store_source(store: ResultStore) -> Source:
 
 
 def _from_run(store: ResultStore, run: EvalRun) -> Source:
+    run = run.as_seen()  # a run killed without writing its end shows as abandoned
     agents = list(run.agents)
     if not agents:  # a manifest written before its agents were known: read them off the results
         agents = list(dict.fromkeys(r.agent for r in store.run_results(run.id)))
@@ -125,7 +140,7 @@ def _resolve(spec: str, config: Config, store: ResultStore | None, role: str) ->
         return _from_report(path)
     if path.is_dir():
         return _from_store(LocalResultStore(path), f"store {path}")
-    store = store or open_store(config)
+    store = store or runs_store(config)
     try:
         run = store.get_run(spec)
     except StoreError:
@@ -137,10 +152,16 @@ def _resolve(spec: str, config: Config, store: ResultStore | None, role: str) ->
     raise UsageError(_not_found(spec, store, role))
 
 
+def listed(run: EvalRun) -> str:
+    """A run in a list of runs: its id, and its status unless it finished."""
+    status = run.as_seen().status
+    return run.id if status == "finished" else f"{run.id} ({status})"
+
+
 def _not_found(spec: str, store: ResultStore, role: str) -> str:
     if spec.endswith(".json") or "/" in spec:
         return f"{role} {spec!r}: no such file"
-    runs = [r.id for r in store.list_runs()[:5]]
+    runs = [listed(r) for r in store.list_runs()[:5]]
     agents = sorted({k.agent for k in store.list()})
     return (
         f"{role} {spec!r} is not a JSON report file, a store folder, a run id or an agent version with results "
@@ -150,8 +171,8 @@ def _not_found(spec: str, store: ResultStore, role: str) -> str:
 
 
 def newest_run(config: Config, store: ResultStore | None = None) -> Source:
-    """The newest run in the configured store, or an error saying there is none."""
-    store = store or open_store(config)
+    """The newest run in the store runs write to (`runs_store`), or an error saying there is none."""
+    store = store or runs_store(config)
     runs = store.list_runs()
     if not runs:
         raise UsageError(

@@ -29,6 +29,7 @@ from agent_health.errors import ConfigError
 
 REDACTED = "[REDACTED]"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_URL_START = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*://")
 # Header names whose values are credentials whatever their origin.
 SENSITIVE_HEADERS = frozenset(
     {
@@ -343,13 +344,30 @@ def _emptied(field: FieldInfo) -> Any:
     return REDACTED
 
 
+def _address_span(text: str) -> tuple[int, int]:
+    """Where the host and port of a URL `text` lie (an empty span when `text` is not a URL). A
+    `${NAME}` there is an address, shown in messages as any endpoint is, not a secret (a port is a
+    short number that would be warned about as a weak secret on every run); one in the userinfo,
+    the path, the query or the fragment may be a credential and stays one."""
+    start = _URL_START.match(text)
+    if start is None:
+        return 0, -1
+    end = len(text)
+    for mark in "/?#":
+        at = text.find(mark, start.end())
+        if at != -1:
+            end = min(end, at)
+    return text.rfind("@", start.end(), end) + 1 or start.end(), end
+
+
 def resolve_env_refs(
     value: Any, setting: str, secrets: SecretSet | None = None, environ: Mapping[str, str] | None = None
 ) -> Any:
     """Resolve `{"env": NAME}` and `${NAME}` references in a settings value.
 
-    Resolved values are added to `secrets`. A missing variable is a ConfigError naming the setting
-    and the variable (never its value).
+    Resolved values are added to `secrets`, but for `{"env": NAME, "secret": False}` and a
+    `${NAME}` in the host or port of a URL (`http://${HOST}:${PORT}/run`). A missing variable is a
+    ConfigError naming the setting and the variable (never its value).
     """
     env = os.environ if environ is None else environ
 
@@ -365,7 +383,8 @@ def resolve_env_refs(
         if is_env_ref(v):
             return lookup(v["env"], where, v.get("secret", True) is not False)
         if isinstance(v, str) and "${" in v:
-            v = _REF.sub(lambda m: lookup(m.group(1), where), v)
+            host, port = _address_span(v)
+            v = _REF.sub(lambda m: lookup(m.group(1), where, not (host <= m.start() and m.end() <= port)), v)
         password = url_password(v)
         if password and secrets is not None:  # a literal http://user:pw@host: the password is a secret too
             secrets.add(password, f"{where} (the URL's password)")

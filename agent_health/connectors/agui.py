@@ -109,7 +109,7 @@ class _Fold:
         self.thinking: list[str] | None = None
         self.finished: dict[str, Any] | None = None
         self.error: str | None = None
-        self.usage = Usage()
+        self.usage = Usage(unreported=True)  # until a usage event says
         self.last_text = ""
         self.head = ""  # the start of the body, for the message when no event arrives
         self.t0 = time.perf_counter()

@@ -61,7 +61,7 @@ class Connector(abc.ABC):
             prompt=request.prompt,
             context=request.context,
             duration_ms=duration_ms,
-            usage=usage or Usage(),
+            usage=usage or Usage(unreported=True),
             raw_events=tuple(raw_events),
             artifacts=artifacts,
         )

@@ -76,9 +76,17 @@ def parse_args(value: Any) -> dict[str, Any]:
     return {"_value": value}
 
 
+_TOKEN_KEYS = (
+    "input_tokens", "prompt_tokens", "inputTokens", "promptTokens", "output_tokens", "completion_tokens",
+    "outputTokens", "completionTokens", "total_tokens", "totalTokens",
+)  # fmt: skip
+
+
 def usage_of(data: Any, model: str | None = None) -> Usage:
+    """The usage an agent reported in `data` (its `usage` object); with no token count in it at
+    all (no object, or one without a count), the usage is unreported: unknown, not zero."""
     if not isinstance(data, Mapping):
-        return Usage(model=model)
+        return Usage(model=model, unreported=True)
 
     def first(*keys: str) -> int:
         for k in keys:
@@ -89,7 +97,9 @@ def usage_of(data: Any, model: str | None = None) -> Usage:
     inp = first("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")
     out = first("output_tokens", "completion_tokens", "outputTokens", "completionTokens")
     total = first("total_tokens", "totalTokens") or inp + out
+    counted = any(isinstance(data.get(k), (int, float)) for k in _TOKEN_KEYS)
     return Usage(
+        unreported=not counted,
         input_tokens=inp,
         output_tokens=out,
         total_tokens=total,
@@ -183,10 +193,10 @@ def parse_body(
     if paths:
         return _parse_paths(data, paths, model)
     if isinstance(data, str):
-        return data, [Step(kind="message", content=data)], Usage(model=model)
+        return data, [Step(kind="message", content=data)], Usage(model=model, unreported=True)
     if not isinstance(data, Mapping):
         text = as_text(data)
-        return text, [Step(kind="message", content=text)], Usage(model=model)
+        return text, [Step(kind="message", content=text)], Usage(model=model, unreported=True)
     if isinstance(data.get("choices"), list) and data["choices"]:  # OpenAI chat completion
         choice = data["choices"][0]
         msg = choice.get("message") or choice.get("delta") or {}

@@ -20,7 +20,7 @@ from pydantic import Field
 from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable, shown
 from agent_health.connectors.parsing import ParseError, artifacts_of, parse_body
 from agent_health.errors import AgentError, ConfigError
-from agent_health.model import RunResult, Usage
+from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
 
 
@@ -98,6 +98,8 @@ class PythonConnector(RealConnector):
         else:
             try:
                 output, steps, usage = parse_body(value, self.settings.response_paths, self.settings.model)
+                if not (usage.model or usage.total_tokens):
+                    usage = usage.model_copy(update={"model": self.settings.model})
                 artifacts = artifacts_of(value)
             except ParseError as exc:
                 raise self.fail(str(exc)) from None
@@ -106,7 +108,7 @@ class PythonConnector(RealConnector):
                 request,
                 output,
                 steps,
-                usage=usage if usage != Usage() else Usage(model=self.settings.model),
+                usage=usage,
                 raw_events=(raw,),
                 duration_ms=duration,
                 artifacts=artifacts,

@@ -8,7 +8,10 @@ argument (`prompt_via: arg`, replacing `{prompt}` in args or appended). Output i
 `AGENT_HEALTH_RUN_ID`, plus `env` and the test's own env; files provisioned by the test are
 written to a fresh folder named by `AGENT_HEALTH_FILES_DIR`; files it writes into the fresh folder
 named by `AGENT_HEALTH_ARTIFACTS_DIR` become the run's artifacts. It runs in its own process group,
-which is killed as a whole on timeout.
+which is killed as a whole when it exits or times out. A descendant that left the group and the
+session (`setsid()`, a daemon) is found by a tag in its environment (`AGENT_HEALTH_PROCESS_TAG`,
+unique to the agent's process, inherited by everything it starts; the way Jenkins finds a
+build's processes) and killed with it (Linux: read from /proc).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import shlex
 import signal
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,11 +38,13 @@ from agent_health.connectors.parsing import ParseError, as_text, parse_args, par
 from agent_health.errors import ConfigError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest
-from agent_health.model.limits import Bytes
+from agent_health.model.limits import ARTIFACTS_RUN_MAX, Bytes
 
 # After the agent exits, how long its output is still read: a process that left its group (a
 # daemon) may hold the pipes open forever, while what the agent wrote is already in them.
 _DRAIN_S = 2.0
+PROCESS_TAG = "AGENT_HEALTH_PROCESS_TAG"  # in the environment of an agent process and all it starts
+_PROC = Path("/proc")
 
 
 class SubprocessSettings(ConnectorSettings):
@@ -147,12 +153,13 @@ class SubprocessConnector(RealConnector):
         started = time.perf_counter()
         limit = self.run_timeout(request)
         loop = asyncio.get_running_loop()
+        tag = uuid.uuid4().hex
         try:
             transport, agent = await loop.subprocess_exec(
-                lambda: _AgentProcess(loop, self.settings.max_output_bytes),
+                lambda: _AgentProcess(loop, self.settings.max_output_bytes, tag),
                 *outgoing["argv"],
                 cwd=outgoing["cwd"],
-                env=outgoing["env"],
+                env={**outgoing["env"], PROCESS_TAG: tag},
                 start_new_session=True,  # own process group, so its children can be killed with it
             )
         except OSError as exc:
@@ -164,6 +171,8 @@ class SubprocessConnector(RealConnector):
             raise self.fail(f"timed out after {limit:g}s; killed its process group") from None
         finally:
             _kill_group(transport.get_pid())  # what is left of it: a timed-out agent, stray children
+            if not agent.swept:  # timed out or cancelled: the processes that left its group too
+                kill_tagged(tag)
             transport.close()  # our ends of the pipes, even when a process outside the group holds them
         if agent.too_large:
             raise self.fail(f"output too large: more than max_output_bytes={self.settings.max_output_bytes}")
@@ -212,7 +221,7 @@ class SubprocessConnector(RealConnector):
             return (
                 stripped,
                 [Step(kind="message", content=stripped)] if stripped else [],
-                Usage(model=self.settings.model),
+                Usage(model=self.settings.model, unreported=True),
                 [{"type": "stdout", "text": stripped}],
             )
         if fmt == "json":
@@ -232,7 +241,7 @@ class SubprocessConnector(RealConnector):
         steps: list[Step] = []
         raw: list[Any] = []
         output: str | None = None
-        usage = Usage(model=self.settings.model)
+        usage = Usage(model=self.settings.model, unreported=True)  # until a usage event says
         for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -278,14 +287,24 @@ class SubprocessConnector(RealConnector):
         return output, steps, usage, raw
 
 
-def collect_artifacts(folder: Path, max_bytes: int) -> tuple[Artifact, ...]:
+def collect_artifacts(folder: Path, max_bytes: int, total: int = ARTIFACTS_RUN_MAX) -> tuple[Artifact, ...]:
     """The files under `folder` as artifacts, by relative name; each up to `max_bytes` stored as
-    text (UTF-8) or base64, a larger one described only (its copy would bloat every stored result)."""
+    text (UTF-8) or base64, a larger one described only (its copy would bloat every stored result).
+    Copies stop at `total` bytes for the run (no run stores more, docs/limits.md): the files past
+    it are described only, without being read into memory."""
     found: list[Artifact] = []
     if not folder.is_dir():
         return ()
+    left = total
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        found.append(artifact_of(path, path.relative_to(folder).as_posix(), max_bytes))
+        name = path.relative_to(folder).as_posix()
+        artifact = artifact_of(path, name, min(max_bytes, left) if left > 0 else -1)
+        if artifact.content is not None:
+            left -= len(artifact.content)
+        elif artifact.size <= max_bytes:  # small enough for a copy, but the run's copies are full
+            note = f"copy not stored: this run's artifact copies reached {total:,} bytes (ARTIFACTS_RUN_MAX)"
+            artifact = artifact.model_copy(update={"omitted": note})
+        found.append(artifact)
     return tuple(found)
 
 
@@ -323,16 +342,46 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def kill_tagged(tag: str) -> int:
+    """SIGKILL every process whose environment holds `PROCESS_TAG=tag`: an agent's descendants,
+    also those that left its process group and session. How many were killed (0 where there is
+    no /proc)."""
+    marker = f"{PROCESS_TAG}={tag}".encode()
+    killed = 0
+    try:
+        entries = [e for e in os.listdir(_PROC) if e.isdigit()]
+    except OSError:
+        return 0
+    me = os.getpid()
+    for entry in entries:
+        pid = int(entry)
+        if pid == me:
+            continue
+        try:
+            with open(_PROC / entry / "environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:  # gone, or another user's
+            continue
+        if marker in environ.split(b"\0"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
 class _AgentProcess(asyncio.SubprocessProtocol):
     """One agent process: stdin fed, stdout and stderr collected, its exit noticed on its own.
 
     The agent is done when it exits, not when its pipes close: a child it left behind (`tool &`)
-    holds them open, so the output read by then is the answer. Its group is killed at exit, which
-    closes the pipes; what is still in them is read for at most `_DRAIN_S` (a child that left the
-    group, a daemon, may hold them forever)."""
+    holds them open, so the output read by then is the answer. Its group and every process with
+    its tag are killed at exit, which closes the pipes; what is still in them is read for at most
+    `_DRAIN_S` (a child that cleared its environment and left the group may hold them forever)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, cap: int):
-        self.cap = cap
+    def __init__(self, loop: asyncio.AbstractEventLoop, cap: int, tag: str):
+        self.cap, self.tag = cap, tag
+        self.swept = False  # its group and every process with its tag were killed after its exit
         self.out, self.err = bytearray(), bytearray()
         self.too_large = False
         self.exited: asyncio.Future[None] = loop.create_future()  # the process ended (or its output is too big)
@@ -375,6 +424,9 @@ class _AgentProcess(asyncio.SubprocessProtocol):
         await self.exited
         if not self.too_large:
             _kill_group(self.pid)  # the children it left behind let go of the pipes
+            # and those that left its group (a daemon): reading /proc takes milliseconds, off the loop
+            await asyncio.shield(asyncio.to_thread(kill_tagged, self.tag))
+            self.swept = True
             try:
                 async with asyncio.timeout(_DRAIN_S):
                     await asyncio.shield(self.closed)

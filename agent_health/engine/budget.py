@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 
 from agent_health.model import BudgetSettings, BudgetSpend, TestResult
-from agent_health.spend import NOTHING, Spend, SpendRefused, Tab
+from agent_health.spend import NOTHING, Spend, SpendRefused, Tab, unknown_cost
 
 BUDGET_REACHED = "budget reached"
 COST_UNKNOWN = "cost unknown"
+TOKENS_UNKNOWN = "tokens unknown"
 
 
 class Budget:
@@ -136,10 +137,18 @@ class Budget:
     async def reserve(self, tab: Tab, estimate: Spend, unpriced: str | None = None) -> None:
         """Reserve a judge call's `estimate` on `tab` once it fits every limit; wait while calls in
         flight may make room; raise `SpendRefused` (and stop the run starting tests) when none can."""
-        unknown = unpriced or tab.unpriced
-        if self.settings.counts_cost and (unknown or (self.reached or "").startswith(COST_UNKNOWN)):
-            if unknown and self.reached is None:
-                self.reached = f"{COST_UNKNOWN}: no price for {unknown} (test {tab.test_id})"
+        unknown = f"no price for {unpriced}" if unpriced else tab.unknown
+        counts_tokens = self.settings.max_tokens is not None
+        if (
+            (self.settings.counts_cost and unknown)
+            or (counts_tokens and tab.unreported)
+            or ((self.reached or "").startswith((COST_UNKNOWN, TOKENS_UNKNOWN)))
+        ):
+            if self.reached is None:
+                if self.settings.counts_cost and unknown:
+                    self.reached = f"{COST_UNKNOWN}: {unknown} (test {tab.test_id})"
+                else:
+                    self.reached = f"{TOKENS_UNKNOWN}: the agent reported no usage (test {tab.test_id})"
             raise SpendRefused(
                 f"{BUDGET_REACHED}: the judge call's cost cannot be held to the budget ({self.reached})",
                 budget=True,
@@ -190,10 +199,19 @@ class Budget:
                     max(self._most_run.tokens, tab.most_run.tokens),
                 )
         self.cache_hits += sum(1 for s in result.signals if s.kind == "judge" and s.cached)
+        replayed = result.run is not None and result.run.replayed
+        unreported = result.usage.unreported and not replayed
         if self.settings.counts_cost and (cost is None or judge is None) and self.reached is None:
             # spend that cannot be priced cannot be held to a budget: stop rather than guess zero
-            models = sorted({m for m in (result.usage.model, result.judge_usage.model) if m})
-            self.reached = f"{COST_UNKNOWN}: no price for {', '.join(models) or 'a model'} (test {result.test_id})"
+            if unreported and cost is None:
+                why = unknown_cost(result.usage)
+            else:
+                models = sorted({m for m in (result.usage.model, result.judge_usage.model) if m})
+                why = f"no price for {', '.join(models) or 'a model'}"
+            self.reached = f"{COST_UNKNOWN}: {why} (test {result.test_id})"
+        if self.settings.max_tokens is not None and unreported and self.reached is None:
+            # tokens nobody counted cannot be held to a token budget either
+            self.reached = f"{TOKENS_UNKNOWN}: {unknown_cost(result.usage)} (test {result.test_id})"
         self.cost += cost or 0.0
         self.judge_cost += judge or 0.0
         self.tokens += tokens

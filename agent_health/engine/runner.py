@@ -31,6 +31,7 @@ from agent_health.judges.service import JudgeService
 from agent_health.loader.registry import Scope, TestSpec
 from agent_health.loader.types import LoadedTest
 from agent_health.model import (
+    Artifact,
     JudgeIdentity,
     Provenance,
     RunResult,
@@ -41,6 +42,7 @@ from agent_health.model import (
     harness_version,
 )
 from agent_health.model.encodable import encodable
+from agent_health.model.limits import ARTIFACTS_RUN_MAX
 from agent_health.model.result import TRIALS_KEPT
 from agent_health.model.run import text_over
 from agent_health.offloop import call, is_async_callable, run_off_loop
@@ -60,6 +62,46 @@ class EngineOptions:
     skip_judge: bool = False
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     eval_run_id: str | None = None  # the evaluation run every result belongs to
+    artifacts: ArtifactAllowance = field(default_factory=lambda: ArtifactAllowance())  # shared by the run
+
+
+class ArtifactAllowance:
+    """The artifact copies a run may still store: ARTIFACTS_RUN_MAX characters over all its results
+    (docs/limits.md). Each copy is stored in the result, the run log, and every report (JSON, HTML),
+    and held in memory by each; past the cap a result keeps an artifact's name, media type, size
+    and hash, and says why its copy is not there. Results take the allowance in the order they
+    finish; the body of a test sees every copy its agent made."""
+
+    def __init__(self, total: int | None = None):
+        self.total = ARTIFACTS_RUN_MAX if total is None else total
+        self.left = self.total
+        self.omitted = 0  # copies not stored
+
+    @property
+    def note(self) -> str:
+        return (
+            f"copy not stored: the run's artifact copies reached {self.total:,} characters "
+            "(ARTIFACTS_RUN_MAX, docs/limits.md); name, size and sha256 are kept"
+        )
+
+    def take(self, run: RunResult | None) -> RunResult | None:
+        """`run` with the copies past the allowance left out (the same object when none is)."""
+        if run is None:
+            return run
+        self.omitted += sum(1 for a in run.artifacts if a.omitted)  # left out as the agent's files were read
+        if not any(a.content is not None for a in run.artifacts):
+            return run
+        kept: list[Artifact] = []
+        left_out = 0
+        for a in run.artifacts:
+            if a.content is not None and len(a.content) > self.left:
+                a = a.model_copy(update={"content": None, "encoding": None, "omitted": self.note})
+                left_out += 1
+            elif a.content is not None:
+                self.left -= len(a.content)
+            kept.append(a)
+        self.omitted += left_out
+        return run.model_copy(update={"artifacts": tuple(kept)}) if left_out else run
 
 
 class _ScopeState:
@@ -422,8 +464,17 @@ class AgentEngine:
                 calibrated_judges=calibrated_judges(last.signals),
             ),
         }
+        taken: dict[int, RunResult | None] = {}  # each run once, wherever the result holds it
+
+        def stored(run: RunResult | None) -> RunResult | None:
+            if id(run) not in taken:
+                taken[id(run)] = self.options.artifacts.take(run)
+            return taken[id(run)]
+
+        fields["run"] = stored(last.run)
         if trials.tally.count > 1:
-            fields.update(trials.tally.combined(), trials=tuple(trials.kept), trial_counts=dict(trials.tally.counts))
+            kept = tuple(t if t.run is None else t.model_copy(update={"run": stored(t.run)}) for t in trials.kept)
+            fields.update(trials.tally.combined(), trials=kept, trial_counts=dict(trials.tally.counts))
             status = fields["status"]
             fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
         if (over := _over_cap(test.case.max_cost_usd, trials)) is not None:

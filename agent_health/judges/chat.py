@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model import Usage
-from agent_health.spend import ASSUMED_OUTPUT_TOKENS, Held, current_tab, estimate_tokens
+from agent_health.spend import ASSUMED_OUTPUT_TOKENS, Held, current_tab, estimate_tokens, metered
 
 T = TypeVar("T")
 
@@ -209,6 +209,7 @@ class ChatClient(abc.ABC):
             raise
         if held is not None:
             held.settle(response.usage)
+        metered(response.usage.model_copy(update={"model": self.model or response.usage.model}))
         return response
 
     async def _hold(

@@ -40,7 +40,7 @@ from agent_health.lazy import deferred
 from agent_health.model import JudgeIdentity, Verdict
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.settings import StoreSettings
-from agent_health.spend import SpendRefused
+from agent_health.spend import SpendRefused, metering, reset_meter
 
 # the LLM judge and custom evaluators load when a request is first routed to them
 if TYPE_CHECKING:  # pragma: no cover
@@ -269,6 +269,7 @@ class JudgeService:
             )
         who = request.evaluator or request.model or "judge"
         described = None  # who was asked, so an errored verdict names its judge too
+        meter, metering_token = metering()  # what the calls cost, should the verdict be errored
         try:
             async with self._limit:
                 kind = request.evaluator is not None and self._evaluator_is_kind(request.evaluator)
@@ -293,6 +294,7 @@ class JudgeService:
                 f"not judged: {exc}",
                 evaluator="budget" if exc.budget else "cost cap",
                 identity=described or fallback_identity(request, str(who)),
+                usage=meter.total,  # calls made before the refused one (an agentic judge's loop) were paid
             )
         except Exception as exc:  # provider failure: errored, never a silent pass or zero  # noqa: BLE001
             where = f" in test {request.test_id}" if request.test_id else ""
@@ -301,7 +303,10 @@ class JudgeService:
                 f"{who} judge failed{where}: {type(exc).__name__}: {exc}",
                 evaluator=str(who),
                 identity=described or fallback_identity(request, str(who)),
+                usage=meter.total,  # an answer unusable after its repair still cost both calls
             )
+        finally:
+            reset_meter(metering_token)
         if verdict.role != request.role:
             verdict = verdict.model_copy(update={"role": request.role})
         deterministic = (

@@ -27,13 +27,24 @@ def is_eval_file(path: Path) -> bool:
     return name.endswith(CODE_SUFFIX) or path.suffix.lower() in DATA_SUFFIXES
 
 
+def unsupported(path: Path) -> str:
+    """Why a file named on its own is not loaded: its type, and the types that are."""
+    kinds = ", ".join(f"*{s}" for s in (CODE_SUFFIX, *DATA_SUFFIXES))
+    hint = " (a Python eval file's name ends in .eval.py)" if path.suffix.lower() == ".py" else ""
+    return f"unsupported file type {path.suffix or '(no extension)'!r}: eval files are {kinds}{hint}"
+
+
 def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[EvalFileError]]:
-    """Eval files under the given paths, sorted, each once; missing paths are errors."""
+    """Eval files under the given paths, sorted, each once; missing paths are errors, and so is a
+    file named on its own whose type no loader knows (never parsed as some other format)."""
     found: dict[Path, None] = {}
     errors: list[EvalFileError] = []
     for raw in paths:
         path = Path(raw)
         if path.is_file():
+            if not is_eval_file(path):
+                errors.append(EvalFileError(str(raw), unsupported(path)))
+                continue
             found[path.resolve()] = None
         elif path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path):

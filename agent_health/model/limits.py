@@ -38,6 +38,7 @@ TABLE_ROWS_MAX = 100_000  # rows a printed table may be asked for (`compare --li
 PLANNED_WORK_MAX = 100_000  # tests x epochs x agent versions of one run, without --allow-large-run
 NAME_MAX = 200  # characters of a test's full name (it becomes the test id, a store key and a file name)
 STORED_TEXT_MAX = 20_000  # characters of one stored message (an error, a signal's reasoning)
+ARTIFACTS_RUN_MAX = 32 << 20  # characters of artifact copies one run stores, over all its results (32 MiB)
 
 
 def no_bool(value: Any) -> Any:

@@ -29,7 +29,14 @@ class RunSummary(BaseModel):
     judge_output_tokens: int = Field(0, description="Judge completion tokens.")
     cost_usd: float = Field(0.0, description="Estimated USD (agent + judge) of the results whose cost is known.")
     judge_cost_usd: float = Field(0.0, description="The judge part of cost_usd (agent cost = cost_usd - this).")
-    unpriced: int = Field(0, description="Results whose cost is unknown (a model without a price): not in cost_usd.")
+    unpriced: int = Field(
+        0,
+        description="Results whose cost is unknown (a model without a price, an agent that reported no usage): "
+        "not in cost_usd.",
+    )
+    unreported: int = Field(
+        0, description="Results whose agent reported no usage: their agent tokens are unknown, not in the counts."
+    )
     duration_ms: float = Field(0.0, description="Wall-clock time of this agent's run.")
     not_run: int = Field(0, description="Tests of this agent version never started (fail-fast, interruption).")
     skipped: int = Field(
@@ -60,6 +67,7 @@ class SummaryTally:
         self.judge_input_tokens = self.judge_output_tokens = 0
         self.cost_usd = self.judge_cost_usd = 0.0
         self.unpriced = 0
+        self.unreported = 0
         self.first_start: float | None = None
         self.last_end: float | None = None
 
@@ -75,6 +83,8 @@ class SummaryTally:
         self.judge_tokens += r.judge_usage.total_tokens
         self.judge_input_tokens += r.judge_usage.input_tokens
         self.judge_output_tokens += r.judge_usage.output_tokens
+        if getattr(r.usage, "unreported", False):
+            self.unreported += 1
         if r.cost_usd is None:
             self.unpriced += 1
         else:
@@ -117,6 +127,7 @@ class SummaryTally:
             cost_usd=round(self.cost_usd, 6),
             judge_cost_usd=round(self.judge_cost_usd, 6),
             unpriced=self.unpriced,
+            unreported=self.unreported,
             duration_ms=round(duration_ms, 1),
             not_run=not_run,
             skipped=skipped,
@@ -153,6 +164,11 @@ class BudgetSpend(BaseModel):
     reached: str | None = Field(
         None, description="The limit that stopped the run (e.g. 'max_cost_usd'), or why spend became unknown."
     )
+    shards: int | None = Field(
+        None,
+        description="In a merged report: the shards whose budgets these are. Each shard held its own spend to "
+        "its own limits; the limits here are their sum, the spend the shards' together.",
+    )
 
     def describe(self) -> str:
         """One line: spend against each limit set."""
@@ -164,6 +180,8 @@ class BudgetSpend(BaseModel):
         if self.max_tokens is not None:
             parts.append(f"tokens {self.tokens:,} of {self.max_tokens:,}")
         line = "budget: " + ", ".join(parts)
+        if self.shards:
+            line += f" (the sum of {self.shards} shards' budgets: each shard was held to its own)"
         if self.judge_cache_hits:
             line += f"; {self.judge_cache_hits} judge cache hit(s), $0"
         if self.reached:
@@ -195,7 +213,8 @@ class RunReport(BaseModel):
     budget: BudgetSpend | None = Field(None, description="Spend against the budget, when the run had one.")
     warnings: list[str] = Field(
         default_factory=list,
-        description="Run-level warnings: gating judges demoted to observe because they miss judge.calibration.",
+        description="Run-level warnings: gating judges demoted to observe because they miss judge.calibration; "
+        "artifact copies the run's cap left out (ARTIFACTS_RUN_MAX).",
     )
     shard: Shard | None = Field(None, description="The shard of the selected tests this run ran (--shard), if any.")
     merged_from: list[str] = Field(

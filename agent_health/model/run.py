@@ -65,6 +65,9 @@ class Artifact(BaseModel):
     content: str | None = Field(None, description="The stored copy: the text, or base64 when `encoding` is base64.")
     encoding: Literal["utf-8", "base64"] | None = Field(None, description="How `content` holds the bytes.")
     uri: str | None = Field(None, description="Where the file lives when no copy is stored (or as well).")
+    omitted: str | None = Field(
+        None, description="Why no copy is stored though the file was small enough: the run's cap on artifact copies."
+    )
 
 
 class Usage(BaseModel):
@@ -83,6 +86,11 @@ class Usage(BaseModel):
         description="Cost the agent itself reported (e.g. Claude Code's total_cost_usd); when set it is the "
         "run's cost instead of the price-table estimate.",
     )
+    unreported: bool = Field(
+        False,
+        description="The agent reported no usage at all: its tokens are unknown (not 0), and so is its cost "
+        "unless it reported that (`cost_usd`).",
+    )
 
     @classmethod
     def of(cls, input_tokens: int = 0, output_tokens: int = 0, **kw: Any) -> Usage:
@@ -99,6 +107,7 @@ class Usage(BaseModel):
             llm_calls=self.llm_calls + other.llm_calls,
             retries=self.retries + other.retries,
             cost_usd=None if self.cost_usd is None and other.cost_usd is None else _add_cost(self, other),
+            unreported=self.unreported or other.unreported,  # a sum with an unknown part is unknown
         )
 
 

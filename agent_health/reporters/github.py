@@ -9,7 +9,9 @@ whole results. Commands are escaped as GitHub's toolkit escapes them (actions/to
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from pathlib import Path
 
 from agent_health.model import RunReport, TestResult
@@ -44,9 +46,29 @@ def annotation(result: TestResult, file: str) -> str:
     return f"::error {prop_text}::{escape_data(message)}"
 
 
-def _cell(text: str) -> str:
-    """Text in a Markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+# Markdown's punctuation that can make a link, an image, emphasis, code or a table cell within a
+# line; each is written with a backslash, which GitHub's Markdown (CommonMark) shows as the character.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+
+
+def _cell(text: str, limit: int | None = None) -> str:
+    """Text from a result (a name, an error, agent output quoted in it) as inert Markdown: one line,
+    cut at `limit` characters, HTML escaped (`<script>` and `<img onerror>` show as text; GitHub
+    would otherwise render the HTML it allows) and Markdown punctuation escaped (no link, image or
+    table cell can be made), so it reads as it was written."""
+    line = " ".join(text.split())
+    if limit is not None:
+        line = line[:limit]
+    return _MARKDOWN.sub(r"\\\1", html.escape(line, quote=False))
+
+
+def _code(text: str) -> str:
+    """`text` as an inline code span: shown as written, whatever it holds (CommonMark: a fence of
+    more backticks than any run inside it, padded when it starts or ends with one)."""
+    line = " ".join(text.split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", line)), default=0) + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
 
 
 class GithubReporter(Reporter):
@@ -120,7 +142,7 @@ def job_summary(report: RunReport, failed: list[tuple[str, str, str, str]], more
     if failed:
         lines += ["", f"### Failed or errored ({len(failed) + more})", ""]
         lines += [
-            f"- **{status}** `{_cell(tid)}` ({_cell(agent)}): {_cell(msg)[:300]}" for agent, tid, status, msg in failed
+            f"- **{status}** {_code(tid)} ({_cell(agent)}): {_cell(msg, 300)}" for agent, tid, status, msg in failed
         ]
         if more:
             lines.append(f"- ... and {more} more (the annotations name every one)")

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from agent_health.errors import AgentHealthError
 from agent_health.model import RunReport, TestResult
-from agent_health.model.report import SummaryTally
+from agent_health.model.report import BudgetSpend, SummaryTally
 from agent_health.model.validation import describe_errors
 from agent_health.reporters.json_report import read_jsonl
 
@@ -108,6 +108,37 @@ def merge_reports(named: Sequence[tuple[str, RunReport]]) -> RunReport:
         not_run_tests=[t for r in reports for t in r.not_run_tests],
         warnings=list(dict.fromkeys(w for r in reports for w in r.warnings)),
         merged_from=[r.eval_run_id or "" for r in reports],
+        budget=merged_budget(reports),
+    )
+
+
+def merged_budget(reports: Sequence[RunReport]) -> BudgetSpend | None:
+    """The shards' budgets as one: each shard is a run of its own, held to its own limits, so
+    together they may spend the sum of them (docs/budgets.md, "Budgets and shards"). A limit counts
+    only when every shard had it; the spend is the shards' together; `reached` names each shard
+    the budget stopped."""
+    budgets = [(r.shard, r.budget) for r in reports if r.budget is not None]
+    if not budgets:
+        return None
+
+    def total(name: str) -> float | None:
+        values: list[float | None] = [getattr(b, name) for _, b in budgets]
+        if len(budgets) < len(reports) or any(v is None for v in values):
+            return None
+        return sum(v for v in values if v is not None)
+
+    reached = "; ".join(f"shard {s}: {b.reached}" if s else str(b.reached) for s, b in budgets if b.reached)
+    tokens = total("max_tokens")
+    return BudgetSpend(
+        max_cost_usd=total("max_cost_usd"),
+        max_judge_cost_usd=total("max_judge_cost_usd"),
+        max_tokens=int(tokens) if tokens is not None else None,
+        cost_usd=round(sum(b.cost_usd for _, b in budgets), 8),
+        judge_cost_usd=round(sum(b.judge_cost_usd for _, b in budgets), 8),
+        tokens=sum(b.tokens for _, b in budgets),
+        judge_cache_hits=sum(b.judge_cache_hits for _, b in budgets),
+        reached=reached or None,
+        shards=len(reports) if any(r.shard is not None for r in reports) else None,
     )
 
 

@@ -82,6 +82,8 @@ def run_snapshot(run: EvalRun, counts: dict[str, Any] | None = None, error: str 
         "not_run": sum(run.not_run.values()),
         "not_run_reason": run.not_run_reason,
         "rejudge_of": run.rejudge_of,
+        "abandoned": run.abandoned,
+        "not_stored": run.not_stored,
         "error": error,
     }
 
@@ -104,19 +106,21 @@ class RunServer:
 
     # -- reading the store (worker threads) -------------------------------------------------------
     def runs(self) -> list[EvalRun]:
+        """The runs, as a reader sees them (`EvalRun.as_seen`: a killed run is `abandoned`)."""
         if self.only_run is not None:
             run = self.store.get_run(self.only_run)
-            return [run] if run is not None else []
-        return self.store.list_runs()
+            return [run.as_seen()] if run is not None else []
+        return [run.as_seen() for run in self.store.list_runs()]
 
     def run(self, run_id: str) -> EvalRun | None:
         """The run `run_id` names, or None when it names nothing this server serves."""
         if not _RUN_ID.match(run_id) or (self.only_run is not None and run_id != self.only_run):
             return None
         try:
-            return self.store.get_run(run_id)
+            run = self.store.get_run(run_id)
         except StoreError:
             return None
+        return run.as_seen() if run is not None else None
 
     def _log_token(self, run: EvalRun) -> object:
         """Changes whenever the run's stored results may have: the run log's size and mtime in a

@@ -50,7 +50,9 @@ def tokens_text(summaries: Iterable[RunSummary]) -> str:
     ss = list(summaries)
     prompt = sum(s.input_tokens + s.judge_input_tokens for s in ss)
     completion = sum(s.output_tokens + s.judge_output_tokens for s in ss)
-    return f"{_count(prompt)} prompt / {_count(completion)} completion"
+    unreported = sum(s.unreported for s in ss)
+    unknown = f" + unknown for {unreported} agent run(s) that reported no usage" if unreported else ""
+    return f"{_count(prompt)} prompt / {_count(completion)} completion{unknown}"
 
 
 def cost_text(summaries: Iterable[RunSummary]) -> str:
@@ -60,7 +62,7 @@ def cost_text(summaries: Iterable[RunSummary]) -> str:
     judge = sum(s.judge_cost_usd for s in ss)
     unpriced = sum(s.unpriced for s in ss)
     text = f"{_fmt_cost(max(total - judge, 0.0))} (agent) + {_fmt_cost(judge)} (judge) = {_fmt_cost(total)}"
-    return text + (f" + {unpriced} unpriced" if unpriced else "")
+    return text + (f" + unknown for {unpriced} result(s)" if unpriced else "")
 
 
 def _value_text(value: Any) -> str:

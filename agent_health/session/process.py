@@ -129,7 +129,7 @@ def run_owned(main: Callable[[RunControl], Coroutine[Any, Any, RunOutcome]]) -> 
                 raise
             outcome = control.outcome
         # a signal after the final manifest was written changes nothing: the run finished
-        if outcome is None or (signame and outcome.run.status != "finished"):
+        if outcome is None or (signame and outcome.run.status == "interrupted"):
             raise Interrupted(signame[0] if signame else "SIGTERM")
         return outcome
     finally:

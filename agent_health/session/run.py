@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from agent_health.config import Config
 from agent_health.engine import AgentEngine, Budget, EngineOptions, PlanOutcome, Running, Scopes, Watchdog, run_plan
 from agent_health.engine.collector import frozen_heap
+from agent_health.engine.runner import ArtifactAllowance
 from agent_health.errors import ConfigError
 from agent_health.judges.service import JudgeService
 from agent_health.lazy import deferred
@@ -36,6 +37,7 @@ from agent_health.model import (
     harness_version,
 )
 from agent_health.model.report import NotRunTest, SummaryTally
+from agent_health.model.runs import this_process
 from agent_health.offloop import use_daemon_threads
 from agent_health.reporters.base import CallbackReporter, Reporter
 from agent_health.session.control import RunControl
@@ -79,7 +81,7 @@ class RunOutcome:
     @property
     def uncalibrated(self) -> tuple[str, ...]:
         """Warnings of the judges the calibration gate refused (demoted to observe, or errored)."""
-        return self.run.warnings
+        return tuple(w for w in self.run.warnings if w.startswith(CALIBRATION_WARNING))
 
     @property
     def all_passed(self) -> bool:
@@ -104,10 +106,24 @@ class RunOutcome:
         return self.all_passed or (self.run.settings.budget.exit_code == 0 and self.passed_but_budget)
 
 
+CALIBRATION_WARNING = "judge "  # how a calibration gate's warning starts
+
+
 def calibration_warnings(judges: JudgeService) -> list[str]:
     """One line per judge the calibration gate refused: what became of its verdicts and why."""
     fate = "its verdicts errored (--require-calibrated)" if judges.require_calibrated else "its verdicts only observe"
-    return [f"judge {who} is not calibrated: {why}; {fate}" for who, why in sorted(judges.uncalibrated.items())]
+    refused = sorted(judges.uncalibrated.items())
+    return [f"{CALIBRATION_WARNING}{who} is not calibrated: {why}; {fate}" for who, why in refused]
+
+
+def artifact_warnings(allowance: ArtifactAllowance) -> list[str]:
+    """The line saying how many artifact copies the run's cap left out, if any."""
+    if not allowance.omitted:
+        return []
+    return [
+        f"{allowance.omitted} artifact copy(ies) not stored: the run's artifact copies reached "
+        f"{allowance.total:,} characters (ARTIFACTS_RUN_MAX, docs/limits.md); their names, sizes and hashes are kept"
+    ]
 
 
 def shard_tests(tests: Sequence[LoadedTest], shard: Shard | None) -> list[LoadedTest]:
@@ -259,14 +275,18 @@ async def run_evaluation(
     if loop not in _configured_loops:  # sync user code runs in daemon threads, never joined at exit
         use_daemon_threads(loop)
         _configured_loops.add(loop)
+    started = time.time()
     run = EvalRun(
         transport=transport,
+        started_at=started,
         harness_version=harness_version(),
         settings=settings,
         agents=tuple(plan),
         tests=max((len(ts) for ts in plan.values()), default=0),
         load_errors=tuple(load_errors),
         rejudge_of=rejudge_of,
+        process=this_process(),  # where to look whether it still runs (EvalRun.as_seen)
+        heartbeat_at=started,
     )
     sink = ResultSink(store, reporters, on_error)
     options = EngineOptions(
@@ -302,16 +322,20 @@ async def run_evaluation(
             for a in plan
         )
         spend = budget.spend() if budget is not None else None
+        not_stored = sink.not_stored  # every result is stored or refused by now (the sink's calls wait)
+        if status == "finished" and not_stored:
+            status = "incomplete"
         final = run.model_copy(
             update={
                 "status": status,
+                "not_stored": not_stored,
                 "finished_at": time.time(),
                 "summaries": summaries,
                 "not_run": not_run,
                 "not_run_reason": reason,
                 "budget": spend,
                 "hook_errors": tuple(hook_errors),
-                "warnings": tuple(calibration_warnings(judges)),
+                "warnings": tuple(calibration_warnings(judges) + artifact_warnings(options.artifacts)),
             }
         )
         report = RunReport(
@@ -330,7 +354,7 @@ async def run_evaluation(
                 for a, t in unstarted
             ],
             budget=spend,
-            warnings=calibration_warnings(judges),
+            warnings=calibration_warnings(judges) + artifact_warnings(options.artifacts),
             shard=settings.shard,
         )
         return final, report
@@ -362,12 +386,18 @@ async def run_evaluation(
         if on_stuck is not None:
             on_stuck(message)
 
+    sink.start()
+    try:  # the manifest first: a store that cannot take it stops the run before any test spends
+        await sink.open(run)
+    except BaseException:
+        await sink.close()
+        await _close(closers)
+        raise
     watchdog = Watchdog(on_stuck=stuck if on_stuck is not None else None).start()
     pairs = [
         (AgentEngine(rt, judges, options, scopes, analyzers, watchdog), plan[agent])
         for agent, rt in zip(plan, runtimes)
     ]
-    sink.start()
     if control is not None:
         control.attach(abandon, watchdog)
 

@@ -206,6 +206,18 @@ def _from_config(config: Config) -> dict[str, tuple[Any, str]]:
     return out
 
 
+def stored_in(config: Config, environ: Mapping[str, str] | None = None) -> tuple[StoreSettings | None, str]:
+    """The store a run writes to when no flag names one, by `build_settings`' rule (the store's
+    variable, else the configuration's `store`), and where that came from. The commands that read
+    what runs stored (`report`, `compare`, `serve`, `calibrate`) read this store, so they find what
+    `run` stored under the same environment. None: storing is off."""
+    environ = os.environ if environ is None else environ
+    for var, (name, parse) in ENV_VARS.items():
+        if name == "store" and environ.get(var, "").strip():
+            return parse(environ[var], f"${var}"), f"${var}"
+    return config.store, "configuration store"
+
+
 def build_settings(
     config: Config,
     overrides: Mapping[str, Any] | None = None,

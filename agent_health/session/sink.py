@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
@@ -29,8 +30,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent_health.errors import StoreRefusedRun
 from agent_health.model import EvalRun, RunReport, TestResult
 from agent_health.model.encodable import encodable
+from agent_health.model.runs import HEARTBEAT_S
 from agent_health.offloop import DaemonThreadPool
 from agent_health.reporters.base import OutputClosed, Reporter, ReportError
 from agent_health.stores import ResultStore
@@ -111,6 +114,13 @@ class ResultSink:
         self._in_flight = 0  # batches handed to writers and not reported yet
         self._done = 0  # results reported whose room the loop has not got back yet
         self._finished = False
+        self._beating = threading.Event()  # set: no more heartbeats
+
+    @property
+    def not_stored(self) -> int:
+        """Results the store could not take, so far."""
+        with self._lock:
+            return self._store_failures
 
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
@@ -173,8 +183,26 @@ class ResultSink:
         self._queue.put((future, fn, args))
         return await asyncio.wrap_future(future)
 
+    async def open(self, run: EvalRun) -> None:
+        """Write the run's manifest (status running); a StoreError when the store cannot take it
+        (a missing bucket, refused credentials, an unwritable folder): a run must not spend on
+        tests whose results could not be stored. Then, until the run ends, the manifest is
+        written again every `HEARTBEAT_S` with its `heartbeat_at`, so a reader elsewhere can
+        tell a run that stopped without writing its end (`EvalRun.as_seen`)."""
+        await self.call(self._open, run)
+        if self.store is not None:
+            beats = threading.Thread(target=self._heartbeat, args=(run, HEARTBEAT_S), name="agent-health-heartbeat")
+            beats.daemon = True
+            beats.start()
+
+    def _heartbeat(self, run: EvalRun, every: float) -> None:
+        """Its own thread: queue a heartbeat every `every` s (the sink's thread writes it, in order
+        with the results and before the final manifest, so it never overwrites the end)."""
+        while not self._beating.wait(every):
+            self._queue.put((Future(), self._beat, (run,)))
+
     async def begin(self, run: EvalRun, totals: dict[str, int]) -> None:
-        """Write the run's manifest (status running) and tell the reporters the run starts."""
+        """Tell the reporters the run starts (after `open` wrote its manifest)."""
         await self.call(self._begin, run, totals)
 
     async def agent_done(self, agent: str) -> None:
@@ -185,6 +213,7 @@ class ResultSink:
         await self.call(self._finish, run, report)
 
     async def close(self) -> None:
+        self._beating.set()
         await self.call(lambda: None)
         self._queue.put(_STOP)
         if self._writers is not None:
@@ -341,7 +370,7 @@ class ResultSink:
         message = str(exc) if isinstance(exc, ReportError) else f"reporter {rep.name}: {type(exc).__name__}: {exc}"
         self._error(f"{message}; its report is incomplete (results are still stored)")
 
-    def _put_run(self, run: EvalRun) -> None:
+    def _put_run(self, run: EvalRun, *, first: bool = False) -> None:
         if self.store is None:
             return
         try:
@@ -352,11 +381,23 @@ class ResultSink:
                 if clean is run:
                     raise
                 self.store.put_run(clean)
-        except Exception as exc:  # reported; the run goes on  # noqa: BLE001
+        except Exception as exc:  # reported; the run goes on (the first write stops it)  # noqa: BLE001
+            if first:
+                raise StoreRefusedRun(f"{self._store_said(exc)} (the run manifest); no test was run") from None
             self._error(f"{self._store_said(exc)} (the run manifest)")
 
+    def _open(self, run: EvalRun) -> None:
+        self._put_run(run, first=True)
+
+    def _beat(self, run: EvalRun) -> None:
+        if self._finished or self.store is None:
+            return
+        try:
+            self.store.put_run(encodable(run.model_copy(update={"heartbeat_at": time.time()})))
+        except Exception:  # a missed heartbeat: the next one tries again; result writes say what fails  # noqa: BLE001
+            pass
+
     def _begin(self, run: EvalRun, totals: dict[str, int]) -> None:
-        self._put_run(run)
         self._each("begin", run)
         for agent, total in totals.items():
             self._each("start", agent, total)
@@ -365,6 +406,7 @@ class ResultSink:
         if self._finished:  # the run was abandoned from another thread and finished there
             return
         self._finished = True
+        self._beating.set()
         if self._store_failures > 1 and self.store is not None:
             self._error(f"result store {self.store.location}: {self._store_failures} results could not be stored")
         self._put_run(run)

@@ -28,7 +28,7 @@ from urllib.parse import quote, unquote
 from pydantic import BaseModel, ValidationError
 
 from agent_health.config import Config
-from agent_health.files import append_whole, fsync_folder, replace_file, write_atomic
+from agent_health.files import append_whole, cut_back, discard, fsync_folder, write_atomic, write_temp
 from agent_health.lazy import deferred
 from agent_health.model import EvalRun, StoreSettings, TestResult
 from agent_health.model.calibration import Calibration, Label
@@ -93,39 +93,56 @@ class LocalResultStore(ResultStore):
         return self.put_many([result])[0]
 
     def put_many(self, results: Iterable[TestResult]) -> list[ResultKey]:
-        """Store a batch: its run-log lines in one append and one fsync per run, then each result
-        file through a temporary file and a rename, then one fsync per folder: about 5 system
-        calls per result instead of 14, and a few fsyncs per batch instead of one per result."""
+        """Store a batch: each result file written under a temporary name, then its run-log
+        lines in one append and one fsync per run, then the files renamed into place, then one
+        fsync per folder: about 5 system calls per result instead of 14, and a few fsyncs per
+        batch instead of one per result.
+
+        All or nothing, as far as the disk lets it: a write that fails (a full disk) before the
+        renames leaves no file replaced and no line in a run log (a log appended to is cut back),
+        so a batch counted as not stored is not readable either. Only a rename failing part-way
+        (a folder that cannot grow on a full disk) can leave the files before it replaced."""
         batch = [(ResultKey.of(r), r.eval_run_id, r.model_dump_json().encode()) for r in results]
         key: ResultKey | None = None
+        temps: list[tuple[str, str]] = []  # (temporary file, the result file it becomes)
+        appended: list[tuple[str, int, int]] = []  # (run log, its size before, bytes appended)
         try:
             to_sync: set[str] = set()
             for key, _, _ in batch:  # folders first: a batch that cannot be written logs nothing
                 to_sync.update(self._ensure_folder(self._folder(key.agent, key.suite)))
+            for key, run_id, data in batch:
+                folder, name = self._folder(key.agent, key.suite), encode_part(key.test_id) + _SUFFIX
+                temps.append((self._written(folder, name, data, not run_id), os.path.join(folder, name)))
             key = None
             by_run: dict[str, list[bytes]] = {}
             for _, run_id, data in batch:
                 if run_id:
                     by_run.setdefault(run_id, []).append(data)
             for run_id, lines in by_run.items():
-                self._append_run_results(run_id, lines)
-            for key, run_id, data in batch:
-                self._replace(self._folder(key.agent, key.suite), encode_part(key.test_id) + _SUFFIX, data, not run_id)
+                appended.append(self._append_run_results(run_id, lines))
+            for i, (tmp, target) in enumerate(temps):
+                key = batch[i][0]  # named if its rename fails
+                os.replace(tmp, target)
             for folder in to_sync:
                 fsync_folder(folder)
         except OSError as exc:
+            for tmp, _ in temps:  # those not renamed yet (a renamed one is gone from its name)
+                discard(tmp)
+            for log, before, length in appended:  # the lines of results that are not stored
+                cut_back(log, before, length)
             what = f"{key.agent} {key.test_id}" if key else f"the run log of {len(batch)} result(s)"
             raise StoreError(f"result store {self.root}: cannot write {what}: {exc.strerror or exc}") from exc
         return [k for k, _, _ in batch]
 
-    def _replace(self, folder: str, name: str, data: bytes, sync: bool) -> None:
+    def _written(self, folder: str, name: str, data: bytes, sync: bool) -> str:
+        """`data` in a new temporary file for `folder/name` (renamed into place by the caller)."""
         try:
-            replace_file(folder, name, data, sync=sync)
+            return write_temp(folder, name, data, sync=sync)
         except FileNotFoundError:  # the folder was removed since this store saw it
             self._folders.discard(folder)
             for path in self._ensure_folder(folder):
                 fsync_folder(path)
-            replace_file(folder, name, data, sync=sync)
+            return write_temp(folder, name, data, sync=sync)
 
     def _ensure_folder(self, folder: str) -> list[str]:
         """Make sure `folder` exists; the folders whose entries a write there changes: `folder`
@@ -147,9 +164,10 @@ class LocalResultStore(ResultStore):
             raise StoreError(f"result store {self.root}: invalid run id {run_id!r}")
         return self.root / RUNS_DIR / run_id
 
-    def _append_run_results(self, run_id: str, lines: list[bytes]) -> None:
+    def _append_run_results(self, run_id: str, lines: list[bytes]) -> tuple[str, int, int]:
         """Append lines to the run's log in one write, and fsync it: once this returns, the
-        results are on disk whatever becomes of their own files."""
+        results are on disk whatever becomes of their own files. The log, its size before and
+        the bytes appended (to cut them back when the batch fails after all)."""
         folder = str(self._run_dir(run_id))
         log = os.path.join(folder, "results.jsonl")
         new = log not in self._logs
@@ -163,15 +181,22 @@ class LocalResultStore(ResultStore):
             self._folders.discard(folder)
             new, to_sync = True, self._ensure_folder(folder)
             fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        data = b"\n".join(lines) + b"\n"
         try:
-            append_whole(fd, b"\n".join(lines) + b"\n")  # a full disk leaves no torn line
-            os.fsync(fd)
+            before = os.fstat(fd).st_size
+            append_whole(fd, data)  # a full disk leaves no torn line
+            try:
+                os.fsync(fd)
+            except OSError:
+                cut_back(log, before, len(data))
+                raise
         finally:
             os.close(fd)
         if new:  # the log's own entry (and a new run folder's) must be on disk too
             for path in to_sync:
                 fsync_folder(path)
             self._logs.add(log)
+        return log, before, len(data)
 
     def put_run(self, run: EvalRun) -> None:
         try:

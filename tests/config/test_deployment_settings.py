@@ -32,6 +32,7 @@ INTERNAL = {
     "AGENT_HEALTH_RUN_ID": "set for a subprocess agent: the id of its run (connectors/subprocess.py)",
     "AGENT_HEALTH_FILES_DIR": "set for a subprocess agent: the folder of the test's files",
     "AGENT_HEALTH_ARTIFACTS_DIR": "set for a subprocess agent: the folder whose files become artifacts",
+    "AGENT_HEALTH_PROCESS_TAG": "set for a subprocess agent: finds its processes that left its group, to kill them",
     "AGENT_HEALTH_DEMO_LATENCY_MS": "the demo agent's `latency_ms` setting (connectors/demo.py, docs/limits.md)",
 }
 RUN = {d.declared.env for d in declared_settings() if d.declared.env}

@@ -109,6 +109,7 @@ EXERCISED = {
             "error: budget: model",
         )
     },
+    ("budgets.md", "budget: tokens 4,057 of 4,000"): "tests/faults/test_faults_shards.py (the real merged line)",
     ("judges.md", '{"test_id": "cases::case-05"'): "tests/calibration/test_docs_judges.py",
     ("judges.md", "error: labels file labels.jsonl"): "tests/calibration/test_docs_judges.py (the real message)",
     ("judges.md", "agent-health calibrate --labels labels.csv"): "tests/calibration/test_docs_judges.py",

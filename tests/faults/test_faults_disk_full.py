@@ -12,12 +12,14 @@ ENOSPC, a loop device needs root, and /dev/full cannot hold a folder."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+from agent_health.stores import LocalResultStore
 from tests.faults.conftest import ROOT, process_env
 from tests.faults.lifecycle import budget
 
@@ -77,3 +79,47 @@ def test_a_full_disk_under_the_state_folder_is_reported_once_and_leaves_no_torn_
                 raise AssertionError(f"{path}:{n}: torn line {line[:80]!r}") from None
     # what the jsonl reporter (outside the full disk) saw: whole lines
     assert (tmp_path / "out" / "r.jsonl").read_text().endswith("\n")
+
+
+FORTY = "tests:\n" + "".join(f"  - name: case {i}\n    prompt: Diagnose outage {i}.\n" for i in range(40))
+
+
+@pytest.mark.skipif(not _namespaces_work(), reason="needs unshare -Urm (unprivileged user namespaces)")
+@pytest.mark.parametrize("filled_kb", [250, 300, 320])
+def test_on_a_full_disk_stored_and_not_stored_add_up_and_the_manifest_does_not_say_finished(tmp_path, filled_kb):
+    """40 tests on a filling disk said '17 stored' and '24 results could not be stored': a batch
+    whose run-log lines were written before a result file failed counted as not stored, yet read
+    back as stored. A batch is now stored whole or not at all, and a run whose results were not
+    all stored says `incomplete` (with how many), never `finished`."""
+    for folder in ("state", "after", "out", "evals"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "evals" / "forty.yaml").write_text(FORTY)
+    (tmp_path / "agent_health_config.py").write_text(
+        "from agent_health import define_config\nconfig = define_config(state_dir='state')\n"
+    )
+    script = SCRIPT.replace("count=330", f"count={filled_kb}")
+    p = subprocess.run(
+        ["unshare", "-Urm", "sh", "-c", script],
+        cwd=tmp_path,
+        env=process_env({"PYTHON": sys.executable}),
+        capture_output=True,
+        text=True,
+        timeout=budget(60),
+    )
+    err = p.stderr
+    assert p.returncode == 2 and "No space left on device" in err and "Traceback" not in err, p.stdout + err
+    said_stored = re.search(r"(\d+) result\(s\) stored", err)
+    stored = int(said_stored.group(1)) if said_stored else 0
+    said_lost = re.search(r"(\d+) results could not be stored", err)
+    lost = int(said_lost.group(1)) if said_lost else (1 if "the run goes on without it" in err else 0)
+    assert stored + lost == 40, err
+    store = LocalResultStore(tmp_path / "after" / "results")
+    [run_dir] = (tmp_path / "after" / "results" / "_runs").iterdir()
+    assert len(list(store.run_results(run_dir.name))) == stored  # what reads back is what was said stored
+    assert len(store.list()) == stored
+    run = store.get_run(run_dir.name)
+    assert run is not None and run.status != "finished"
+    if run.status == "incomplete":  # its end could be written
+        assert run.not_stored == lost
+    else:  # the disk took not even the end: the run shows as abandoned (its process is gone)
+        assert run.status == "running" and run.as_seen().status == "abandoned"

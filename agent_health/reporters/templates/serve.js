@@ -45,6 +45,7 @@
         var second = document.createElement("td");
         second.append(st);
         if (r.error) second.append(" (damaged log)");
+        if (r.abandoned) second.title = r.abandoned;
         tr.append(first, second, cell(progress(r), "n results"), cell(r.passed, "n"), cell(r.failed, "n"),
           cell(r.errored, "n"), cell(r.agents.join(", ") || "-"), cell(when(r.started_at)), cell(took(r), "n"));
         tr.addEventListener("click", function (e) { if (e.target.tagName !== "A") location.href = runUrl(r.id); });
@@ -71,7 +72,9 @@
       ["passed", "failed", "errored"].forEach(function (k) { document.getElementById(k).textContent = r[k]; });
       document.getElementById("agents").textContent = r.agents.join(", ") || "-";
       document.getElementById("not-run").textContent = r.not_run ? r.not_run + " not run (" + (r.not_run_reason || "") + ")" : "";
-      document.getElementById("store-error").textContent = r.error || "";
+      document.getElementById("abandoned").textContent = r.abandoned ? "abandoned: " + r.abandoned : "";
+      document.getElementById("store-error").textContent =
+        [r.not_stored ? r.not_stored + " result(s) could not be stored" : "", r.error || ""].filter(Boolean).join("; ");
       var key = r.status + " " + r.results + " " + r.finished_at;
       // The report under the bar is the stored run's page: render it again when the run changed
       // (its deep link, the part after #, stays).
