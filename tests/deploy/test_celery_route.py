@@ -1,0 +1,228 @@
+"""The distributed route of docs/deploy.md, live: PostgreSQL (deploy/postgres/dagster.yaml), S3 (moto),
+Redis as the Celery broker, `dagster-daemon run` with $AGENT_HEALTH_EXECUTOR=celery, and two Celery
+workers started with the documented command, as on two machines (their own Dagster homes and state
+folders). The daemon's own automation registers the partitions and requests the evaluation runs
+(one partition per run here).
+
+What a team relies on: two workers run two evaluation steps at once; a worker killed mid-step
+(SIGKILL of its whole process group, as a lost machine) leaves a run that run monitoring fails at
+the instance's maximum runtime, the pool slot its dead step held is freed, and the run retry the
+instance configures completes every partition on the surviving worker. The instance file is the
+template with only its time limits shortened for the test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.deploy.conftest import TEMPLATE
+from tests.evalkit import RCA
+from tests.support.postgres import fresh_database
+from tests.support.s3 import new_bucket
+from tests.support.timing import scaled
+
+pytest.importorskip("dagster_celery", reason="the celery extra is not installed (pip install '.[celery]')")
+
+BIN = Path(sys.executable).parent
+POOL = "agent_health_agents"
+LATENCY_MS = 10_000  # each agent call: long enough to kill a worker in the middle of its step
+POLL_S = 2  # run monitoring's poll interval, and the delay before a dead step's slot is freed
+
+
+def _step_on(instance: Any, run_id: str, running: bool = True) -> str | None:
+    """The Celery worker (its hostname) that took the run's evaluation step, once the step started
+    (and, with `running`, while it has not ended)."""
+    from dagster import DagsterEventType
+
+    started, ended, host = False, False, None
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
+        if event.event_type == DagsterEventType.STEP_START:
+            started = True
+        elif event.event_type in (DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
+            ended = True
+        elif event.event_type == DagsterEventType.ENGINE_EVENT and "Celery worker" in (
+            event.engine_event_data.metadata or {}
+        ):
+            host = str(event.engine_event_data.metadata["Celery worker"].value)
+    return host if started and not (running and ended) else None
+
+
+def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _stop_group(proc: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM the process group (a daemon and its code server and run workers; a Celery worker and
+    its pool), SIGKILL what is left after `timeout` seconds."""
+    _kill_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill_group(proc, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.mark.slow
+def test_a_killed_celery_worker_fails_its_run_frees_its_slot_and_the_retry_completes(
+    tmp_path, postgres, s3_endpoint, redis_url, monkeypatch
+):
+    from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+    from agent_health_dagster.defs.build import build_pipeline
+
+    limit = int(scaled(45))  # the run limit of this test's instance: far above a run's own 10-20 s
+    project = tmp_path / "project"
+    (project / "evals" / "rca").mkdir(parents=True)
+    (project / "evals" / "rca" / "payments.eval.py").write_text(RCA)  # one suite of two tests
+    store = {"type": "s3", "settings": {"bucket": new_bucket(s3_endpoint), "endpoint_url": s3_endpoint}}
+    (project / "agent_health_config.py").write_text(
+        f"from agent_health import define_config\nconfig = define_config(store={store!r})\n"
+    )
+    db = fresh_database(postgres, "dagster_celery_route")
+    instance_file = yaml.safe_load(TEMPLATE.read_text())
+    monitoring = instance_file["run_monitoring"]
+    assert monitoring["enabled"] and monitoring["free_slots_after_run_end_seconds"] > 0
+    monitoring.update(
+        max_runtime_seconds=limit, poll_interval_seconds=POLL_S, free_slots_after_run_end_seconds=POLL_S
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_HEALTH_", "DAGSTER_"))}
+    base.update(
+        db.env(),
+        PYTHONPATH=str(ROOT),
+        AGENT_HEALTH_CONFIG=str(project / "agent_health_config.py"),
+        AGENT_HEALTH_EVAL_ROOT=str(project / "evals"),
+        AGENT_HEALTH_EXECUTOR="celery",
+        AGENT_HEALTH_CELERY_BROKER=f"{redis_url}/1",
+        AGENT_HEALTH_MAX_PARTITIONS_PER_RUN="1",
+        AGENT_HEALTH_SENSOR_INTERVAL_S="3",
+        AGENT_HEALTH_DEMO_LATENCY_MS=str(LATENCY_MS),
+        AGENT_HEALTH_SKIP_JUDGE="1",
+    )
+
+    def machine(name: str) -> dict[str, str]:
+        home = tmp_path / name / "dagster_home"
+        home.mkdir(parents=True)
+        (home / "dagster.yaml").write_text(yaml.safe_dump(instance_file, sort_keys=False))
+        return {**base, "DAGSTER_HOME": str(home), "AGENT_HEALTH_STATE_DIR": str(tmp_path / name / "state")}
+
+    daemon_env = machine("daemon")
+    for name, value in daemon_env.items():
+        monkeypatch.setenv(name, value)
+    pipeline = build_pipeline()
+    [suite] = pipeline.suites
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def start(name: str, cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
+        with open(logs / f"{name}.log", "w") as out:
+            return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def log_tail() -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-2500:]}" for p in sorted(logs.iterdir()))
+
+    # The documented worker command, on each "machine".
+    workers = {
+        name: start(
+            name,
+            [str(BIN / "celery"), "-A", "agent_health_dagster.celery_worker", "worker", "--concurrency", "1"]
+            + ["--hostname", f"{name}@%h", "--loglevel", "INFO"],
+            machine(name),
+        )
+        for name in ("worker-a", "worker-b")
+    }
+    daemon = start("daemon", [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"], daemon_env)
+    try:
+        with DagsterInstance.get() as instance:
+
+            def evaluations() -> list[Any]:
+                return instance.get_runs(RunsFilter(job_name=suite.names.job))
+
+            def wait(what: str, seconds: float, until: Any) -> Any:
+                deadline = time.monotonic() + scaled(seconds)
+                while time.monotonic() < deadline:
+                    assert daemon.poll() is None, log_tail()
+                    found = until()
+                    if found:
+                        return found
+                    time.sleep(0.5)
+                pytest.fail(f"{what} within {scaled(seconds):.0f}s\n{log_tail()}")
+
+            def running_steps() -> dict[str, str]:
+                """worker hostname -> run id, of evaluation steps started and not finished"""
+                out = {}
+                for run in evaluations():
+                    if run.status == DagsterRunStatus.STARTED and (host := _step_on(instance, run.run_id)):
+                        out[host.split("@")[0]] = run.run_id
+                return out
+
+            # Two workers run two steps at once (the pool allows two).
+            both = wait("two evaluation steps at once on the two workers", 180, lambda: len(s := running_steps()) >= 2 and s)
+            assert set(both) == {"worker-a", "worker-b"}, both
+            doomed = both["worker-a"]
+            _kill_group(workers["worker-a"])  # a lost machine: the worker and its pool process
+            workers["worker-a"].wait()
+
+            # Run monitoring fails the run at the instance's maximum runtime.
+            failed = wait(
+                "the dead worker's run ends",
+                limit + 60,
+                lambda: (r := instance.get_run_record_by_id(doomed)) and r.dagster_run.is_finished and r,
+            )
+            assert failed.dagster_run.status == DagsterRunStatus.FAILURE, failed.dagster_run.status
+            took = failed.end_time - failed.start_time
+            assert limit <= took <= limit + POLL_S + scaled(15), (took, limit)
+
+            # The pool slot its dead step held is freed, and the run is retried.
+            def holds_a_slot() -> bool:
+                info = instance.event_log_storage.get_concurrency_info(POOL)
+                return any(slot.run_id == doomed for slot in info.claimed_slots)
+
+            wait("the dead step's pool slot freed", 30, lambda: not holds_a_slot())
+            retry = wait(
+                "a successful retry of the failed run",
+                limit * 3,
+                lambda: next(
+                    (
+                        r
+                        for r in instance.get_runs(RunsFilter(tags={"dagster/parent_run_id": doomed}))
+                        if r.status == DagsterRunStatus.SUCCESS
+                    ),
+                    None,
+                ),
+            )
+            assert retry.tags.get("dagster/retry_number") == "1"
+            assert str(_step_on(instance, retry.run_id, running=False)).startswith("worker-b@")
+
+            # Every partition completes: both configured versions x both tests have results.
+            def done() -> set[str]:
+                from dagster import AssetKey
+
+                return set(instance.get_materialized_partitions(AssetKey(suite.key("results").path)))
+
+            tests = suite.test_keys(instance)
+            expected = {f"{agent}|{test}" for agent in ("demo@v1", "demo@v2") for test in tests}
+            assert len(expected) == 4
+            wait("every partition materialized", limit * 3, lambda: done() >= expected)
+    finally:
+        _stop_group(daemon)
+        for proc in workers.values():
+            _stop_group(proc)
+    for name in ("worker-a", "worker-b"):
+        shutil.rmtree(tmp_path / name / "state", ignore_errors=True)
