@@ -238,7 +238,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--instance-only", action="store_true", help="Only create the instance folder and its dagster.yaml."
     )
+    parser.add_argument(
+        "--run-limit",
+        action="store_true",
+        help="Only print the maximum runtime of a run (seconds) for this configuration and environment: "
+        "max_runtime_seconds of a dagster.yaml (docs/deploy.md).",
+    )
     args = parser.parse_args(argv)
+    if args.run_limit:
+        try:
+            print(run_limit_seconds())
+        except AgentHealthError as exc:
+            print(f"agent-health: {exc}", file=sys.stderr)
+            return 2
+        return 0
     home = prepare_home(Path(args.dagster_home))
     if args.instance_only:
         print(home)

@@ -164,7 +164,7 @@ def sized_run_seconds(partitions: int, concurrency: int, timeout_s: float, epoch
     RUN_SLACK, plus RUN_START_S. At the defaults (1,000 partitions, concurrency 8, 120 s, 1 epoch):
     23,100 s (6 h 25 min)."""
     waves = math.ceil(max(partitions, 1) * max(epochs, 1) / max(concurrency, 1))
-    return int(math.ceil(waves * timeout_s * RUN_SLACK)) + RUN_START_S
+    return math.ceil(waves * timeout_s * RUN_SLACK) + RUN_START_S
 
 
 def deployment_declarations() -> tuple[DeclaredSetting, ...]:

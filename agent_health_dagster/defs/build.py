@@ -30,6 +30,7 @@ from agent_health_dagster.defs.names import (
 from agent_health_dagster.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
 from agent_health_dagster.defs.rejudge import build_rejudge_jobs
 from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
+from agent_health_dagster.defs.retries import build_missed_retry_sensor
 from agent_health_dagster.defs.suite_assets import SuiteAssets, build_suite_assets
 
 
@@ -187,6 +188,7 @@ def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
     jobs = build_jobs(suites)
     sensors, schedules = build_automation(suites, jobs)
     sensors.append(build_calibration_sensor(jobs[CALIBRATE_JOB], sensor_interval()))
+    sensors.append(build_missed_retry_sensor(list(jobs.values()), sensor_interval()))
     defs = Definitions(
         assets=assets,
         jobs=[*jobs.values(), *build_rejudge_jobs(suites)],
