@@ -1,5 +1,5 @@
 """The Celery app of agent-health's Celery workers, for the `celery` executor
-($AGENT_HEALTH_EXECUTOR=celery; docs/deploy.md, "Distributed steps on Celery"):
+($AGENT_HEALTH_EXECUTOR=celery; docs/deploy.md, "The Celery route, step by step"):
 
     celery -A agent_health_dagster.celery_worker worker --concurrency 1 --hostname worker-a@%h
 
