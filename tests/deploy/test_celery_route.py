@@ -2,7 +2,8 @@
 Redis as the Celery broker, `dagster-daemon run` with $AGENT_HEALTH_EXECUTOR=celery, and two Celery
 workers started with the documented command, as on two machines (their own Dagster homes and state
 folders). The daemon's own automation registers the partitions and requests the evaluation runs
-(one partition per run here).
+(one run per agent version here). The setup commands and the workers' sharing of tasks are
+tested on their own first.
 
 What a team relies on: two workers run two evaluation steps at once; a worker killed mid-step
 (SIGKILL of its whole process group, as a lost machine) leaves a run that run monitoring fails at
@@ -211,7 +212,7 @@ def test_a_killed_celery_worker_fails_its_run_frees_its_slot_and_the_retry_compl
     (project / "evals" / "rca").mkdir(parents=True)
     (project / "evals" / "rca" / "payments.eval.py").write_text(RCA)  # one suite of two tests
     store = {"type": "s3", "settings": {"bucket": new_bucket(s3_endpoint), "endpoint_url": s3_endpoint}}
-    (project / "gate_agent.py").write_text(GATE_AGENT)
+    (project / "gate_agent.py").write_text(GATE_AGENT)  # under the built-in demo agent's key: it replaces it
     (project / "agent_health_config.py").write_text(
         "from agent_health import AgentSpec, define_config\nconfig = define_config(\n"
         "    agents=[AgentSpec(key='demo', connector='python', settings={'function': 'gate_agent:run'},"

@@ -212,6 +212,17 @@ def test_every_instance_file_ends_a_dead_workers_run_and_retries_it(tmp_path, mo
     assert template["run_retries"] == local["run_retries"]
     # 1,000 partitions per run, concurrency 8, 120 s per test, 1 epoch
     assert template["run_monitoring"]["max_runtime_seconds"] == run_limit_seconds() == sized_run_seconds(1000, 8, 120)
+    # what docs/deploy.md tells an operator to run for their own figure
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_HEALTH_") or k == "AGENT_HEALTH_TEST_SESSION"}
+    printed = subprocess.run(
+        [sys.executable, "-m", "agent_health_dagster.headless", "--run-limit"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT), "AGENT_HEALTH_CONCURRENCY": "16"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert printed.returncode == 0 and printed.stdout.strip() == str(sized_run_seconds(1000, 16, 120)), printed.stderr
     # sized from the settings when the file is written; the variable over it
     monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "100")
     monkeypatch.setenv("AGENT_HEALTH_TIMEOUT", "30")
