@@ -69,7 +69,7 @@ def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[
     maximum runtime sized from the project's run settings ($AGENT_HEALTH_MAX_RUN_SECONDS over it)
     and slots freed after a run's end, runs dequeued again and retried when user code did not
     answer or a worker died, code servers given time to load."""
-    settings: dict[str, Any] = {**RUN_MONITORING, "max_runtime_seconds": run_limit_seconds()}
+    settings: dict[str, Any] = {**RUN_MONITORING, "max_runtime_seconds": run_limit_seconds(lenient=True)}
     settings.update(run_monitoring or {})
     text: str = yaml.safe_dump(  # PyYAML ships no stubs: typed here
         {

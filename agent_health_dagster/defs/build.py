@@ -8,10 +8,11 @@ from typing import Any
 
 from dagster import AssetSelection, AssetSpec, Definitions, ExecutorDefinition, define_asset_job
 
-from agent_health.errors import ConfigError
+from agent_health.errors import AgentHealthError, ConfigError
 from agent_health.pipeline import (
     DeploymentSettings,
     Project,
+    RunSettings,
     deployment_settings,
     deployment_variable,
     sized_run_seconds,
@@ -44,14 +45,21 @@ def max_partitions_per_run() -> int | None:
 UNBOUNDED_RUN_SIZE = 1000
 
 
-def run_limit_seconds(resource: AgentHealthResource | None = None) -> int:
+def run_limit_seconds(resource: AgentHealthResource | None = None, lenient: bool = False) -> int:
     """The maximum runtime of a run that the project's dagster.yaml gives run monitoring:
     $AGENT_HEALTH_MAX_RUN_SECONDS, else sized from what an evaluation run can take (partitions per
-    run, and the concurrency, timeout and epochs of the project's run settings)."""
+    run, and the concurrency, timeout and epochs of the project's run settings). `lenient`: a
+    configuration that does not load is sized with the default run settings instead of raising
+    (the instance is written before `dagster dev` starts; its runs name the error)."""
     settings = deployment_settings()
     if settings.max_run_seconds is not None:
         return settings.max_run_seconds
-    run = (resource or resource_from_env()).run_settings()
+    try:
+        run = (resource or resource_from_env()).run_settings()
+    except AgentHealthError:
+        if not lenient:
+            raise
+        run = RunSettings()
     partitions = settings.max_partitions_per_run or UNBOUNDED_RUN_SIZE
     return sized_run_seconds(partitions, run.concurrency, run.timeout_s, run.epochs)
 
