@@ -139,6 +139,20 @@ def test_the_routes_setup_commands_run_as_written(tmp_path, postgres, s3_endpoin
     assert owner.stdout.strip() == role, owner.stderr
 
 
+def test_a_worker_without_the_broker_variable_stops_naming_it():
+    """Not dagster-celery's default, RabbitMQ on localhost: the documented command needs the variable."""
+    [(worker_command, _)] = doc_commands("# 5. a Celery worker")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_HEALTH_CELERY_")}
+    done = subprocess.run(
+        ["bash", "-c", worker_command], cwd=ROOT, env=_env_with_venv(env), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == (
+        "agent-health: $AGENT_HEALTH_EXECUTOR=celery needs $AGENT_HEALTH_CELERY_BROKER, the broker URL "
+        "(redis://host:6379/0) of the run workers and the Celery workers"
+    )
+
+
 def test_a_busy_worker_leaves_the_next_task_to_an_idle_one(redis_url, monkeypatch):
     """With Celery's prefetching (even `worker_prefetch_multiplier: 1`, a task acknowledged when it
     starts) a worker busy with a long task reserves the next one while another worker that
