@@ -25,10 +25,9 @@ import yaml
 from dagster import AddDynamicPartitionsRequest, AssetCheckSeverity, AssetKey, DagsterInstance
 
 from agent_health.errors import AgentHealthError
-from agent_health.pipeline import deployment_settings
 from agent_health_dagster.dagster_env import apply_dagster_env, dagster_env
 from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
-from agent_health_dagster.defs.build import build_pipeline
+from agent_health_dagster.defs.build import build_pipeline, run_limit_seconds
 from agent_health_dagster.defs.names import REFRESH_JOB
 from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
 
@@ -37,18 +36,21 @@ DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
 # Run monitoring (the daemon's; `dagster dev` runs one) ends runs that can no longer finish: a run
 # stuck starting or cancelling, and a STARTED run past its maximum runtime -- which is what becomes
-# of a run whose process was killed (SIGKILL, OOM, a lost machine) when no code server saw it die
-# (headless and CLI runs, or a restarted `dagster dev`). A run launched by the webserver or the
-# daemon whose process dies is failed at once by its code server. A single run may set a tighter
-# limit with the `dagster/max_runtime` tag (seconds).
+# of a run whose worker was killed (SIGKILL, OOM, a lost machine) when no code server saw it die: a
+# headless or CLI run, a restarted `dagster dev`, a step on a Celery worker that died. The limit is
+# sized from what an evaluation run can take (`build.run_limit_seconds`, $AGENT_HEALTH_MAX_RUN_SECONDS
+# over it); a single run may set a tighter one with the `dagster/max_runtime` tag (seconds). The
+# pool slots a dead step still holds are freed FREE_SLOTS_S after its run ended (a step ending
+# normally frees its own at once); RUN_RETRIES then starts the run again. deploy/postgres/dagster.yaml
+# carries the same values (tests/deploy/test_postgres_instance.py holds them equal).
+FREE_SLOTS_S = 60
 RUN_MONITORING = {
     "enabled": True,
     "start_timeout_seconds": 180,
     "cancel_timeout_seconds": 180,
-    "max_runtime_seconds": 6 * 3600,
     "max_resume_run_attempts": 0,
     "poll_interval_seconds": 30,
-    "free_slots_after_run_end_seconds": 300,
+    "free_slots_after_run_end_seconds": FREE_SLOTS_S,
 }
 
 
@@ -63,13 +65,11 @@ CODE_SERVERS = {"local_startup_timeout": 360, "reload_timeout": 360}
 
 
 def instance_yaml(run_monitoring: dict[str, Any] | None = None, run_queue: dict[str, Any] | None = None) -> str:
-    """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on
-    (maximum runtime from $AGENT_HEALTH_MAX_RUN_SECONDS, default 6 hours), runs dequeued again and
-    retried when user code did not answer, code servers given time to load."""
-    settings: dict[str, Any] = dict(RUN_MONITORING)
-    seconds = deployment_settings().max_run_seconds
-    if seconds is not None:
-        settings["max_runtime_seconds"] = seconds
+    """dagster.yaml for a local SQLite instance: no telemetry (offline), run monitoring on with a
+    maximum runtime sized from the project's run settings ($AGENT_HEALTH_MAX_RUN_SECONDS over it)
+    and slots freed after a run's end, runs dequeued again and retried when user code did not
+    answer or a worker died, code servers given time to load."""
+    settings: dict[str, Any] = {**RUN_MONITORING, "max_runtime_seconds": run_limit_seconds(lenient=True)}
     settings.update(run_monitoring or {})
     text: str = yaml.safe_dump(  # PyYAML ships no stubs: typed here
         {
@@ -243,7 +243,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--instance-only", action="store_true", help="Only create the instance folder and its dagster.yaml."
     )
+    parser.add_argument(
+        "--run-limit",
+        action="store_true",
+        help="Only print the maximum runtime of a run (seconds) for this configuration and environment: "
+        "max_runtime_seconds of a dagster.yaml (docs/deploy.md).",
+    )
     args = parser.parse_args(argv)
+    if args.run_limit:
+        try:
+            print(run_limit_seconds())
+        except AgentHealthError as exc:
+            print(f"agent-health: {exc}", file=sys.stderr)
+            return 2
+        return 0
     home = prepare_home(Path(args.dagster_home))
     if args.instance_only:
         print(home)

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = [
     "tests.support.opensearch",
     "tests.support.postgres",
+    "tests.support.redis",
     "tests.support.s3",
     "tests.support.leftovers",
     "tests.support.browser",  # one headless Chromium per test module that asks for it

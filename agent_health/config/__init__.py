@@ -9,6 +9,7 @@ from agent_health.config.deployment import (
     deployment_settings,
     deployment_variable,
     opensearch_defaults,
+    sized_run_seconds,
 )
 from agent_health.config.loader import CONFIG_ENV, CONFIG_FILE, find_config, load_config
 from agent_health.config.model import Config, JudgeSettings, TraceSettings, define_config
@@ -31,4 +32,5 @@ __all__ = [
     "find_config",
     "load_config",
     "opensearch_defaults",
+    "sized_run_seconds",
 ]

@@ -11,6 +11,7 @@ naming the variable and the value."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -134,16 +135,52 @@ class DeploymentSettings(BaseModel):
         description="Partitions per evaluation run; larger backfills are split (0: one run of any size).",
         json_schema_extra=declare(env="AGENT_HEALTH_MAX_PARTITIONS_PER_RUN"),
     )
+    # A run whose worker died (a killed process, a lost machine) stays STARTED until run monitoring
+    # ends it at this limit; the default is sized from the bound above (`sized_run_seconds`).
     max_run_seconds: int | None = Field(
         None,
         ge=1,
         le=30 * 86_400,
-        description="Maximum runtime of a run in the headless instance's dagster.yaml (unset: 6 hours).",
+        description="Maximum runtime of a run in the dagster.yaml the project writes (unset: sized from the partitions "
+        "per run, concurrency, timeout and epochs; docs/deploy.md).",
         json_schema_extra=declare(env="AGENT_HEALTH_MAX_RUN_SECONDS"),
+    )
+    executor: Literal["multiprocess", "celery"] = Field(
+        "multiprocess",
+        description="How a run executes its steps: `multiprocess` (processes beside the run worker) or `celery` "
+        "(tasks on the Celery workers of the broker below; the `celery` extra).",
+        json_schema_extra=declare(env="AGENT_HEALTH_EXECUTOR"),
+    )
+    celery_broker: SecretStr | None = Field(
+        None,
+        description="Celery broker URL (`redis://host:6379/0`) of the run workers and the Celery workers alike; "
+        "required with the `celery` executor.",
+        json_schema_extra=declare(env="AGENT_HEALTH_CELERY_BROKER"),
+    )
+    celery_backend: SecretStr | None = Field(
+        None,
+        description="Celery result backend URL (unset: the broker's).",
+        json_schema_extra=declare(env="AGENT_HEALTH_CELERY_BACKEND"),
     )
     opensearch: OpenSearchDefaults = Field(
         default_factory=OpenSearchDefaults, description="OpenSearch connection defaults."
     )
+
+
+# What a run costs beside its tests: the run worker's start, loading the code location, the
+# bookkeeping of its partitions; and the slack over the waves of tests a limit must leave (tests whose
+# own timeout is longer, stores and Dagster under load).
+RUN_START_S = 600
+RUN_SLACK = 1.5
+
+
+def sized_run_seconds(partitions: int, concurrency: int, timeout_s: float, epochs: int = 1) -> int:
+    """The maximum runtime of an evaluation run of `partitions` partitions when every test runs to
+    its timeout: ceil(partitions x epochs / concurrency) waves of `timeout_s` seconds, times
+    RUN_SLACK, plus RUN_START_S. At the defaults (1,000 partitions, concurrency 8, 120 s, 1 epoch):
+    23,100 s (6 h 25 min)."""
+    waves = math.ceil(max(partitions, 1) * max(epochs, 1) / max(concurrency, 1))
+    return math.ceil(waves * timeout_s * RUN_SLACK) + RUN_START_S
 
 
 def deployment_declarations() -> tuple[DeclaredSetting, ...]:

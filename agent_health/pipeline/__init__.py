@@ -7,7 +7,13 @@ leaderboard and a version's comparison; re-judging partitions. No Dagster import
 transport's one door into the library (with `agent_health.errors`): the model types and settings a
 transport handles are re-exported here too."""
 
-from agent_health.config.deployment import DeploymentSettings, MissingEvidence, deployment_settings
+from agent_health.config.deployment import (
+    DeploymentSettings,
+    MissingEvidence,
+    deployment_settings,
+    deployment_variable,
+    sized_run_seconds,
+)
 from agent_health.config.fingerprints import agent_version_data_version, judge_settings
 from agent_health.loader import LoadResult
 from agent_health.model import RunSettings, TestResult
@@ -87,6 +93,7 @@ __all__ = [
     "current_summaries",
     "declared_settings",
     "deployment_settings",
+    "deployment_variable",
     "failure_reason",
     "freshness_description",
     "freshness_gate",
@@ -105,6 +112,7 @@ __all__ = [
     "rollup_gates",
     "run_partitions",
     "sig",
+    "sized_run_seconds",
     "summarize_version",
     "write_report",
 ]

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
+from dagster import AssetSelection, AssetSpec, Definitions, ExecutorDefinition, define_asset_job
 
-from agent_health.pipeline import Project, deployment_settings
+from agent_health.errors import AgentHealthError, ConfigError
+from agent_health.pipeline import (
+    DeploymentSettings,
+    Project,
+    RunSettings,
+    deployment_settings,
+    deployment_variable,
+    sized_run_seconds,
+)
 from agent_health_dagster.defs.automation import build_automation, sensor_interval
 from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
 from agent_health_dagster.defs.calibration_assets import build_calibration_assets, build_calibration_sensor
@@ -22,6 +31,7 @@ from agent_health_dagster.defs.names import (
 from agent_health_dagster.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
 from agent_health_dagster.defs.rejudge import build_rejudge_jobs
 from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
+from agent_health_dagster.defs.retries import build_missed_retry_sensor
 from agent_health_dagster.defs.suite_assets import SuiteAssets, build_suite_assets
 
 
@@ -29,6 +39,84 @@ def max_partitions_per_run() -> int | None:
     """Partitions per evaluation run: $AGENT_HEALTH_MAX_PARTITIONS_PER_RUN (None: any number, one
     run), default 1,000; why runs are bounded is with its declaration (DeploymentSettings)."""
     return deployment_settings().max_partitions_per_run or None
+
+
+# The partitions a run is sized for when runs are not bounded ($AGENT_HEALTH_MAX_PARTITIONS_PER_RUN=0).
+UNBOUNDED_RUN_SIZE = 1000
+
+
+def run_limit_seconds(resource: AgentHealthResource | None = None, lenient: bool = False) -> int:
+    """The maximum runtime of a run that the project's dagster.yaml gives run monitoring:
+    $AGENT_HEALTH_MAX_RUN_SECONDS, else sized from what an evaluation run can take (partitions per
+    run, and the concurrency, timeout and epochs of the project's run settings). `lenient`: a
+    configuration that does not load is sized with the default run settings instead of raising
+    (the instance is written before `dagster dev` starts; its runs name the error)."""
+    settings = deployment_settings()
+    if settings.max_run_seconds is not None:
+        return settings.max_run_seconds
+    try:
+        run = (resource or resource_from_env()).run_settings()
+    except AgentHealthError:
+        if not lenient:
+            raise
+        run = RunSettings()
+    partitions = settings.max_partitions_per_run or UNBOUNDED_RUN_SIZE
+    return sized_run_seconds(partitions, run.concurrency, run.timeout_s, run.epochs)
+
+
+# Celery settings of the run workers (which send steps) and of the Celery workers (which take them):
+# a busy worker takes no further step while it runs one (`worker_disable_prefetch`, Redis only:
+# with prefetching a busy worker reserves the next step while another worker idles), and a step is
+# acknowledged when a worker starts it, so a worker that dies leaves nothing for the broker to hand
+# out again later: run monitoring fails the run at its limit and run retries start it again.
+CELERY_CONFIG: dict[str, Any] = {
+    "worker_prefetch_multiplier": 1,
+    "worker_disable_prefetch": True,
+    "broker_connection_retry_on_startup": True,
+}
+
+
+def celery_urls(settings: DeploymentSettings | None = None) -> tuple[str, str]:
+    """(broker, result backend) URLs of the Celery route: $AGENT_HEALTH_CELERY_BROKER and
+    $AGENT_HEALTH_CELERY_BACKEND (default: the broker)."""
+    settings = settings or deployment_settings()
+    if settings.celery_broker is None:
+        raise ConfigError(
+            "$AGENT_HEALTH_EXECUTOR=celery needs $AGENT_HEALTH_CELERY_BROKER, the broker URL "
+            "(redis://host:6379/0) of the run workers and the Celery workers"
+        )
+    broker = settings.celery_broker.get_secret_value()
+    backend = settings.celery_backend.get_secret_value() if settings.celery_backend else broker
+    return broker, backend
+
+
+def celery_module(name: str) -> Any:
+    """A module of dagster-celery (the `celery` extra), imported only by a deployment that uses it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"$AGENT_HEALTH_EXECUTOR=celery needs the celery extra: pip install -c constraints.txt '.[celery]' ({exc})"
+        ) from None
+
+
+def build_executor(settings: DeploymentSettings | None = None) -> ExecutorDefinition | None:
+    """The executor of every job ($AGENT_HEALTH_EXECUTOR): None for Dagster's default (multiprocess),
+    or dagster-celery's with the broker and backend read from their variables when the run worker
+    starts (a URL with a password never reaches the run config or the UI)."""
+    settings = settings or deployment_settings()
+    if settings.executor != "celery":
+        return None
+    celery_urls(settings)  # refuse a missing broker when the definitions load
+    executor: ExecutorDefinition = celery_module("dagster_celery").celery_executor.configured(
+        {
+            "broker": {"env": deployment_variable("celery_broker")},
+            "backend": {"env": deployment_variable("celery_backend" if settings.celery_backend else "celery_broker")},
+            "config_source": CELERY_CONFIG,
+        },
+        name="celery",
+    )
+    return executor
 
 
 def build_suites(project: Project) -> list[SuiteAssets]:
@@ -108,12 +196,14 @@ def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
     jobs = build_jobs(suites)
     sensors, schedules = build_automation(suites, jobs)
     sensors.append(build_calibration_sensor(jobs[CALIBRATE_JOB], sensor_interval()))
+    sensors.append(build_missed_retry_sensor(list(jobs.values()), sensor_interval()))
     defs = Definitions(
         assets=assets,
         jobs=[*jobs.values(), *build_rejudge_jobs(suites)],
         sensors=sensors,
         schedules=schedules,
         resources={"agent_health": resource},
+        executor=build_executor(),
     )
     return Pipeline(defs=defs, suites=suites, resource=resource, project=project)
 

@@ -144,6 +144,8 @@ def test_traces_and_stores_share_the_opensearch_defaults(monkeypatch):
         ("AGENT_HEALTH_SCHEDULE_CRON", "nightly", ": expected a cron expression .*, got 'nightly'"),
         # a choice that is not one of its values
         ("AGENT_HEALTH_MISSING_EVIDENCE", "ignore", ": expected one of fail, warn, got 'ignore'"),
+        ("AGENT_HEALTH_EXECUTOR", "dask", ": expected one of multiprocess, celery, got 'dask'"),
+        ("AGENT_HEALTH_EVALUATE_MISSING", "maybe", ": expected true or false .*, got 'maybe'"),
     ],
 )
 def test_a_bad_value_is_a_config_error_naming_the_variable_and_the_value(name, raw, message):
@@ -222,6 +224,8 @@ def _accepts(d: DeclaredSetting) -> str:
         return f"whole number, {int(lo or 0):,} to {int(hi or 0):,}"
     if d.annotation is float:
         return f"number, {lo:g} to {hi:g}"
+    if d.choices is not None:
+        return "one of " + ", ".join(f"`{c}`" for c in d.choices)
     return "text"
 
 

@@ -100,6 +100,7 @@ def test_definitions_load_validate_and_name_suites(make_pipeline):
         "agent_versions_sensor",
         "refresh_sensor",
         "calibration_sensor",
+        "missed_retries_sensor",
     }
     assert graph.get(AssetKey(["judges", "calibration"])).partitions_def.name == "judge_identities"
     assert {s.name for s in repo.schedule_defs} == {"nightly__rca__payments", "nightly__smoke_checks", "nightly__cases"}

@@ -184,3 +184,48 @@ def test_runs_wait_on_the_agent_pool(tmp_path, postgres, monkeypatch):
     # once the first had finished its evaluation step (an 8 s agent call), and never overlapped it.
     assert b_run >= a_end, f"the second run started while the first held the agent pool: {spans}"
     assert b_step > a_end and b_run - a_step > 5, spans
+
+
+def test_every_instance_file_ends_a_dead_workers_run_and_retries_it(tmp_path, monkeypatch):
+    """deploy/postgres/dagster.yaml and the local instance of scripts/dev.sh and the headless job
+    (`instance_yaml`) monitor runs with the same settings: a maximum runtime sized from what an
+    evaluation run can take, the slots of a dead step freed after its run ended, and run retries
+    (tests/deploy/test_celery_route.py kills a worker under them)."""
+    import yaml
+
+    from agent_health.config import sized_run_seconds
+    from agent_health_dagster.defs.build import run_limit_seconds
+    from agent_health_dagster.headless import instance_yaml
+    from tests.deploy.conftest import TEMPLATE
+
+    monkeypatch.chdir(tmp_path)  # no project configuration: the defaults
+    for name in [n for n in os.environ if n.startswith("AGENT_HEALTH_") and n != "AGENT_HEALTH_TEST_SESSION"]:
+        monkeypatch.delenv(name)
+    template = yaml.safe_load(TEMPLATE.read_text())
+    local = yaml.safe_load(instance_yaml())
+    for doc in (template, local):
+        monitoring = doc["run_monitoring"]
+        assert monitoring["enabled"] and monitoring["max_resume_run_attempts"] == 0
+        assert 0 < monitoring["free_slots_after_run_end_seconds"] <= 60
+        assert doc["run_retries"]["enabled"] and doc["run_retries"]["max_retries"] >= 1
+    assert template["run_monitoring"] == local["run_monitoring"]
+    assert template["run_retries"] == local["run_retries"]
+    # 1,000 partitions per run, concurrency 8, 120 s per test, 1 epoch
+    assert template["run_monitoring"]["max_runtime_seconds"] == run_limit_seconds() == sized_run_seconds(1000, 8, 120)
+    # what docs/deploy.md tells an operator to run for their own figure
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_HEALTH_") or k == "AGENT_HEALTH_TEST_SESSION"}
+    printed = subprocess.run(
+        [sys.executable, "-m", "agent_health_dagster.headless", "--run-limit"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT), "AGENT_HEALTH_CONCURRENCY": "16"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert printed.returncode == 0 and printed.stdout.strip() == str(sized_run_seconds(1000, 16, 120)), printed.stderr
+    # sized from the settings when the file is written; the variable over it
+    monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "100")
+    monkeypatch.setenv("AGENT_HEALTH_TIMEOUT", "30")
+    assert yaml.safe_load(instance_yaml())["run_monitoring"]["max_runtime_seconds"] == 13 * 30 * 1.5 + 600
+    monkeypatch.setenv("AGENT_HEALTH_MAX_RUN_SECONDS", "900")
+    assert yaml.safe_load(instance_yaml())["run_monitoring"]["max_runtime_seconds"] == 900
