@@ -367,6 +367,25 @@ def test_a_rollup_with_missing_results_fails_its_check_naming_them(make_pipeline
     assert meta["missing_results"].value == 1
     assert [r.data["test_id"] for r in meta["missing"].records] == [f"rca/payments::{tests[1]}"]
 
+    # demo@v2 has every result, its baseline demo@v1 half: no_regression cannot pass, and says why
+    evaluate(pipeline, instance, "rca/payments", ["demo@v2"])
+    assert rollups(pipeline, instance, "demo@v2").success
+    [gate] = check_evals(instance, key, "no_regression", "demo@v2")[:1]
+    assert not gate.evaluation.passed and gate.evaluation.severity.value == "ERROR"
+    assert "have no stored result for baseline demo@v1" in gate.evaluation.description
+    assert f"rca/payments::{tests[1]}" in gate.evaluation.description
+    assert gate.evaluation.metadata["baseline_missing_results"].value == "1"  # text: it does not plot
+    assert check_targets_latest(instance, key, "no_regression", "demo@v2")
+    # the leaderboard marks demo@v1, whose results do not cover the current tests
+    board = instance.get_latest_materialization_event(AssetKey(["benchmark", "leaderboard"])).asset_materialization
+    cells = {r.data["agent"] for r in board.metadata["leaderboard"].records}
+    assert any(c.startswith("demo@v1 (") and "missing)" in c for c in cells), cells
+    # a deployment that only wants to be warned: the same gate fails as WARN
+    warned = make_pipeline(missing_evidence="warn")
+    assert rollups(warned, instance, "demo@v2").success
+    [gate] = check_evals(instance, key, "no_regression", "demo@v2")[:1]
+    assert not gate.evaluation.passed and gate.evaluation.severity.value == "WARN"
+
 
 def test_max_partitions_per_run_is_configurable(make_pipeline, monkeypatch):
     monkeypatch.setenv("AGENT_HEALTH_MAX_PARTITIONS_PER_RUN", "50")
