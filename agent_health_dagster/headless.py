@@ -22,14 +22,21 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from dagster import AddDynamicPartitionsRequest, AssetCheckSeverity, AssetKey, DagsterInstance
+from dagster import (
+    AddDynamicPartitionsRequest,
+    AssetCheckSeverity,
+    AssetKey,
+    DagsterInstance,
+    DagsterRunStatus,
+    RunsFilter,
+)
 
 from agent_health.errors import AgentHealthError
 from agent_health_dagster.dagster_env import apply_dagster_env, dagster_env
 from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
 from agent_health_dagster.defs.build import build_pipeline, run_limit_seconds
 from agent_health_dagster.defs.names import REFRESH_JOB
-from agent_health_dagster.defs.partitions import AGENT_VERSIONS, contiguous_blocks, range_tags
+from agent_health_dagster.defs.partitions import AGENT_VERSIONS, PARTITION_TAG, contiguous_blocks, range_tags
 
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
@@ -59,7 +66,16 @@ RUN_MONITORING = {
 # worker crashed or could not start is retried (RUN_RETRIES: not a run whose step failed, which a
 # retry would only repeat), and a code server gets time to load (CODE_SERVERS). deploy/postgres/
 # dagster.yaml carries the same values; deploy/dagster.env raises Dagster's gRPC timeout.
-RUN_QUEUE = {"max_user_code_failure_retries": 3, "user_code_failure_retry_delay": 30}
+# Runs of one partition (a refresh of one agent version, one result) wait for each other in the
+# queue, in the order they were created (PARTITION_TAG: Dagster's tag of a one-partition run): a
+# check's status on a version is that of the run planned last, so two refreshes of a version
+# that overlapped could leave it showing neither (docs/dagster.md#checks-and-the-partition-they-belong-to).
+ONE_RUN_PER_PARTITION = {"key": PARTITION_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+RUN_QUEUE = {
+    "max_user_code_failure_retries": 3,
+    "user_code_failure_retry_delay": 30,
+    "tag_concurrency_limits": [ONE_RUN_PER_PARTITION],
+}
 RUN_RETRIES = {"enabled": True, "max_retries": 2, "retry_on_asset_or_op_failure": False}
 CODE_SERVERS = {"local_startup_timeout": 360, "reload_timeout": 360}
 
@@ -159,6 +175,7 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
     for agent in [a for block in agent_blocks for a in block]:  # one version per run, as the refresh sensor
         print(f"  refreshing rollups, comparison and leaderboard for {agent} ...", end="", flush=True)
         start = time.perf_counter()
+        wait_for_runs_of(instance, agent)
         run = defs.resolve_job_def(REFRESH_JOB).execute_in_process(
             instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
         )
@@ -166,6 +183,20 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
         evaluations += run.get_asset_check_evaluations()
         print(f" {time.perf_counter() - start:.1f}s (run {run.run_id[:8]})")
     return evaluations
+
+
+WAITING = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED)
+
+
+def wait_for_runs_of(instance: Any, partition: str, poll_s: float = 1.0) -> None:
+    """Until no other run of `partition` is queued or going (a daemon on the same instance may have
+    launched one): this process's runs do not go through the queue, which serializes them."""
+    said = False
+    while runs := instance.get_runs(RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING)), limit=5):
+        if not said:
+            print(f" (waiting for run {runs[0].run_id[:8]} of {partition})", end="", flush=True)
+            said = True
+        time.sleep(poll_s)
 
 
 def check_report(evaluations: Sequence[Any]) -> tuple[str, int]:

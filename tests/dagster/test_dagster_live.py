@@ -681,7 +681,27 @@ EXPECTED_CHECKS = {
 }
 
 
+def wait_quiet(instance, live) -> None:
+    """Until every run has finished and none changed for 8 s (the refresh sensor followed what ran)."""
+
+    def quiet():
+        runs = instance.get_runs()
+        return (
+            all(r.is_finished for r in runs)
+            and time.time()
+            - max((instance.get_run_record_by_id(r.run_id).update_timestamp.timestamp() for r in runs), default=0)
+            > 8
+        )
+
+    wait_for(quiet, 300, "the instance to be quiet", live["proc"], live["log"])
+
+
 def assert_check_statuses(live, after: str) -> None:
+    """Once the runs that follow have finished (the refresh sensor follows every evaluation)."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(live["home"])) as instance:
+        wait_quiet(instance, live)
     for key, expected in EXPECTED_CHECKS.items():
         assert check_statuses(live["port"], list(key)) == expected, (after, key)
 
@@ -788,17 +808,7 @@ def test_one_edit_shows_out_of_date_until_rerun_then_fresh_after_one_downstream_
     port = live["port"]
     rca = live["root"] / "evals" / "rca" / "payments.eval.py"
     with DagsterInstance.from_config(str(live["home"])) as instance:
-
-        def quiet():  # what earlier tests started has finished, and the refresh sensor followed it
-            runs = instance.get_runs()
-            return (
-                all(r.is_finished for r in runs)
-                and time.time()
-                - max((instance.get_run_record_by_id(r.run_id).update_timestamp.timestamp() for r in runs), default=0)
-                > 8
-            )
-
-        wait_for(quiet, 300, "the instance to be quiet", live["proc"], live["log"])
+        wait_quiet(instance, live)
         before = {r.run_id for r in instance.get_runs()}
         edited = time.time()
         rca.write_text(

@@ -24,6 +24,9 @@ def test_the_local_instance_dequeues_again_retries_and_waits_for_code_servers(tm
         coordinator = instance.run_coordinator
         assert coordinator.get_run_queue_config().max_user_code_failure_retries == 3
         assert coordinator.get_run_queue_config().user_code_failure_retry_delay == 30
+        # runs of one partition (a version's refresh) wait for each other, in creation order
+        [limit] = coordinator.get_run_queue_config().tag_concurrency_limits
+        assert limit == {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
         assert instance.code_server_process_startup_timeout == 360
     assert int(DAGSTER_ENV["DAGSTER_GRPC_TIMEOUT_SECONDS"]) > 60
 
