@@ -12,7 +12,6 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetSpec,
-    BackfillPolicy,
     Config,
     MaterializeResult,
     Output,
@@ -84,10 +83,7 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             check_results=[check_result(AssetKey(LEADERBOARD_KEY), view.freshness())],
         )
 
-    with beta_api(
-        "a backfill policy is how many partitions run in one run (BetaWarning); checks that belong to a "
-        "version's partition (PreviewWarning)"
-    ):
+    with beta_api("checks that belong to a version's partition (PreviewWarning)"):
         freshness = AssetCheckSpec(UP_TO_DATE, asset=COMPARISON_KEY, description=UP_TO_DATE_TEXT)
 
         @multi_asset(
@@ -109,7 +105,7 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             ],
             check_specs=[freshness],
             partitions_def=agent_versions,
-            backfill_policy=BackfillPolicy.multi_run(1),  # one version per run, as the refresh job runs
+            backfill_policy=None,  # a backfill runs one version per run, tagged with it, as the refresh sensor
         )
         def comparison(
             context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource

@@ -315,10 +315,12 @@ def build_suite_assets(
             check_specs=rollup_checks,
             partitions_def=agent_versions,
             can_subset=False,
-            # One version per run: only a run of one partition gives each check result its version's
-            # partition and the materialization it checked, which is what the check's Partitions tab
-            # and the asset's overview show (docs/dagster.md#checks-and-the-partition-they-belong-to).
-            backfill_policy=BackfillPolicy.multi_run(1),
+            # No backfill policy: a backfill then launches one run per version, tagged with its
+            # partition (a policy's runs, even of one partition, carry a range instead), and only a
+            # run of one partition gives each check result its version's partition and the
+            # materialization it checked, which is what the check's Partitions tab and the asset's
+            # overview show (docs/dagster.md#checks-and-the-partition-they-belong-to).
+            backfill_policy=None,
             description=f"Summarize `{source_file}` for one agent version, from the stored summaries: "
             "metrics, insights and the rollup with its checks.",
         )

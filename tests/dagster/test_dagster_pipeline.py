@@ -85,7 +85,7 @@ def test_definitions_load_validate_and_name_suites(make_pipeline):
         "rca/payments/rollup",
     }
     # one version per run: only then does each check result belong to its version's partition
-    assert not summarize_def.can_subset and summarize_def.backfill_policy.max_partitions_per_run == 1
+    assert not summarize_def.can_subset and summarize_def.backfill_policy is None
     for name in ("metrics", "insights", "rollup"):
         node = graph.get(AssetKey(["rca", "payments", name]))
         assert node.partitions_def.name == "agent_versions"
