@@ -35,4 +35,7 @@ def test_the_postgres_template_carries_the_same_settings():
     template = yaml.safe_load((ROOT / "deploy" / "postgres" / "dagster.yaml").read_text())
     assert template["run_retries"] == RUN_RETRIES
     assert template["code_servers"] == CODE_SERVERS
-    assert template["run_coordinator"]["config"] == RUN_QUEUE
+    queue = {k: v for k, v in RUN_QUEUE.items() if k != "tag_concurrency_limits"}
+    assert template["run_coordinator"]["config"] == queue
+    # with `concurrency: runs:` set, Dagster takes run tag limits there only
+    assert template["concurrency"]["runs"]["tag_concurrency_limits"] == RUN_QUEUE["tag_concurrency_limits"]
