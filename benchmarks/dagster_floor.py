@@ -103,15 +103,17 @@ def outcome(i: int) -> dict[str, Any]:
     }
 
 
-def floor_definitions(tests_partitions: str, variants: tuple[str, ...]) -> Any:
-    """No-work assets over the suite's own partitions, one per variant, each in its own job."""
+def floor_definitions(suite: Any, variants: tuple[str, ...]) -> Any:
+    """No-work assets over the suite's own partitions, one per variant, each in its own job, with
+    the results' own upstream assets (the suite's cases, the agents' settings): each materialization
+    records the same data provenance as the pipeline's."""
     import dagster as dg
 
-    from agent_health_dagster.defs.partitions import results_partitions
-    from agent_health_dagster.defs.partitions import tests_partitions as tests_def
+    from agent_health_dagster.defs.build import AGENT_SETTINGS
 
-    multi = results_partitions(tests_def(tests_partitions))  # the suite's own definitions, by name
-    assets, jobs = [], []
+    multi = suite.results_def  # the suite's own definitions, by name
+    assets: list[Any] = [suite.cases, AGENT_SETTINGS]
+    jobs = []
     for variant in variants:
         key = dg.AssetKey(["floor", variant, "results"])
         checks = []
@@ -119,17 +121,19 @@ def floor_definitions(tests_partitions: str, variants: tuple[str, ...]) -> Any:
             checks = [dg.AssetCheckSpec("test_outcome", asset=key, partitions_def=multi)]
         elif variant == "run_check":
             checks = [dg.AssetCheckSpec("failing_tests", asset=key)]
-        assets.append(no_work_step(variant, key, multi, checks))
+        assets.append(no_work_step(variant, key, multi, checks, [suite.cases.key, AGENT_SETTINGS.key]))
         jobs.append(dg.define_asset_job(f"floor_{variant}", selection=dg.AssetSelection.assets(key)))
     return dg.Definitions(assets=assets, jobs=jobs)
 
 
-def no_work_step(variant: str, key: Any, multi: Any, checks: list[Any]) -> Any:
+def no_work_step(variant: str, key: Any, multi: Any, checks: list[Any], deps: list[Any]) -> Any:
     import dagster as dg
 
     @dg.multi_asset(
         name=f"floor_{variant}",
-        specs=[dg.AssetSpec(key, partitions_def=multi, skippable=variant in ("log_materialization", "runless"))],
+        specs=[
+            dg.AssetSpec(key, partitions_def=multi, deps=deps, skippable=variant in ("log_materialization", "runless"))
+        ],
         check_specs=checks,
         partitions_def=multi,
         backfill_policy=dg.BackfillPolicy.single_run(),
@@ -224,7 +228,7 @@ def measure_backend(
     where = home()
     pipeline = build_pipeline()
     suite = pipeline.suites[0]
-    defs = floor_definitions(suite.names.tests_partitions, VARIANTS)
+    defs = floor_definitions(suite, VARIANTS)
     rows: list[Row] = []
     with DagsterInstance.get() as instance, time_engine_calls() as engine:
         register_tests(instance, pipeline)
