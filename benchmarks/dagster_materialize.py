@@ -189,6 +189,10 @@ class StepFigures:
     def bookkeeping_ms(self) -> float:
         return (self.wall_s - self.engine_s) / self.partitions * 1000
 
+    @property
+    def bookkeeping_cpu_ms(self) -> float:
+        return (self.cpu_s - self.engine_cpu_s) / self.partitions * 1000
+
     def report(self, target_ms: float) -> str:
         n = self.partitions
         return (
