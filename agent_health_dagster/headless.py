@@ -188,15 +188,37 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
 WAITING = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED)
 
 
-def wait_for_runs_of(instance: Any, partition: str, poll_s: float = 1.0) -> None:
-    """Until no other run of `partition` is queued or going (a daemon on the same instance may have
-    launched one): this process's runs do not go through the queue, which serializes them."""
-    said = False
-    while runs := instance.get_runs(RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING)), limit=5):
-        if not said:
-            print(f" (waiting for run {runs[0].run_id[:8]} of {partition})", end="", flush=True)
-            said = True
+IDLE_S = 20.0  # other runs of a version that show no progress this long are not waited for
+
+
+def wait_for_runs_of(instance: Any, partition: str, poll_s: float = 1.0, idle_s: float = IDLE_S) -> None:
+    """Until no other run of `partition` is queued or going: this process's runs do not go through
+    the queue, which runs one partition's runs in the order they were created (a daemon on the same
+    instance may have created one). Runs that show no progress for `idle_s` (no new event, no new
+    status: no daemon is working on them, say after `dagster dev` was stopped) are not waited for:
+    the refresh goes ahead, and says so."""
+    seen: dict[str, Any] = {}
+    changed = time.monotonic()
+    while runs := instance.get_runs(RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING)), limit=20):
+        now = {r.run_id: (r.status, _latest_event(instance, r.run_id)) for r in runs}
+        if now != seen:
+            if not seen:
+                print(f" (waiting for run {runs[0].run_id[:8]} of {partition})", end="", flush=True)
+            seen, changed = now, time.monotonic()
+        elif time.monotonic() - changed > idle_s:
+            names = ", ".join(f"{rid[:8]} ({status.value})" for rid, (status, _) in now.items())
+            print(
+                f"\n  warning: run(s) {names} of {partition} made no progress for {idle_s:.0f} s (no daemon working "
+                "on them?); refreshing anyway: if one runs later, its checks show on the version once it ends",
+                flush=True,
+            )
+            return
         time.sleep(poll_s)
+
+
+def _latest_event(instance: Any, run_id: str) -> int | None:
+    records = instance.get_records_for_run(run_id, limit=1, ascending=False).records
+    return records[0].storage_id if records else None
 
 
 def check_report(evaluations: Sequence[Any]) -> tuple[str, int]:

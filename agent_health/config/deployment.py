@@ -125,9 +125,9 @@ class DeploymentSettings(BaseModel):
         description="Cron expression (UTC) of each suite's nightly schedule.",
         json_schema_extra=declare(env="AGENT_HEALTH_SCHEDULE_CRON", parse="cron"),
     )
-    # Each partition's outcome metadata is checked by Dagster against the run's whole partition
-    # range, so a run's cost per partition grows with its size; bounded runs also keep what a
-    # crashed run must redo small and let queued runs interleave (docs/deploy.md).
+    # Bounded runs keep what a crashed run leaves to its retry small, let queued runs (and the
+    # refresh that follows each) interleave, and keep one run's events in batches a worker can
+    # hold; a retry reuses what the dead run stored (docs/deploy.md).
     max_partitions_per_run: int = Field(
         1000,
         ge=0,

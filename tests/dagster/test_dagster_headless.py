@@ -7,7 +7,7 @@ import re
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from agent_health_dagster.headless import main
+from agent_health_dagster.headless import main, register
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -55,3 +55,33 @@ def test_headless_tables_never_wrap(project_dir, tmp_path, monkeypatch, capsys):
     tables = out.split("Leaderboard", 1)[1].split("Checks:", 1)[0]
     assert max(len(line) for line in tables.splitlines()) <= 80, tables
     assert "not shown at 80 columns" in tables  # what was left out is said
+
+
+def test_the_headless_refresh_waits_for_a_versions_other_runs_but_not_for_stalled_ones(make_pipeline, instance, capsys):
+    """Its in-process runs skip the queue that keeps a version's runs in creation order: it waits
+    for another run of the version while that run makes progress, and not for one nothing works on."""
+    import threading
+    import time
+
+    from dagster import DagsterRunStatus
+
+    from agent_health_dagster.headless import wait_for_runs_of
+
+    pipeline = make_pipeline()
+    register(instance, pipeline)
+    job = pipeline.defs.resolve_job_def("refresh")
+    stalled = instance.create_run_for_job(job, tags={"dagster/partition": "demo@v1"})
+    start = time.monotonic()
+    wait_for_runs_of(instance, "demo@v1", poll_s=0.1, idle_s=1.0)
+    assert 1.0 <= time.monotonic() - start < 10  # no daemon dequeues it: not waited for past the idle time
+    assert f"run(s) {stalled.run_id[:8]} (NOT_STARTED) of demo@v1 made no progress" in capsys.readouterr().out
+    instance.delete_run(stalled.run_id)
+
+    going = instance.create_run_for_job(job, tags={"dagster/partition": "demo@v2"})
+    ended = threading.Timer(1.5, lambda: instance.report_run_canceled(going))
+    ended.start()
+    start = time.monotonic()
+    wait_for_runs_of(instance, "demo@v2", poll_s=0.1, idle_s=30.0)  # returns once it ends, not after 30 s
+    assert 1.4 <= time.monotonic() - start < 10
+    assert instance.get_run_by_id(going.run_id).status == DagsterRunStatus.CANCELED
+    assert "made no progress" not in capsys.readouterr().out
