@@ -61,9 +61,17 @@ def evaluate(instance: Any, pipeline: Any, suite: str, agents: list[str], job: s
         instance=instance, tags=range_tags(agents, tests), run_config=QUIET
     )
     assert result.success
+    # A partition's outcome is what its page shows: the observation an evaluation run logs after
+    # materializing it, or a rejudge run's materialization metadata (it logs no observation).
     out: dict[str, dict[str, Any]] = {}
     for record in instance.fetch_materializations(s.key("results"), limit=10_000).records:
         if record.run_id == result.run_id:
             meta = record.asset_materialization.metadata
             out[str(record.partition_key)] = {k: getattr(v, "value", v) for k, v in meta.items()}
+    seen: set[str] = set()
+    for record in instance.fetch_observations(s.key("results"), limit=10_000).records:  # newest first
+        key = str(record.partition_key)
+        if record.run_id == result.run_id and key in out and key not in seen:
+            seen.add(key)
+            out[key] = {k: getattr(v, "value", v) for k, v in record.asset_observation.metadata.items()}
     return out
