@@ -1,0 +1,316 @@
+"""The engine against pydantic-evals (issue 32, item 3): the same N fixed-answer cases through
+`agent-health run` and through pydantic-evals' `Dataset.evaluate_sync`, side by side in one run,
+at 1,000 / 10,000 / 50,000 cases: CPU per test, peak RSS, and bytes per loaded test, with the
+ratio ours / theirs.
+
+What both run (the cheapest honest equivalent of each other):
+
+- pydantic-evals: a `Dataset` of N `Case(name, inputs=<a prompt>, expected_output=<the answer>)`
+  with the `EqualsExpected` evaluator, and an `async` task returning the fixed answer; the report
+  (every case with its output and assertion) is built in memory, which is where pydantic-evals
+  keeps results; its default concurrency (unbounded).
+- agent-health: a JSON data file of N cases `{name, prompt, expected_tools: ["lookup"]}` run by
+  `agent-health run FILE` against an agent on the `python` connector whose `async` function returns
+  the same fixed answer with its one `lookup` tool call; each case's body runs the agent and checks
+  the tool deterministically (`expect.soft(result).to_have_called_tool("lookup")`: one gate
+  signal, like EqualsExpected's one assertion). Results are stored to local files as `run` does by
+  default (one file per test and the run's log, fsynced in batches), and reported by the default
+  summary reporter; `--no-store` is measured too. Its default concurrency (8).
+
+Every process is a fresh one, measured by wait4 (user + sys CPU seconds and peak RSS); this
+process imports nothing but the standard library, since Linux keeps a process's peak RSS across
+exec and a large parent would raise its children's.
+
+- CPU per test: (CPU of the process at N cases - CPU of the same process at 1 case) / (N - 1):
+  the start-up (interpreter, imports, configuration) is counted once, not per test, and each
+  size gets a figure of its own, which is what the target names (at 10,000 and at 50,000). The
+  slope between the two largest sizes is printed beside it as a check: it leaves out anything
+  fixed, but moves more with the machine's load, being the difference of two large numbers.
+- bytes per loaded test: the peak-RSS slope of loading only, between the two largest sizes:
+  `agent-health run FILE --list` for ours (the tests are loaded and listed, nothing runs), and
+  building the `Dataset` (cases and evaluator) then exiting for pydantic-evals.
+
+The machine is shared: every figure is the median of --repeat runs, the runs of ours and theirs
+alternating, and the ratios are of those medians; the load average is printed at the start and
+the end. pydantic-evals is installed into a temporary virtualenv (never the project's), or the
+one --venv names (created there when missing, kept).
+
+    .venv/bin/python benchmarks/peers_engine.py [--sizes 1000,10000,50000] [--repeat 3]
+        [--venv DIR] [--pydantic-evals 'pydantic-evals==X.Y'] [--quick]
+
+--quick runs 200 / 1,000 / 2,000 cases once each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ANSWER = "The payment service cannot reach its database db-primary."
+PROMPTS = [
+    "Diagnose why the payment service is failing.",
+    "checkout p99 latency is high",
+    "kafka consumer lag on orders",
+    "logs-ingest disk full",
+]
+TARGET_KB = 0.5  # bytes per loaded test, at most (issue 32)
+
+AGENT = f"""
+ANSWER = {ANSWER!r}
+
+
+async def answer(prompt):
+    return {{"output": ANSWER, "tool_calls": [{{"name": "lookup", "args": {{"q": prompt}}}}]}}
+"""
+
+CONFIG = """
+from agent_health import define_config
+
+config = define_config(
+    agents=[{"key": "fixed", "connector": "python", "settings": {"function": "fixed_agent:answer"},
+             "versions": {"v1": {}}}],
+    default_agent="fixed@v1",
+)
+"""
+
+# pydantic-evals' side: argv[1] the number of cases, argv[2] "run" or "load"
+THEIRS = f"""
+import sys
+
+from pydantic_evals import Case, Dataset
+from pydantic_evals.evaluators import EqualsExpected
+
+ANSWER = {ANSWER!r}
+PROMPTS = {PROMPTS!r}
+
+
+async def task(inputs: str) -> str:
+    return ANSWER
+
+
+n, what = int(sys.argv[1]), sys.argv[2]
+dataset = Dataset(
+    name="bench",
+    cases=[Case(name=f"case {{i:05d}}", inputs=PROMPTS[i % 4], expected_output=ANSWER) for i in range(n)],
+    evaluators=[EqualsExpected()],
+)
+if what == "run":
+    report = dataset.evaluate_sync(task, progress=False)
+    passed = sum(1 for case in report.cases if case.assertions and all(a.value for a in case.assertions.values()))
+    print(f"passed {{passed}} of {{n}}")
+    if passed != n:
+        sys.exit(1)
+"""
+
+
+@dataclass
+class Proc:
+    cpu: float  # user + sys seconds
+    rss_kib: int
+    wall: float
+    out: str  # stdout, then stderr
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
+    """One fresh process: its CPU seconds, peak RSS (wait4) and output; exits when it fails."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode(errors="replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        err.seek(0)
+        said = err.read().decode(errors="replace")
+        if code != 0:
+            raise SystemExit(f"{' '.join(cmd)} (in {cwd}) exited {code}:\n{out[-2000:]}\n{said[-3000:]}")
+    return Proc(usage.ru_utime + usage.ru_stime, usage.ru_maxrss, wall, out + said)
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min), {os.cpu_count()} cores"
+
+
+# -- the two sides ---------------------------------------------------------------------------
+def theirs_venv(folder: Path | None, spec: str) -> tuple[Path, str]:
+    """A virtualenv with pydantic-evals (made and installed when missing): its python, and the
+    installed version."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="peers-engine-venv-", dir="/tmp"))
+    python = folder / "bin" / "python"
+    if not python.exists():
+        print(f"installing {spec} into {folder} ...", flush=True)
+        venv.EnvBuilder(with_pip=True).create(folder)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", spec], check=True)
+    version = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('pydantic-evals'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return python, version
+
+
+class Ours:
+    """The case files, and a fresh project folder (the fixed agent and its configuration) for
+    every run, so results are stored into empty folders as a first run's are."""
+
+    name = "agent-health"
+
+    def __init__(self, work: Path):
+        self.root = work / "ours"
+        self.root.mkdir(parents=True)
+        self.count = 0
+
+    def cases(self, n: int) -> Path:
+        path = self.root / f"cases{n}.json"
+        if not path.exists():
+            cases = [
+                {"name": f"case {i:05d}", "prompt": PROMPTS[i % 4], "expected_tools": ["lookup"]} for i in range(n)
+            ]
+            path.write_text(json.dumps(cases))
+        return path
+
+    def _cli(self, n: int, *args: str) -> Proc:
+        self.count += 1
+        project = self.root / f"p{self.count:04d}"
+        project.mkdir()
+        (project / "fixed_agent.py").write_text(AGENT.lstrip())
+        (project / "agent_health_config.py").write_text(CONFIG.lstrip())
+        cmd = [sys.executable, "-m", "agent_health", "run", str(self.cases(n)), *args]
+        return run(cmd, project, {"PYTHONPATH": str(ROOT)})
+
+    def stored(self, n: int) -> Proc:
+        p = self._cli(n)
+        if f"{n} result(s) stored" not in p.out:
+            raise SystemExit(f"agent-health stored run of {n} cases: no '{n} result(s) stored' in its output")
+        return p
+
+    def no_store(self, n: int) -> Proc:
+        return self._cli(n, "--no-store")
+
+    def loaded(self, n: int) -> Proc:
+        return self._cli(n, "--list")
+
+
+class Theirs:
+    name = "pydantic-evals"
+
+    def __init__(self, work: Path, python: Path):
+        self.root = work / "theirs"
+        self.root.mkdir(parents=True)
+        (self.root / "bench.py").write_text(THEIRS.lstrip())
+        self.python = python
+
+    def stored(self, n: int) -> Proc:  # the report in memory is where pydantic-evals keeps results
+        p = run([str(self.python), "bench.py", str(n), "run"], self.root)
+        if f"passed {n} of {n}" not in p.out:
+            raise SystemExit(f"pydantic-evals run of {n} cases: {p.out!r}")
+        return p
+
+    def loaded(self, n: int) -> Proc:
+        return run([str(self.python), "bench.py", str(n), "load"], self.root)
+
+
+# -- the table ------------------------------------------------------------------------------
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,50000", help="case counts (default 1000,10000,50000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each figure, the median kept (default 3)")
+    parser.add_argument("--venv", type=Path, help="pydantic-evals' virtualenv (made here when missing)")
+    parser.add_argument("--pydantic-evals", default="pydantic-evals", help="what pip installs (default the newest)")
+    parser.add_argument("--quick", action="store_true", help="200 / 1,000 / 2,000 cases, once each")
+    opts = parser.parse_args()
+    sizes = [200, 1000, 2000] if opts.quick else sorted(int(s) for s in opts.sizes.split(","))
+    repeat = 1 if opts.quick else max(1, opts.repeat)
+    if len(sizes) < 2:
+        parser.error("--sizes: at least two sizes (the loading slope is between the two largest)")
+    python, version = theirs_venv(opts.venv, opts.pydantic_evals)
+    print(f"python {sys.version.split()[0]}; pydantic-evals {version}; {load()} at the start", flush=True)
+    with tempfile.TemporaryDirectory(prefix="peers-engine-") as tmp:
+        ours, theirs = Ours(Path(tmp)), Theirs(Path(tmp), python)
+        # CPU seconds and peak RSS (KiB) of every run, by (side, kind, size)
+        cpu: dict[tuple[str, str, int], list[float]] = {}
+        rss: dict[tuple[str, str, int], list[float]] = {}
+
+        def measure(side: str, kind: str, n: int, fn: Callable[[int], Proc]) -> None:
+            p = fn(n)
+            cpu.setdefault((side, kind, n), []).append(p.cpu)
+            rss.setdefault((side, kind, n), []).append(p.rss_kib)
+
+        big = sizes[-2:]
+        for r in range(repeat):
+            for n in [1, *sizes]:  # ours and theirs alternate, size by size
+                measure("ours", "stored", n, ours.stored)
+                measure("theirs", "stored", n, theirs.stored)
+                measure("ours", "no-store", n, ours.no_store)
+            for n in big:
+                measure("ours", "loaded", n, ours.loaded)
+                measure("theirs", "loaded", n, theirs.loaded)
+            print(f"  round {r + 1} of {repeat} done; {load()}", flush=True)
+
+        def per_test(side: str, kind: str, n: int) -> float:
+            """ms of CPU a test: the run at n minus the run of 1 case (the start-up)."""
+            return (median(cpu[side, kind, n]) - median(cpu[side, kind, 1])) / (n - 1) * 1000
+
+        def slope(table: dict[tuple[str, str, int], list[float]], side: str, kind: str) -> float:
+            lo, hi = big
+            return (median(table[side, kind, hi]) - median(table[side, kind, lo])) / (hi - lo)
+
+        rows: list[tuple[str, str, str, str]] = []
+        for n in sizes:
+            for kind in ("stored", "no-store"):
+                o, t = per_test("ours", kind, n), per_test("theirs", "stored", n)
+                what = "results stored" if kind == "stored" else "--no-store"
+                rows.append((f"CPU per test, {n:,} cases ({what})", f"{o:.3f} ms", f"{t:.3f} ms", f"{o / t:.2f}x"))
+        lo, hi = big
+        for kind in ("stored", "no-store"):
+            o, t = slope(cpu, "ours", kind) * 1000, slope(cpu, "theirs", "stored") * 1000
+            label = f"CPU slope {lo:,} to {hi:,} ({'stored' if kind == 'stored' else '--no-store'})"
+            rows.append((label, f"{o:.3f} ms", f"{t:.3f} ms", f"{o / t:.2f}x"))
+        for n in sizes:
+            o, t = median(rss["ours", "stored", n]) / 1024, median(rss["theirs", "stored", n]) / 1024
+            rows.append((f"peak RSS, {n:,} cases (stored run)", f"{o:.0f} MB", f"{t:.0f} MB", f"{o / t:.2f}x"))
+        for n in big:
+            o, t = median(rss["ours", "loaded", n]) / 1024, median(rss["theirs", "loaded", n]) / 1024
+            rows.append((f"peak RSS, loading {n:,} cases only", f"{o:.0f} MB", f"{t:.0f} MB", f"{o / t:.2f}x"))
+        o, t = slope(rss, "ours", "loaded"), slope(rss, "theirs", "loaded")  # KiB a test
+        rows.append(
+            (f"bytes per loaded test (RSS slope {lo:,} to {hi:,})", f"{o:.2f} KB", f"{t:.2f} KB", f"{o / t:.2f}x")
+        )
+
+        print(f"\nmedians of {repeat} run(s) each; {load()} at the end")
+        print(f"{'figure':<52} {'agent-health':>13} {'pydantic-evals':>15} {'ours / theirs':>14}")
+        for label, mine, peer, ratio in rows:
+            print(f"{label:<52} {mine:>13} {peer:>15} {ratio:>14}")
+        targets = [per_test("ours", "stored", n) <= per_test("theirs", "stored", n) for n in big]
+        print(
+            f"\ntargets: CPU per test (stored) at most pydantic-evals' at {lo:,} and {hi:,} cases: "
+            f"{'met' if all(targets) else 'MISSED'}; bytes per loaded test at most {TARGET_KB} KB: "
+            f"{'met' if o <= TARGET_KB else 'MISSED'}"
+        )
+        startup = (median(cpu["ours", "stored", 1]), median(cpu["theirs", "stored", 1]))
+        print(
+            f"start-up (1 case, counted once above): agent-health {startup[0]:.2f} s, "
+            f"pydantic-evals {startup[1]:.2f} s CPU"
+        )
+
+
+if __name__ == "__main__":
+    main()
