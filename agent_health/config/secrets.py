@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from agent_health.errors import ConfigError
+from agent_health.model.result import TestResult
 
 REDACTED = "[REDACTED]"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -236,7 +237,10 @@ class SecretSet:
         and stays valid; a field that cannot be scrubbed is emptied, never left with a secret and
         never crashing the run. The same object when nothing is to be removed."""
         try:
-            if not self.found_in(model.model_dump_json()):
+            text = model.model_dump_json()
+            if not self.found_in(text):
+                if isinstance(model, TestResult):  # kept: its store need not encode it again
+                    model.remember_json(text)
                 return model
         except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
             pass

@@ -235,6 +235,7 @@ class ResultSink:
     def _report(self, results: list[TestResult]) -> None:
         for result in results:
             self._each("result", result)
+            result.forget_json()  # stored and reported: a result the caller keeps holds only its fields
         self._done += len(results)
 
     def _store_batch(self, batch: list[TestResult]) -> None:

@@ -96,7 +96,7 @@ class LocalResultStore(ResultStore):
         """Store a batch: its run-log lines in one append and one fsync per run, then each result
         file through a temporary file and a rename, then one fsync per folder: about 5 system
         calls per result instead of 14, and a few fsyncs per batch instead of one per result."""
-        batch = [(ResultKey.of(r), r.eval_run_id, r.model_dump_json().encode()) for r in results]
+        batch = [(ResultKey.of(r), r.eval_run_id, r.json_text().encode()) for r in results]
         key: ResultKey | None = None
         try:
             to_sync: set[str] = set()
