@@ -108,13 +108,14 @@ class AgentRuntime:
         return self.agent.ref
 
     async def invoke(self, request: AgentRequest) -> RunResult:
-        request = request.model_copy(
-            update={
-                "run_id": request.run_id or random_hex(128),
-                "trace_id": request.trace_id or random_hex(128),
-                "span_id": request.span_id or random_hex(64),
-            }
-        )
+        if not (request.run_id and request.trace_id and request.span_id):  # a request made with them is not copied
+            request = request.model_copy(
+                update={
+                    "run_id": request.run_id or random_hex(128),
+                    "trace_id": request.trace_id or random_hex(128),
+                    "span_id": request.span_id or random_hex(64),
+                }
+            )
         started = time.time()
         try:
             result = await self.connector.run(request)

@@ -143,10 +143,12 @@ class RealConnector(Connector):
             raise self.fail(f"before_request hook failed: {type(exc).__name__}: {exc}") from exc
         return changed if isinstance(changed, dict) else outgoing
 
-    async def apply_after(self, raw: Any, result: RunResult, *, silence: str) -> RunResult:
+    async def apply_after(self, raw: Any, result: RunResult, *, silence: str | Callable[[], str]) -> RunResult:
         """The result after the after_response hook, secrets scrubbed. A run with no answer at all
         (see `answered`) is an error naming `silence`, what the agent gave instead: an empty
-        answer is a failure of the agent, never a failed test scored zero."""
+        answer is a failure of the agent, never a failed test scored zero. `silence` may be a
+        function giving that text, called only then (a picture of the answer costs a `repr` of
+        it, about 3 us a run that nearly every run would throw away)."""
         if self.after_response is not None:
             try:
                 changed = await call_maybe_async(self.after_response, raw, result)
@@ -155,7 +157,7 @@ class RealConnector(Connector):
             if isinstance(changed, RunResult):
                 result = changed
         if not answered(result):
-            raise self.fail(f"no answer: {silence}")
+            raise self.fail(f"no answer: {silence if isinstance(silence, str) else silence()}")
         return self.scrub(result)
 
     def scrub(self, result: RunResult) -> RunResult:

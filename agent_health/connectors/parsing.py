@@ -30,6 +30,9 @@ THINKING_KEYS = ("thinking", "reasoning", "reasoning_content")
 STEP_KEYS = ("trajectory", "steps")
 
 
+_NO_USAGE = Usage()  # frozen: the one usage of every answer that reports none
+
+
 class ParseError(ValueError):
     """The response has no usable answer at a configured path."""
 
@@ -78,7 +81,7 @@ def parse_args(value: Any) -> dict[str, Any]:
 
 def usage_of(data: Any, model: str | None = None) -> Usage:
     if not isinstance(data, Mapping):
-        return Usage(model=model)
+        return Usage(model=model) if model is not None else _NO_USAGE
 
     def first(*keys: str) -> int:
         for k in keys:
