@@ -7,7 +7,7 @@ A failing `expect` records and stops the body; `expect.soft(...)` records and co
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent_health.capabilities.context import TestContext, bridge, current_context
@@ -53,9 +53,17 @@ class Expectation:
     def not_(self) -> Expectation:
         return Expectation(self._actual, self._ctx, soft=self._soft, negate=not self._negate)
 
-    def _check(self, name: str, ok: bool, *, expected: Any, actual: Any, message: str) -> Expectation:
+    def _check(
+        self, name: str, ok: bool, *, expected: Any, actual: Any, message: str | Callable[[], str]
+    ) -> Expectation:
+        """Record the signal; `message` (or the function making it, called only when needed)
+        says what went wrong when the check failed."""
         if self._negate:
-            ok, name, message = not ok, f"not_.{name}", f"expected not: {message}"
+            ok, name = not ok, f"not_.{name}"
+        if not ok and not isinstance(message, str):
+            message = message()
+        if self._negate and not ok:
+            message = f"expected not: {message}"
         self._ctx.record(
             Signal(
                 kind="deterministic",
@@ -75,16 +83,19 @@ class Expectation:
     # -- run matchers -------------------------------------------------------
     def to_have_called_tool(self, name: str, args: dict[str, Any] | None = None) -> Expectation:
         run = _run(self._actual, "to_have_called_tool")
-        calls = run.tool_calls(name)
+        every = run.tool_calls()
+        calls = [c for c in every if c.tool == name]
         ok = any(_subset(args, c.args or {}) for c in calls) if args else bool(calls)
         label = f"to_have_called_tool({name!r}{', ' + repr(args) if args else ''})"
         return self._check(
             label,
             ok,
             expected={"tool": name, "args": args},
-            actual=[{"tool": c.tool, "args": c.args} for c in run.tool_calls()],
-            message=f"tool {name!r}{' with ' + repr(args) if args else ''} was not called; "
-            f"called: {[c.tool for c in run.tool_calls()]}",
+            actual=[{"tool": c.tool, "args": c.args} for c in every],
+            message=lambda: (
+                f"tool {name!r}{' with ' + repr(args) if args else ''} was not called; "
+                f"called: {[c.tool for c in every]}"
+            ),
         )
 
     def not_to_have_called_tool(self, name: str) -> Expectation:

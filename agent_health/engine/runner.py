@@ -65,6 +65,7 @@ class _ScopeState:
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.started = False
+        self.ready = False  # its before_all hooks have finished: later tests need not take the lock
         self.error: str | None = None
         self.remaining = 0
         self.finished = False
@@ -87,11 +88,13 @@ class Scopes:
         """Run the `before_all` hooks the test needs; the first error of its scopes, if any."""
         for scope in test.scope.chain():
             state = self._states[scope]
-            async with state.lock:
-                if not state.started:
-                    state.started = True
-                    errors = await self._hooks(scope, "before_all")
-                    state.error = errors[0] if errors else None
+            if not state.ready:  # the lock is for the tests that meet the hooks unfinished
+                async with state.lock:
+                    if not state.started:
+                        state.started = True
+                        errors = await self._hooks(scope, "before_all")
+                        state.error = errors[0] if errors else None
+                        state.ready = True
             if state.error:
                 return state.error
         return None
@@ -259,9 +262,9 @@ class AgentEngine:
             async with asyncio.timeout(timeout) as scope:
                 if watch is not None:
                     watch.scope = scope
-                    await self.watchdog.guard(watch, self._setup_and_body(test, ctx, fixtures))  # type: ignore[union-attr]
+                    await self.watchdog.guard(watch, self._setup_and_body(spec, ctx, fixtures))  # type: ignore[union-attr]
                 else:
-                    await self._setup_and_body(test, ctx, fixtures)
+                    await self._setup_and_body(spec, ctx, fixtures)
         except TimeoutError:
             took = time.perf_counter() - t0
             reason = watch.message() if watch is not None and watch.blocked_s else None
@@ -337,8 +340,7 @@ class AgentEngine:
             duration_ms=(time.perf_counter() - t0) * 1000,
         )
 
-    async def _setup_and_body(self, test: LoadedTest, ctx: TestContext, fixtures: FixtureScope) -> None:
-        spec = test.spec
+    async def _setup_and_body(self, spec: TestSpec, ctx: TestContext, fixtures: FixtureScope) -> None:
         for scope in spec.scope.chain():
             for hook in scope.hooks["before_each"]:
                 await self._hook(hook, fixtures, "before_each")
@@ -444,6 +446,9 @@ def calibrated_judges(signals: Iterable[Signal]) -> tuple[str, ...]:
     return tuple(out)
 
 
+_NO_USAGE = Usage()  # frozen: one object for every test's starting sums
+
+
 class _Trials:
     """The trials of one test, folded as they finish: usage, cost, signal kinds, counts and the
     combined status are running sums, and only the first `TRIALS_KEPT` trials (and the last) are
@@ -455,8 +460,8 @@ class _Trials:
         self.kept: list[TrialResult] = []
         self.last: TrialResult | None = None
         self.last_run: RunResult | None = None
-        self.usage = Usage()
-        self.judge_usage = Usage()
+        self.usage = _NO_USAGE
+        self.judge_usage = _NO_USAGE
         self.cost: float | None = 0.0  # each agent run and judge call priced at its own model
         self.judge_cost: float | None = 0.0  # the judge calls' part of it
         self.kinds: set[str] = set()
@@ -466,7 +471,8 @@ class _Trials:
         self.last = trial
         if trial.run is not None:
             self.last_run = trial.run
-            self.usage += trial.run.usage
+            # nothing plus a usage is that usage (the first trial's, the one trial of most tests)
+            self.usage = trial.run.usage if self.usage is _NO_USAGE else self.usage + trial.run.usage
             self._price(trial.run.usage)
         for s in trial.signals:
             if not s.skipped:
