@@ -36,11 +36,10 @@ from agent_health.loader import safe_yaml
 from agent_health.loader.formats import Defaults, case_model, steps_of
 from agent_health.loader.ids import content_hash, name_problem, shown_name, suite_name, test_id
 from agent_health.loader.options import one_or_many
-from agent_health.loader.registry import FileRegistry, TestSpec
+from agent_health.loader.registry import FileRegistry
 from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ExpectedStep, TestCase
-from agent_health.model.case import shared_value
 from agent_health.model.validation import describe_errors
 
 CASE_LISTS = ("tests", "testCases", "test_cases", "cases")
@@ -147,8 +146,10 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     except ValidationError as exc:
         raise EvalFileError(rel, f"{who}: {describe_errors(exc)}", line) from None
 
+    given = case.model_fields_set
+
     def pick(field: str) -> Any:  # the case's own value, else the file's default
-        return getattr(case if field in case.model_fields_set else defaults, field)
+        return getattr(case if field in given else defaults, field)
 
     name = pick("name") or pick("id")
     if not name:
@@ -179,11 +180,6 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         "max_cost_usd": pick("max_cost_usd"),
         "source_id": pick("id"),
     }
-
-
-def _shared_values(fields: dict[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
-    """`fields`, each value an equal one met before in this file where there was one."""
-    return {k: shared_value(v, shared) if k != "source_id" else v for k, v in fields.items()}
 
 
 def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Callable[..., Awaitable[None]]:
@@ -219,13 +215,13 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
     tests: list[LoadedTest] = []
     seen: dict[str, str] = {}
     # One copy of what many cases repeat (the parser makes a new string for every occurrence of a
-    # prompt, label or tool) and one body per distinct expectations: a suite of 50,000 cases
-    # holds each once.
+    # prompt, label or tool; `compact_case` shares them as each test is kept) and one body per
+    # distinct expectations: a suite of 50,000 cases holds each once.
     shared: dict[Any, Any] = {}
     bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
     for i, row in enumerate(rows):
         try:
-            fields = _shared_values(normalize(row.raw, defaults, rel, i, row.line), shared)
+            fields = normalize(row.raw, defaults, rel, i, row.line)
         except EvalFileError as exc:
             errors.append(exc)
             continue
@@ -239,7 +235,6 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
         tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
         key = (tools, fields["expected_outcomes"])
         body = bodies.get(key) or bodies.setdefault(key, data_body(*key))
-        spec = TestSpec(body=body, scope=registry.root, line=row.line, **fields)
         case = TestCase(
             id=tid,
             suite=suite,
@@ -257,5 +252,5 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             ),
             **fields,
         )
-        tests.append(LoadedTest.of(case, spec, registry, shared))
+        tests.append(LoadedTest.make(case, body, registry.root, registry, shared))
     return tests, errors

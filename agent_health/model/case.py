@@ -91,18 +91,21 @@ def shared_value(value: Any, shared: dict[Any, Any]) -> Any:
     """`value`, or an equal one met before (`shared` remembers them): each text, tuple of texts
     and step, with the texts inside tuples and steps shared too. The values are immutable, so
     sharing them changes nothing but memory."""
+    if not isinstance(value, (str, tuple, ExpectedStep, ContextItem)):
+        return value
+    try:
+        found = shared.get(value)
+    except TypeError:  # unhashable after all: kept as it is
+        return value
+    if found is not None:  # met before (most values of a suite's second and later tests): nothing to build
+        return found
     if isinstance(value, tuple):
         value = tuple(shared_value(v, shared) for v in value)
     elif isinstance(value, ExpectedStep):
         tools = shared_value(value.required_tools, shared)
         if tools is not value.required_tools:
             value = value.model_copy(update={"required_tools": tools})
-    elif not isinstance(value, (str, ContextItem)):
-        return value
-    try:
-        return shared.setdefault(value, value)
-    except TypeError:  # unhashable after all: kept as it is
-        return value
+    return shared.setdefault(value, value)
 
 
 _UNIQUE = frozenset({"id", "name", "content_hash", "line"})  # one test's own: never shared
