@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_health.errors import EvalFileError
-from agent_health.loader.registry import NO_FIXTURES, FileRegistry, FixtureDef, Scope, TestSpec
+from agent_health.loader.registry import FileRegistry, FixtureDef, Scope, TestSpec
 from agent_health.model import TestCase
 from agent_health.model.case import compact_case
 
@@ -35,24 +35,10 @@ class LoadedTest:
     ) -> LoadedTest:
         """The loaded test of `case` and `spec`; `shared`: one dict for the tests of a file, whose
         equal texts and tuples they share."""
-        return cls.make(case, spec.body, spec.scope, registry, shared, spec.fixtures, spec.suite_judges)
-
-    @classmethod
-    def make(
-        cls,
-        case: TestCase,
-        body: Callable[..., Any],
-        scope: Scope,
-        registry: FileRegistry,
-        shared: dict[Any, Any] | None = None,
-        fixtures: Mapping[str, FixtureDef] = NO_FIXTURES,
-        suite_judges: bool = True,
-    ) -> LoadedTest:
-        """`of` without a spec: what a data case needs (its body, the file's scope)."""
-        run = (scope, fixtures, suite_judges)
+        run = (spec.scope, spec.fixtures, spec.suite_judges)
         if shared is not None:
-            run = shared.setdefault((_RUN, id(scope), id(fixtures), suite_judges), run)
-        return cls(compact_case(case, shared), registry, body, run)
+            run = shared.setdefault((_RUN, id(spec.scope), id(spec.fixtures), spec.suite_judges), run)
+        return cls(compact_case(case, shared), registry, spec.body, run)
 
     @property
     def id(self) -> str:
