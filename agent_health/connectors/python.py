@@ -22,6 +22,7 @@ from agent_health.connectors.parsing import ParseError, artifacts_of, parse_body
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult, Usage
 from agent_health.model.agent import AgentRequest
+from agent_health.offloop import start_eagerly
 
 
 class PythonSettings(ConnectorSettings):
@@ -93,10 +94,15 @@ class PythonConnector(RealConnector):
         started = time.perf_counter()
         limit = self.run_timeout(request)
         try:
-            async with asyncio.timeout(limit):
-                if self._is_async:
-                    value = await self.fn(**kwargs)
-                else:
+            if self._is_async:
+                # the timeout is armed once the function waits: one that answers at once needs none
+                deadline = asyncio.get_running_loop().time() + limit
+                answered, value = start_eagerly(self.fn(**kwargs))
+                if not answered:
+                    async with asyncio.timeout_at(deadline):
+                        value = await value
+            else:
+                async with asyncio.timeout(limit):
                     value = await asyncio.to_thread(self.fn, **kwargs)
                     if inspect.isawaitable(value):
                         value = await value
