@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agent_health.errors import AgentHealthError
 from agent_health.lazy import deferred
 from agent_health.model import RunResult, Signal, Step, TestResult
+from agent_health.model.copies import replaced
 from agent_health.pricing import cost_of
 
 # span arithmetic loads for a test that has traces
@@ -195,10 +196,10 @@ def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
     """Metrics as `metric` signals with role `observe` (never gate, never score): the headline
     numbers, problem counters that are non-zero, and trace numbers that add to the run's own."""
     out = []
-    for key in SIGNAL_METRICS + PROBLEM_METRICS:
+    for key, name, always in _RUN_SIGNALS:
         value = metrics.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and (value or key in SIGNAL_METRICS):
-            out.append(_signal(f"metric:{key}", float(value)))
+        if (value or always) and isinstance(value, (int, float)) and value is not True and value is not False:
+            out.append(_signal(name, float(value)))
     traces = metrics.get("traces") or {}
     if traces.get("status") == "ok":
         for key in TRACE_SIGNAL_METRICS:
@@ -206,6 +207,10 @@ def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value != metrics.get(key):
                 out.append(_signal(f"metric:traces.{key}", float(value)))
     return tuple(out)
+
+
+# (key, signal name, recorded when zero) of each run metric `metric_signals` may record, in order
+_RUN_SIGNALS = tuple((key, f"metric:{key}", key in SIGNAL_METRICS) for key in SIGNAL_METRICS + PROBLEM_METRICS)
 
 
 def with_metric_signals(
@@ -221,6 +226,6 @@ def with_metric_signals(
             metrics["traces"] = await atrace_metrics(traces, prices, wait_s)
         existing = {s.name for s in result.signals if s.kind == "metric"}
         extra = tuple(s for s in metric_signals(metrics) if s.name not in existing)
-        return result.model_copy(update={"metrics": metrics, "signals": result.signals + extra})
+        return replaced(result, {"metrics": metrics, "signals": result.signals + extra})
 
     return analyze

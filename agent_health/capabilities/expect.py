@@ -22,10 +22,17 @@ _MAX_EVIDENCE = 400
 
 
 def _short(value: Any) -> Any:
-    if isinstance(value, str):
-        if len(value) > _MAX_EVIDENCE:
-            return value[:_MAX_EVIDENCE] + f"... [{len(value) - _MAX_EVIDENCE} more chars]"
+    kind = type(value)  # the usual evidence first, by exact type: the same values as below
+    if kind is str:
+        return value if len(value) <= _MAX_EVIDENCE else _short_text(value)
+    if value is None or kind is bool or kind is int or kind is float:
         return value
+    if kind is dict and len(value) <= 20:
+        return {k if type(k) is str else str(k): _short(v) for k, v in value.items()}
+    if kind is list and len(value) <= 20:
+        return [_short(v) for v in value]
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_EVIDENCE else _short_text(value)
     if isinstance(value, (int, float, bool)) or value is None:
         return value
     if isinstance(value, RunResult):
@@ -35,6 +42,10 @@ def _short(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _short(v) for k, v in list(value.items())[:20]}
     return _short(str(value))
+
+
+def _short_text(value: str) -> str:
+    return value[:_MAX_EVIDENCE] + f"... [{len(value) - _MAX_EVIDENCE} more chars]"
 
 
 def _run(value: Any, matcher: str) -> RunResult:

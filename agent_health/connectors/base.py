@@ -16,6 +16,7 @@ from agent_health.connectors.registry import REGISTRY
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
+from agent_health.model.copies import replaced
 
 
 class Connector(abc.ABC):
@@ -132,7 +133,7 @@ class AgentRuntime:
             # every connector's trajectory opens with the user prompt, so a transcript reads whole
             updates["trajectory"] = (Step(kind="message", role="user", content=request.prompt), *result.trajectory)
         if updates:
-            result = result.model_copy(update=updates)
+            result = replaced(result, updates)
         return result
 
     def traces_for(self, result: RunResult) -> Any:

@@ -28,7 +28,7 @@ from agent_health.engine.watchdog import LoopBlocked, Watchdog
 from agent_health.errors import BodyStop, InfrastructureError
 from agent_health.interrupts import Interrupted, describe, must_propagate, where
 from agent_health.judges.service import JudgeService
-from agent_health.loader.registry import Scope, TestSpec
+from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
 from agent_health.model import (
     JudgeIdentity,
@@ -244,7 +244,8 @@ class AgentEngine:
         spent: float | None = 0.0,
         tab: Tab | None = None,
     ) -> TrialResult:
-        case, spec = test.case, test.spec
+        # body, scope and fixtures are read from the loaded test: its `spec` is built on every read
+        case = test.case
         ctx = TestContext(
             case=case,
             info=TestInfo(case.id, case.name, case.suite, case.labels, case.prompt, self.agent_ref, epoch),
@@ -258,7 +259,7 @@ class AgentEngine:
         )
         fixtures = FixtureScope(
             {"agent": AgentFixture(ctx), "expect": expect_api, "judge": judge_api, "test_info": ctx.info},
-            {**test.registry.fixtures, **spec.fixtures},
+            {**test.registry.fixtures, **test.fixtures},
             case.name,
         )
         token = set_context(ctx)
@@ -268,14 +269,14 @@ class AgentEngine:
         infra: list[str] = []
         watch = self.watchdog.watch(case.id, timeout) if self.watchdog else None
         t0 = time.perf_counter()
-        chain = spec.scope.chain()
+        chain = test.scope.chain()
         try:
             async with asyncio.timeout(timeout) as scope:
                 if watch is not None:
                     watch.scope = scope
-                    await self.watchdog.guard(watch, self._setup_and_body(spec, ctx, fixtures))  # type: ignore[union-attr]
+                    await self.watchdog.guard(watch, self._setup_and_body(test, ctx, fixtures))  # type: ignore[union-attr]
                 else:
-                    await self._setup_and_body(spec, ctx, fixtures)
+                    await self._setup_and_body(test, ctx, fixtures)
         except TimeoutError:
             took = time.perf_counter() - t0
             reason = watch.message() if watch is not None and watch.blocked_s else None
@@ -351,25 +352,25 @@ class AgentEngine:
             duration_ms=(time.perf_counter() - t0) * 1000,
         )
 
-    async def _setup_and_body(self, spec: TestSpec, ctx: TestContext, fixtures: FixtureScope) -> None:
-        for scope in spec.scope.chain():
+    async def _setup_and_body(self, test: LoadedTest, ctx: TestContext, fixtures: FixtureScope) -> None:
+        for scope in test.scope.chain():
             for hook in scope.hooks["before_each"]:
                 await self._hook(hook, fixtures, "before_each")
-        kwargs = await fixtures.kwargs_for(spec.body)
+        kwargs = await fixtures.kwargs_for(test.body)
         try:
-            await call(spec.body, **kwargs)
+            await call(test.body, **kwargs)
             for pending in ctx.pending:
                 if not pending.awaited:
                     await pending
         except BodyStop:  # a hard failure stopped the body: the run is still judged by its suite judges
-            await self._suite_judges(spec, ctx)
+            await self._suite_judges(test, ctx)
             raise
-        await self._suite_judges(spec, ctx)
+        await self._suite_judges(test, ctx)
 
     @staticmethod
-    async def _suite_judges(spec: TestSpec, ctx: TestContext) -> None:
+    async def _suite_judges(test: LoadedTest, ctx: TestContext) -> None:
         """The judges of the test's file and describe blocks, on its run: one gate signal each."""
-        judges = spec.suite_judge_list()
+        judges = test.suite_judge_list()
         if not judges or ctx.run is None:  # nothing to judge: the body never ran the agent
             return
         await judge_all(ctx, [build_request(ctx, ctx.run, j, gate=True) for j in judges])
