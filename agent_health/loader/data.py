@@ -147,10 +147,9 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     except ValidationError as exc:
         raise EvalFileError(rel, f"{_ident(raw, index)}: {describe_errors(exc)}", line) from None
 
-    given = case.model_fields_set
-
-    def pick(field: str) -> Any:  # the case's own value, else the file's default
-        return getattr(case if field in given else defaults, field)
+    # each field: the case's own value, else the file's default (one dict, not a lookup per field)
+    values = defaults.__dict__ | {field: case.__dict__[field] for field in case.model_fields_set}
+    pick = values.__getitem__
 
     name = pick("name") or pick("id")
     if not name:
@@ -253,14 +252,12 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
         tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
         key = (tools, fields["expected_outcomes"])
         body = bodies.get(key) or bodies.setdefault(key, data_body(*key))
-        capped = {"max_cost_usd": fields["max_cost_usd"]} if fields["max_cost_usd"] is not None else {}
-        hashed = {  # the cap is hashed only when set: cases without one keep their hash
-            **{k: v for k, v in fields.items() if k != "max_cost_usd"},
-            **capped,
-            "context": [_dumped(c, dumps) for c in fields["context"]],
-            "expected_trajectory": [_dumped(s, dumps) for s in fields["expected_trajectory"]],
-            "source_id": source_id,
-        }
+        hashed = dict(fields)
+        if hashed["max_cost_usd"] is None:  # the cap is hashed only when set: cases without one keep their hash
+            del hashed["max_cost_usd"]
+        hashed["context"] = [_dumped(c, dumps) for c in fields["context"]]
+        hashed["expected_trajectory"] = [_dumped(s, dumps) for s in fields["expected_trajectory"]]
+        hashed["source_id"] = source_id
         case = loaded_case(
             {
                 "id": tid,

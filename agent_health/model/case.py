@@ -105,6 +105,8 @@ def shared_value(value: Any, shared: dict[Any, Any]) -> Any:
         tools = shared_value(value.required_tools, shared)
         if tools is not value.required_tools:
             value = value.model_copy(update={"required_tools": tools})
+    if isinstance(value, BaseModel):  # kept for good: its set of given fields shared too, once
+        share_fields_set(value)
     return shared.setdefault(value, value)
 
 
@@ -153,9 +155,7 @@ def loaded_case(values: Mapping[str, Any], shared: dict[Any, Any]) -> TestCase:
     object.__setattr__(case, "__pydantic_fields_set__", given)
     object.__setattr__(case, "__pydantic_extra__", None)
     object.__setattr__(case, "__pydantic_private__", None)
-    for model in (*case.context, *case.expected_trajectory):
-        share_fields_set(model)
-    return case
+    return case  # its context items and steps are shared values: their sets of fields are shared
 
 
 def to_context(items: Iterable[Any] | None) -> tuple[ContextItem, ...]:
