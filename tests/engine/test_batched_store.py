@@ -74,10 +74,10 @@ def test_a_result_file_a_machine_crash_left_empty_is_rebuilt_from_the_newest_run
         store.get(ResultKey("demo@v1", "rca", "rca::t2"))
 
 
-def start_writer(root: Path, seconds: float) -> subprocess.Popen:
+def start_writer(root: Path, seconds: float, *more: str) -> subprocess.Popen:
     """tests/engine/store_writer.py in a process of its own, rewriting results under `root`."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.store_writer", str(root), RUN, str(seconds)],
+        [sys.executable, "-m", "tests.engine.store_writer", str(root), RUN, str(seconds), *more],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
@@ -103,6 +103,29 @@ def test_a_concurrent_reader_never_sees_a_partial_result_file(tmp_path):
         writer.kill()
         writer.wait()
     assert reads > 100 and len(rounds) > 1  # it did read files while they were being replaced
+
+
+def test_a_concurrent_reader_never_sees_a_partial_new_result_file(tmp_path):
+    """A new result file appears whole (an unnamed file linked in where the filesystem allows,
+    else a temporary file renamed), and leaves no temporary file behind."""
+    writer = start_writer(tmp_path, 2.5, "new")
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "0"
+        folder = LocalResultStore(tmp_path).path_for(ResultKey("demo@v1", "race", "race::t00")).parent
+        reads, names = 0, set()
+        while writer.poll() is None:
+            for entry in os.scandir(folder):
+                if entry.name.endswith(".json") and entry.name not in names:
+                    data = Path(entry.path).read_bytes()  # raw bytes, read as soon as the name is there
+                    TestResult.model_validate_json(data)  # whole, or this raises
+                    names.add(entry.name)
+                    reads += 1
+        assert writer.wait() == 0
+    finally:
+        writer.kill()
+        writer.wait()
+    assert reads > 100  # it did read files as they appeared
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_a_killed_writer_loses_nothing_it_reported_stored(tmp_path):
