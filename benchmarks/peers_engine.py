@@ -36,9 +36,10 @@ the end. pydantic-evals is installed into a temporary virtualenv (never the proj
 one --venv names (created there when missing, kept).
 
     .venv/bin/python benchmarks/peers_engine.py [--sizes 1000,10000,50000] [--repeat 3]
-        [--venv DIR] [--pydantic-evals 'pydantic-evals==X.Y'] [--quick]
+        [--venv DIR] [--pydantic-evals 'pydantic-evals==X.Y'] [--tree DIR] [--quick]
 
---quick runs 200 / 1,000 / 2,000 cases once each.
+--quick runs 200 / 1,000 / 2,000 cases once each. --tree DIR measures another checkout of
+agent-health (for example `git worktree add /tmp/before <commit>`) with this interpreter.
 """
 
 from __future__ import annotations
@@ -169,9 +170,10 @@ class Ours:
 
     name = "agent-health"
 
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, tree: Path = ROOT):
         self.root = work / "ours"
         self.root.mkdir(parents=True)
+        self.tree = tree  # the checkout measured
         self.count = 0
 
     def cases(self, n: int) -> Path:
@@ -190,7 +192,7 @@ class Ours:
         (project / "fixed_agent.py").write_text(AGENT.lstrip())
         (project / "agent_health_config.py").write_text(CONFIG.lstrip())
         cmd = [sys.executable, "-m", "agent_health", "run", str(self.cases(n)), *args]
-        return run(cmd, project, {"PYTHONPATH": str(ROOT)})
+        return run(cmd, project, {"PYTHONPATH": str(self.tree)})
 
     def stored(self, n: int) -> Proc:
         p = self._cli(n)
@@ -236,6 +238,7 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, help="pydantic-evals' virtualenv (made here when missing)")
     parser.add_argument("--pydantic-evals", default="pydantic-evals", help="what pip installs (default the newest)")
     parser.add_argument("--quick", action="store_true", help="200 / 1,000 / 2,000 cases, once each")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the agent-health checkout to measure (default: this)")
     opts = parser.parse_args()
     sizes = [200, 1000, 2000] if opts.quick else sorted(int(s) for s in opts.sizes.split(","))
     repeat = 1 if opts.quick else max(1, opts.repeat)
@@ -244,7 +247,7 @@ def main() -> None:
     python, version = theirs_venv(opts.venv, opts.pydantic_evals)
     print(f"python {sys.version.split()[0]}; pydantic-evals {version}; {load()} at the start", flush=True)
     with tempfile.TemporaryDirectory(prefix="peers-engine-") as tmp:
-        ours, theirs = Ours(Path(tmp)), Theirs(Path(tmp), python)
+        ours, theirs = Ours(Path(tmp), opts.tree.resolve()), Theirs(Path(tmp), python)
         # CPU seconds and peak RSS (KiB) of every run, by (side, kind, size)
         cpu: dict[tuple[str, str, int], list[float]] = {}
         rss: dict[tuple[str, str, int], list[float]] = {}

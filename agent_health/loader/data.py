@@ -24,7 +24,9 @@ required tool deterministically, and judges each expected outcome.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ from agent_health.loader.formats import Defaults, case_model, steps_of
 from agent_health.loader.ids import content_hash, name_problem, shown_name, suite_name, test_id
 from agent_health.loader.options import one_or_many
 from agent_health.loader.registry import NO_FIXTURES, FileRegistry
-from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json
+from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json, unique_object
 from agent_health.loader.types import LoadedTest
 from agent_health.model import ContextItem, ExpectedStep
 from agent_health.model.case import loaded_case, shared_value
@@ -199,28 +201,83 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
     """The file's valid cases as tests, and one error per malformed case (or for the whole file
     when it cannot be parsed at all); the valid cases load whatever their neighbours hold.
 
-    What only loading needs goes as soon as it is used (the file's bytes once decoded, its text
-    once parsed, each parsed case once it became a test): at the end of a 50,000-case file the
-    whole parsed document was still alive beside its tests, twice what they hold."""
+    What only loading needs goes as soon as it is used (the file's bytes once decoded, each
+    parsed case once it became a test), and a JSON list of cases is parsed one case at a time:
+    at the end of a 50,000-case file the whole parsed document was still alive beside its tests,
+    twice what they hold."""
     data = path.read_bytes()
     errors: list[EvalFileError] = []
-    rows: list[_Row | None]
-    if path.suffix.lower() == ".jsonl":
+    rows: Iterable[_Row]
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
         found = _jsonl_rows(data, rel)
         del data
         errors.extend(r.error for r in found if r.error is not None)
-        rows = [r for r in found if r.error is None]
+        kept: list[_Row | None] = [r for r in found if r.error is None]
         del found
-        defaults = Defaults()
-    else:
-        text = _decode(data, rel)
-        del data
-        doc, lines = _parse(text, path.suffix.lower(), rel)
-        del text
-        raw_cases, raw_defaults = _cases(doc, rel)
-        defaults = _defaults(raw_defaults, rel)
-        rows = [_Row(raw, lines[i] if i < len(lines) else None) for i, raw in enumerate(raw_cases)]
-        del doc, raw_cases, raw_defaults, lines
+        rows = _taken(kept)
+        return _load_rows(rows, Defaults(), rel, errors)
+    text = _decode(data, rel)
+    del data
+    if suffix == ".json" and _LIST_START.match(text):
+        try:
+            return _load_rows((_Row(raw) for raw in _json_items(text)), Defaults(), rel, errors)
+        except _NotStreamed:  # not valid JSON: parsed whole below, for the error json names
+            errors.clear()
+    doc, lines = _parse(text, suffix, rel)
+    del text
+    raw_cases, raw_defaults = _cases(doc, rel)
+    defaults = _defaults(raw_defaults, rel)
+    parsed: list[_Row | None] = [_Row(raw, lines[i] if i < len(lines) else None) for i, raw in enumerate(raw_cases)]
+    del doc, raw_cases, raw_defaults, lines
+    rows = _taken(parsed)
+    return _load_rows(rows, defaults, rel, errors)
+
+
+def _taken(rows: list[_Row | None]) -> Iterator[_Row]:
+    """The rows in order, each let go by the list as it is taken."""
+    for i, row in enumerate(rows):
+        rows[i] = None
+        assert row is not None
+        yield row
+
+
+_LIST_START = re.compile(r"[ \t\n\r]*\[")
+_SPACE = re.compile(r"[ \t\n\r]*")
+_ITEM = json.JSONDecoder(object_pairs_hook=unique_object)
+
+
+class _NotStreamed(Exception):
+    """The document is not a valid JSON list of values: `read_json` parses it whole and names the error."""
+
+
+def _json_items(text: str) -> Iterator[Any]:
+    """The values of the JSON list `text`, parsed one at a time (as `read_json` parses them:
+    duplicate keys refused). Anything invalid raises _NotStreamed, even after values were given."""
+    try:
+        i = _SPACE.match(text, _LIST_START.match(text).end()).end()  # type: ignore[union-attr]
+        if text.startswith("]", i):
+            i += 1
+        else:
+            while True:
+                value, i = _ITEM.raw_decode(text, i)
+                yield value
+                i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
+                if text.startswith("]", i):
+                    i += 1
+                    break
+                if not text.startswith(",", i):
+                    raise _NotStreamed
+                i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+        if _SPACE.match(text, i).end() != len(text):  # type: ignore[union-attr]
+            raise _NotStreamed  # something after the list
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a duplicate key, a huge number
+        raise _NotStreamed from exc
+
+
+def _load_rows(
+    rows: Iterable[_Row], defaults: Defaults, rel: str, errors: list[EvalFileError]
+) -> tuple[list[LoadedTest], list[EvalFileError]]:
     registry = FileRegistry(rel)
     suite = suite_name(rel)
     tests: list[LoadedTest] = []
@@ -232,9 +289,7 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
     dumps: dict[int, dict[str, Any]] = {}  # id of a shared context item or step -> its model_dump()
     bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
     run = (registry.root, NO_FIXTURES, True)
-    for i in range(len(rows)):
-        row, rows[i] = rows[i], None
-        assert row is not None
+    for i, row in enumerate(rows):
         try:
             fields = normalize(row.raw, defaults, rel, i, row.line)
         except EvalFileError as exc:

@@ -190,6 +190,21 @@ def test_a_loaded_data_case_is_what_validating_its_fields_gives(write_eval, tmp_
             assert type(getattr(t.case, name)) is type(getattr(validated, name)), (t.case.name, name)
 
 
+def test_a_json_list_is_read_case_by_case_and_still_fails_whole(write_eval, tmp_path):
+    """A JSON list of cases is parsed one case at a time (its parsed document never lives whole
+    beside the tests), yet a file that is not valid JSON still loads nothing, with json's error."""
+    cases = [{"name": f"c{i}", "prompt": "p"} for i in range(3)]
+    write_eval("good.json", " \n" + json.dumps(cases, indent=1) + "\n")
+    write_eval("broken.json", json.dumps(cases)[:-1] + ", {}, ]")  # two cases read before the error
+    write_eval("after.json", json.dumps(cases) + " []")
+    loaded = load_tests([tmp_path / "evals"])
+    assert sorted(t.case.id for t in loaded.tests) == ["good::c0", "good::c1", "good::c2"]
+    assert sorted(str(e) for e in loaded.errors) == [
+        "after.json:1: invalid JSON: Extra data (column 95)",
+        "broken.json:1: invalid JSON: Expecting value (column 99)",
+    ]
+
+
 def test_missing_path_is_an_error():
     loaded = load_tests(["/nonexistent/evals"])
     assert not loaded.tests and "no such file or directory" in str(loaded.errors[0])
