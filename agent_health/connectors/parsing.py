@@ -30,7 +30,7 @@ THINKING_KEYS = ("thinking", "reasoning", "reasoning_content")
 STEP_KEYS = ("trajectory", "steps")
 
 
-_NO_USAGE = Usage()  # frozen: the one usage of every answer that reports none
+NO_USAGE = Usage()  # frozen: the one usage of every answer that reports none
 # `isinstance(x, (dict, Mapping))` below: a dict is answered at once, where the ABC alone goes
 # through abc's Python-level `__instancecheck__` (several checks per answer parsed).
 
@@ -83,7 +83,7 @@ def parse_args(value: Any) -> dict[str, Any]:
 
 def usage_of(data: Any, model: str | None = None) -> Usage:
     if not isinstance(data, (dict, Mapping)):
-        return Usage(model=model) if model is not None else _NO_USAGE
+        return Usage(model=model) if model is not None else NO_USAGE
 
     def first(*keys: str) -> int:
         for k in keys:

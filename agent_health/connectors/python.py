@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable, shown
-from agent_health.connectors.parsing import ParseError, artifacts_of, parse_body
+from agent_health.connectors.parsing import NO_USAGE, ParseError, artifacts_of, parse_body
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult, Usage
 from agent_health.model.agent import AgentRequest
@@ -32,8 +32,6 @@ class PythonSettings(ConnectorSettings):
     kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments for the function.")
     response_paths: dict[str, str] = Field(default_factory=dict, description="Paths into a returned dict.")
 
-
-_NO_USAGE = Usage()  # compared with, not built per run
 
 # What the function may take by name, in this order: the request's parts (fresh copies of its
 # mappings, so the function cannot change the request) and the agent's settings.
@@ -133,7 +131,8 @@ class PythonConnector(RealConnector):
                 request,
                 output,
                 steps,
-                usage=usage if usage != _NO_USAGE else Usage(model=self.settings.model),
+                # the parser's own empty usage is told apart without pydantic's field-by-field __eq__
+                usage=usage if usage is not NO_USAGE and usage != NO_USAGE else Usage(model=self.settings.model),
                 raw_events=(raw,),
                 duration_ms=duration,
                 artifacts=artifacts,
