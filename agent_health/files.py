@@ -2,7 +2,9 @@
 
 A crash never leaves a half-written file in place of a good one: data goes to a temporary file
 beside the target, renamed over it (`os.replace` is atomic on POSIX and Windows) only once
-complete, so a reader sees the old file or the new one, never a part.
+complete, so a reader sees the old file or the new one, never a part. The result store's files
+go to an unnamed file linked in once complete (`link_file`, Linux's O_TMPFILE), which promises
+the same for less system time.
 
 A report's temporary file is locked by its writer (`flock`, released by the kernel whatever ends
 the process), so `remove_stale_temps` can tell the temporary file of a writer killed with SIGKILL
