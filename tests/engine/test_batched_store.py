@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from agent_health import RunSettings, TestResult, define_config, load_tests, run_evaluation
 from agent_health.reporters.base import CallbackReporter
+from agent_health.session.sink import ResultSink
 from agent_health.stores import LocalResultStore, ResultKey, StoreError
 from tests.engine import store_writer
 from tests.stores.results import make_result
@@ -211,3 +213,44 @@ def test_a_store_failing_for_some_results_stores_the_rest_and_counts_them(write_
     assert errors[1].endswith("10 results could not be stored")
     logged = {r.test_id for r in store.run_results(outcome.run.id)}
     assert len(logged) == 150 and not any(t.startswith("blocked") for t in logged)  # a result not stored is not logged
+
+
+class HeldStore(LocalResultStore):
+    """A local store whose writes wait until `go` is set (a slow store)."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.go = threading.Event()
+
+    def put_many(self, results):
+        assert self.go.wait(30)
+        return super().put_many(results)
+
+
+def test_a_slow_store_slows_the_run_instead_of_filling_memory(tmp_path):
+    """At most `max_pending` finished results wait for the store: the next one waits for a place,
+    places come back as results are stored and reported, and every result ends stored."""
+    store = HeldStore(tmp_path)
+    reported: list[str] = []
+
+    async def run() -> tuple[int, int]:
+        sink = ResultSink(store, [CallbackReporter(lambda r: reported.append(r.test_id))], max_pending=5).start()
+        accepted = 0
+
+        async def produce() -> None:
+            nonlocal accepted
+            for i in range(40):
+                await sink.put(make_result(f"rca::t{i:02d}", eval_run_id=RUN))
+                accepted += 1
+
+        producer = asyncio.ensure_future(produce())
+        await asyncio.sleep(0.3)
+        held = accepted  # the store has written nothing yet
+        store.go.set()
+        await asyncio.wait_for(producer, 30)
+        await sink.close()
+        return held, accepted
+
+    held, accepted = asyncio.run(run())
+    assert held == 5 and accepted == 40
+    assert sorted(reported) == [f"rca::t{i:02d}" for i in range(40)] and len(store.list()) == 40
