@@ -213,12 +213,11 @@ class AgentEngine:
         # at once without traces, and a timer per test was about a tenth of their cost.
         deadline = asyncio.get_running_loop().time() + timeout
         done: list[TestResult] = [result]  # the result as far as the analyzers finished
-        finished, rest = start_eagerly(self._analysis_steps(done, traces))
-        if finished:
-            return done[-1]
         try:
-            async with asyncio.timeout_at(deadline):
-                await rest
+            finished, rest = start_eagerly(self._analysis_steps(done, traces))
+            if not finished:
+                async with asyncio.timeout_at(deadline):
+                    await rest
         except TimeoutError:
             result = done[-1]
             metrics = {**result.metrics, "analysis_error": f"analyzers did not finish within {timeout:g}s"}
