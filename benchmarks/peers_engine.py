@@ -36,10 +36,11 @@ the end. pydantic-evals is installed into a temporary virtualenv (never the proj
 one --venv names (created there when missing, kept).
 
     .venv/bin/python benchmarks/peers_engine.py [--sizes 1000,10000,50000] [--repeat 3]
-        [--venv DIR] [--pydantic-evals 'pydantic-evals==X.Y'] [--tree DIR] [--quick]
+        [--venv DIR] [--pydantic-evals 'pydantic-evals==X.Y'] [--tree DIR] [--baseline DIR] [--quick]
 
 --quick runs 200 / 1,000 / 2,000 cases once each. --tree DIR measures another checkout of
-agent-health (for example `git worktree add /tmp/before <commit>`) with this interpreter.
+agent-health (for example `git worktree add /tmp/before <commit>`) with this interpreter;
+--baseline DIR measures one more in the same rounds and adds its figures and now / before.
 """
 
 from __future__ import annotations
@@ -239,6 +240,7 @@ def main() -> None:
     parser.add_argument("--pydantic-evals", default="pydantic-evals", help="what pip installs (default the newest)")
     parser.add_argument("--quick", action="store_true", help="200 / 1,000 / 2,000 cases, once each")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the agent-health checkout to measure (default: this)")
+    parser.add_argument("--baseline", type=Path, help="another checkout, measured in the same rounds (before)")
     opts = parser.parse_args()
     sizes = [200, 1000, 2000] if opts.quick else sorted(int(s) for s in opts.sizes.split(","))
     repeat = 1 if opts.quick else max(1, opts.repeat)
@@ -247,7 +249,10 @@ def main() -> None:
     python, version = theirs_venv(opts.venv, opts.pydantic_evals)
     print(f"python {sys.version.split()[0]}; pydantic-evals {version}; {load()} at the start", flush=True)
     with tempfile.TemporaryDirectory(prefix="peers-engine-") as tmp:
-        ours, theirs = Ours(Path(tmp), opts.tree.resolve()), Theirs(Path(tmp), python)
+        theirs = Theirs(Path(tmp), python)
+        sides = {"ours": Ours(Path(tmp) / "now", opts.tree.resolve())}
+        if opts.baseline:
+            sides["before"] = Ours(Path(tmp) / "before", opts.baseline.resolve())
         # CPU seconds and peak RSS (KiB) of every run, by (side, kind, size)
         cpu: dict[tuple[str, str, int], list[float]] = {}
         rss: dict[tuple[str, str, int], list[float]] = {}
@@ -259,12 +264,15 @@ def main() -> None:
 
         big = sizes[-2:]
         for r in range(repeat):
-            for n in [1, *sizes]:  # ours and theirs alternate, size by size
-                measure("ours", "stored", n, ours.stored)
-                measure("theirs", "stored", n, theirs.stored)
-                measure("ours", "no-store", n, ours.no_store)
+            for n in [1, *sizes]:  # every side in turn, size by size
+                for name, ours in sides.items():
+                    measure(name, "stored", n, ours.stored)
+                    if name == "ours":
+                        measure("theirs", "stored", n, theirs.stored)
+                    measure(name, "no-store", n, ours.no_store)
             for n in big:
-                measure("ours", "loaded", n, ours.loaded)
+                for name, ours in sides.items():
+                    measure(name, "loaded", n, ours.loaded)
                 measure("theirs", "loaded", n, theirs.loaded)
             print(f"  round {r + 1} of {repeat} done; {load()}", flush=True)
 
@@ -276,42 +284,51 @@ def main() -> None:
             lo, hi = big
             return (median(table[side, kind, hi]) - median(table[side, kind, lo])) / (hi - lo)
 
-        rows: list[tuple[str, str, str, str]] = []
+        mine = list(sides)  # "ours", then "before" when measured
+        rows: list[tuple[str, dict[str, float], float, str]] = []  # label, ours (and before), theirs, unit
         for n in sizes:
             for kind in ("stored", "no-store"):
-                o, t = per_test("ours", kind, n), per_test("theirs", "stored", n)
                 what = "results stored" if kind == "stored" else "--no-store"
-                rows.append((f"CPU per test, {n:,} cases ({what})", f"{o:.3f} ms", f"{t:.3f} ms", f"{o / t:.2f}x"))
+                ours_ms = {side: per_test(side, kind, n) for side in mine}
+                rows.append((f"CPU per test, {n:,} cases ({what})", ours_ms, per_test("theirs", "stored", n), "ms"))
         lo, hi = big
         for kind in ("stored", "no-store"):
-            o, t = slope(cpu, "ours", kind) * 1000, slope(cpu, "theirs", "stored") * 1000
             label = f"CPU slope {lo:,} to {hi:,} ({'stored' if kind == 'stored' else '--no-store'})"
-            rows.append((label, f"{o:.3f} ms", f"{t:.3f} ms", f"{o / t:.2f}x"))
+            ours_ms = {side: slope(cpu, side, kind) * 1000 for side in mine}
+            rows.append((label, ours_ms, slope(cpu, "theirs", "stored") * 1000, "ms"))
         for n in sizes:
-            o, t = median(rss["ours", "stored", n]) / 1024, median(rss["theirs", "stored", n]) / 1024
-            rows.append((f"peak RSS, {n:,} cases (stored run)", f"{o:.0f} MB", f"{t:.0f} MB", f"{o / t:.2f}x"))
+            mb = {side: median(rss[side, "stored", n]) / 1024 for side in mine}
+            rows.append((f"peak RSS, {n:,} cases (stored run)", mb, median(rss["theirs", "stored", n]) / 1024, "MB"))
         for n in big:
-            o, t = median(rss["ours", "loaded", n]) / 1024, median(rss["theirs", "loaded", n]) / 1024
-            rows.append((f"peak RSS, loading {n:,} cases only", f"{o:.0f} MB", f"{t:.0f} MB", f"{o / t:.2f}x"))
-        o, t = slope(rss, "ours", "loaded"), slope(rss, "theirs", "loaded")  # KiB a test
-        rows.append(
-            (f"bytes per loaded test (RSS slope {lo:,} to {hi:,})", f"{o:.2f} KB", f"{t:.2f} KB", f"{o / t:.2f}x")
-        )
+            mb = {side: median(rss[side, "loaded", n]) / 1024 for side in mine}
+            rows.append((f"peak RSS, loading {n:,} cases only", mb, median(rss["theirs", "loaded", n]) / 1024, "MB"))
+        kb = {side: slope(rss, side, "loaded") for side in mine}  # KiB a test
+        rows.append((f"bytes per loaded test (RSS slope {lo:,} to {hi:,})", kb, slope(rss, "theirs", "loaded"), "KB"))
+
+        def shown(value: float, unit: str) -> str:
+            return f"{value:.3f} ms" if unit == "ms" else f"{value:.0f} MB" if unit == "MB" else f"{value:.2f} KB"
 
         print(f"\nmedians of {repeat} run(s) each; {load()} at the end")
-        print(f"{'figure':<52} {'agent-health':>13} {'pydantic-evals':>15} {'ours / theirs':>14}")
-        for label, mine, peer, ratio in rows:
-            print(f"{label:<52} {mine:>13} {peer:>15} {ratio:>14}")
+        head = f"{'figure':<52} {'agent-health':>13} {'pydantic-evals':>15} {'ours / theirs':>14}"
+        print(head + (f" {'before':>12} {'now / before':>13}" if "before" in sides else ""))
+        for label, ours_value, peer, unit in rows:
+            line = f"{label:<52} {shown(ours_value['ours'], unit):>13} {shown(peer, unit):>15}"
+            line += f" {ours_value['ours'] / peer:>13.2f}x"
+            if "before" in ours_value:
+                before = ours_value["before"]
+                line += f" {shown(before, unit):>12} {ours_value['ours'] / before:>12.2f}x"
+            print(line)
         targets = [per_test("ours", "stored", n) <= per_test("theirs", "stored", n) for n in big]
         print(
             f"\ntargets: CPU per test (stored) at most pydantic-evals' at {lo:,} and {hi:,} cases: "
             f"{'met' if all(targets) else 'MISSED'}; bytes per loaded test at most {TARGET_KB} KB: "
-            f"{'met' if o <= TARGET_KB else 'MISSED'}"
+            f"{'met' if kb['ours'] <= TARGET_KB else 'MISSED'}"
         )
-        startup = (median(cpu["ours", "stored", 1]), median(cpu["theirs", "stored", 1]))
+        startup = {side: median(cpu[side, "stored", 1]) for side in (*mine, "theirs")}
         print(
-            f"start-up (1 case, counted once above): agent-health {startup[0]:.2f} s, "
-            f"pydantic-evals {startup[1]:.2f} s CPU"
+            "start-up (1 case, counted once above): "
+            + ", ".join(f"{side} {value:.2f} s" for side, value in startup.items())
+            + " CPU"
         )
 
 
