@@ -26,6 +26,9 @@ exec and a large parent would raise its children's.
   size gets a figure of its own, which is what the target names (at 10,000 and at 50,000). The
   slope between the two largest sizes is printed beside it as a check: it leaves out anything
   fixed, but moves more with the machine's load, being the difference of two large numbers.
+- storing alone: the CPU a thread spends storing 3,000 results with `put_many` in batches of 64
+  (as the run's sink hands them over), by the thread's own rusage: what a stored run pays that
+  pydantic-evals, keeping its report in memory, does not.
 - bytes per loaded test: the peak-RSS slope of loading only, between the two largest sizes:
   `agent-health run FILE --list` for ours (the tests are loaded and listed, nothing runs), and
   building the `Dataset` (cases and evaluator) then exiting for pydantic-evals.
@@ -84,6 +87,40 @@ config = define_config(
              "versions": {"v1": {}}}],
     default_agent="fixed@v1",
 )
+"""
+
+# What storing costs on its own: a thread stores N results with put_many in batches of 64 (as the
+# run's sink hands them over) into a fresh local store; its own CPU (RUSAGE_THREAD) a result,
+# encoding each result included (in a run the engine's secrets check has encoded it already).
+STORE_CPU = """
+import resource, sys, tempfile, threading
+
+from agent_health.model import RunResult, Step, TestResult
+from agent_health.stores import LocalResultStore
+
+n = int(sys.argv[1])
+run = RunResult(output="x" * 60, run_id="r", trajectory=(Step(kind="tool_call", tool="lookup", args={"q": "p"}),))
+results = [
+    TestResult(test_id=f"cases::case-{i:05d}", name=f"case {i:05d}", suite="cases", source_file="cases.json",
+               agent="fixed@v1", status="passed", run=run, eval_run_id="20261206T000000-abcdef01")
+    for i in range(n)
+]
+spent = []
+
+
+def store():
+    s = LocalResultStore(tempfile.mkdtemp(dir=sys.argv[2]))
+    before = resource.getrusage(resource.RUSAGE_THREAD)
+    for i in range(0, n, 64):
+        s.put_many(results[i : i + 64])
+    after = resource.getrusage(resource.RUSAGE_THREAD)
+    spent.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / n)
+
+
+t = threading.Thread(target=store)
+t.start()
+t.join()
+print(spent[0])
 """
 
 # pydantic-evals' side: argv[1] the number of cases, argv[2] "run" or "load"
@@ -207,6 +244,11 @@ class Ours:
     def loaded(self, n: int) -> Proc:
         return self._cli(n, "--list")
 
+    def store_cpu(self, n: int = 3000) -> float:
+        """ms of CPU a stored result, in the storing thread alone (`STORE_CPU`)."""
+        cmd = [sys.executable, "-c", STORE_CPU, str(n), str(self.root)]
+        return float(run(cmd, self.root, {"PYTHONPATH": str(self.tree)}).out.split()[0]) * 1000
+
 
 class Theirs:
     name = "pydantic-evals"
@@ -274,6 +316,8 @@ def main() -> None:
                 for name, ours in sides.items():
                     measure(name, "loaded", n, ours.loaded)
                 measure("theirs", "loaded", n, theirs.loaded)
+            for name, ours in sides.items():
+                cpu.setdefault((name, "store-thread", 0), []).append(ours.store_cpu())
             print(f"  round {r + 1} of {repeat} done; {load()}", flush=True)
 
         def per_test(side: str, kind: str, n: int) -> float:
@@ -323,6 +367,10 @@ def main() -> None:
             f"\ntargets: CPU per test (stored) at most pydantic-evals' at {lo:,} and {hi:,} cases: "
             f"{'met' if all(targets) else 'MISSED'}; bytes per loaded test at most {TARGET_KB} KB: "
             f"{'met' if kb['ours'] <= TARGET_KB else 'MISSED'}"
+        )
+        print(
+            "storing alone, the store's thread CPU a result (put_many, batches of 64): "
+            + ", ".join(f"{side} {median(cpu[side, 'store-thread', 0]):.3f} ms" for side in mine)
         )
         startup = {side: median(cpu[side, "stored", 1]) for side in (*mine, "theirs")}
         print(
