@@ -19,7 +19,8 @@ import inspect
 import itertools
 import queue
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -139,3 +140,44 @@ async def call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+def start_eagerly(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+    """Run a coroutine's first step now, in the calling task: `(True, its value)` when it finished
+    without waiting, else `(False, an awaitable of the rest)`. A timeout needs arming only for
+    what waits: a timer costs a handle, a heap push and a cancel, and most analyses (and agents
+    that answer at once, such as a replay) never wait. Other awaitables are returned unstarted."""
+    if type(awaitable) is not types.CoroutineType:
+        return False, awaitable
+    try:
+        waits_on = awaitable.send(None)
+    except StopIteration as stop:
+        return True, stop.value
+    return False, _Rest(awaitable, waits_on)
+
+
+class _Rest:
+    """The rest of a coroutine whose first step ran (`start_eagerly`): awaiting it hands what the
+    coroutine waits on to the task, then resumes it, as `await` would have."""
+
+    def __init__(self, coro: types.CoroutineType[Any, Any, Any], waits_on: Any):
+        self._coro, self._waits_on = coro, waits_on
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, waits_on = self._coro, self._waits_on
+        while True:
+            try:
+                sent = yield waits_on
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # a cancellation (or anything thrown in) goes to the coroutine  # noqa: BLE001
+                try:
+                    waits_on = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    waits_on = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value

@@ -335,6 +335,9 @@ def insights_analyzer(setting: Any = None, llm: Any = None) -> Callable[..., Any
         # runs on its loop (a sync analyzer would cost a worker thread per test)
         offline = derive_insights(result)
         extra = await synthesize(result, synthesizer, offline, traces) if synthesizer is not None else ()
-        return result.model_copy(update={"insights": offline + extra})
+        insights = offline + extra
+        if not insights and not result.insights:  # nothing found (most passing tests): no copy to make
+            return result
+        return result.model_copy(update={"insights": insights})
 
     return analyze

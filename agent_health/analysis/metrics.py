@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_health.errors import AgentHealthError
 from agent_health.lazy import deferred
-from agent_health.model import RunResult, Signal, TestResult
+from agent_health.model import RunResult, Signal, Step, TestResult
+from agent_health.model.copies import replaced
 from agent_health.pricing import cost_of
 
 # span arithmetic loads for a test that has traces
@@ -51,29 +52,43 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
     agent ignored), retries, step count and the slowest step."""
     if run is None:
         return {}
-    calls = run.tool_calls()
-    histogram = Counter(c.tool or "?" for c in calls)
-    seen: Counter[tuple[str | None, str]] = Counter((c.tool, _args_key(c.args)) for c in calls)
-    redundant = sum(n - 1 for n in seen.values() if n > 1)
-    results = run.steps_of_type("tool_result")
-    errors = [r for r in results if r.is_error]
-    ignored = 0
-    for err in errors:  # an error is ignored when the agent never retried that tool afterwards
-        later = [s for s in run.trajectory[run.trajectory.index(err) + 1 :] if s.kind == "tool_call"]
-        if not any(c.tool == err.tool for c in later):
-            ignored += 1
-    retries = 0  # the agent called a tool again right after that tool failed
-    for i, step in enumerate(run.trajectory):
-        if step.kind == "tool_result" and step.is_error:
-            nxt = next((s for s in run.trajectory[i + 1 :] if s.kind == "tool_call"), None)
-            retries += int(nxt is not None and nxt.tool == step.tool)
-    timed = [s for s in run.trajectory if s.duration_ms is not None]
-    slowest = max(timed, key=lambda s: s.duration_ms or 0.0, default=None)
+    # One pass over the trajectory where the figures allow it (this runs for every test): the
+    # same numbers, ties broken the same way (the first slowest and heaviest step).
+    trajectory = run.trajectory
+    calls = [s for s in trajectory if s.kind == "tool_call"]
+    histogram: dict[str, int] = {}
+    for c in calls:
+        histogram[c.tool or "?"] = histogram.get(c.tool or "?", 0) + 1
+    redundant = 0
+    if len(calls) > 1:  # a repeat needs two calls: their arguments are normalized only then
+        seen: Counter[tuple[str | None, str]] = Counter((c.tool, _args_key(c.args)) for c in calls)
+        redundant = sum(n - 1 for n in seen.values() if n > 1)
+    errors: list[Step] = []
     tool_ms: dict[str, float] = {}
-    for s in run.steps_of_type("tool_result"):
-        tool_ms[s.tool or "?"] = tool_ms.get(s.tool or "?", 0.0) + (s.duration_ms or 0.0)
-    tokens = [(s, (s.input_tokens or 0) + (s.output_tokens or 0)) for s in run.trajectory]
-    heaviest = max(tokens, key=lambda t: t[1], default=(None, 0))
+    slowest: Step | None = None
+    heaviest: tuple[Step | None, int] = (None, 0)
+    for s in trajectory:
+        if s.kind == "tool_result":
+            if s.is_error:
+                errors.append(s)
+            tool_ms[s.tool or "?"] = tool_ms.get(s.tool or "?", 0.0) + (s.duration_ms or 0.0)
+        if s.duration_ms is not None and (slowest is None or (s.duration_ms or 0.0) > (slowest.duration_ms or 0.0)):
+            slowest = s
+        tokens = (s.input_tokens or 0) + (s.output_tokens or 0)
+        if heaviest[0] is None or tokens > heaviest[1]:
+            heaviest = (s, tokens)
+    ignored = 0
+    retries = 0  # the agent called a tool again right after that tool failed
+    if errors:
+        for err in errors:  # an error is ignored when the agent never retried that tool afterwards
+            later = [s for s in trajectory[trajectory.index(err) + 1 :] if s.kind == "tool_call"]
+            if not any(c.tool == err.tool for c in later):
+                ignored += 1
+        for i, step in enumerate(trajectory):
+            if step.kind == "tool_result" and step.is_error:
+                nxt = next((s for s in trajectory[i + 1 :] if s.kind == "tool_call"), None)
+                retries += int(nxt is not None and nxt.tool == step.tool)
+    agent_steps = run.agent_steps
     return {
         "input_tokens": run.usage.input_tokens,
         "output_tokens": run.usage.output_tokens,
@@ -89,8 +104,8 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
         "ignored_tool_errors": ignored,
         "retries": run.usage.retries,
         "tool_retries": retries,
-        "steps": len(run.agent_steps),  # the prompt echoed as first event is no step the agent took
-        "step_latency_ms": [s.duration_ms for s in run.agent_steps],  # per step, in trajectory order
+        "steps": len(agent_steps),  # the prompt echoed as first event is no step the agent took
+        "step_latency_ms": [s.duration_ms for s in agent_steps],  # per step, in trajectory order
         "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
         "slowest_step": (
             {"kind": slowest.kind, "tool": slowest.tool, "duration_ms": slowest.duration_ms} if slowest else None
@@ -159,17 +174,32 @@ GLANCE_METRICS = ("tool_calls", "llm_calls")
 
 
 def _signal(name: str, value: float, evidence: dict[str, Any] | None = None) -> Signal:
+    if evidence is None:
+        # Signals are frozen, so the equal ones of many tests can be one object: most numbers
+        # repeat from test to test (no tokens, no cost, one tool call), and building each was a
+        # pydantic validation, about 4 of a test's 5. repr tells 0.0 from -0.0, which JSON tells apart.
+        key = (name, repr(value))
+        found = _SIGNALS.get(key)
+        if found is None:
+            if len(_SIGNALS) >= _SIGNALS_KEPT:
+                _SIGNALS.clear()
+            found = _SIGNALS[key] = Signal(kind="metric", role="observe", name=name, value=value)
+        return found
     return Signal(kind="metric", role="observe", name=name, value=value, evidence=evidence)
+
+
+_SIGNALS: dict[tuple[str, str], Signal] = {}
+_SIGNALS_KEPT = 4096  # a latency is seldom met twice: the memory is bounded, not the hit rate
 
 
 def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
     """Metrics as `metric` signals with role `observe` (never gate, never score): the headline
     numbers, problem counters that are non-zero, and trace numbers that add to the run's own."""
     out = []
-    for key in SIGNAL_METRICS + PROBLEM_METRICS:
+    for key, name, always in _RUN_SIGNALS:
         value = metrics.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and (value or key in SIGNAL_METRICS):
-            out.append(_signal(f"metric:{key}", float(value)))
+        if (value or always) and isinstance(value, (int, float)) and value is not True and value is not False:
+            out.append(_signal(name, float(value)))
     traces = metrics.get("traces") or {}
     if traces.get("status") == "ok":
         for key in TRACE_SIGNAL_METRICS:
@@ -177,6 +207,10 @@ def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value != metrics.get(key):
                 out.append(_signal(f"metric:traces.{key}", float(value)))
     return tuple(out)
+
+
+# (key, signal name, recorded when zero) of each run metric `metric_signals` may record, in order
+_RUN_SIGNALS = tuple((key, f"metric:{key}", key in SIGNAL_METRICS) for key in SIGNAL_METRICS + PROBLEM_METRICS)
 
 
 def with_metric_signals(
@@ -192,6 +226,6 @@ def with_metric_signals(
             metrics["traces"] = await atrace_metrics(traces, prices, wait_s)
         existing = {s.name for s in result.signals if s.kind == "metric"}
         extra = tuple(s for s in metric_signals(metrics) if s.name not in existing)
-        return result.model_copy(update={"metrics": metrics, "signals": result.signals + extra})
+        return replaced(result, {"metrics": metrics, "signals": result.signals + extra})
 
     return analyze

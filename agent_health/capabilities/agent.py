@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agent_health.capabilities.context import Pending, TestContext, bridge, current_context
+from agent_health.connectors.base import random_hex
 from agent_health.errors import AgentRunTwiceError, InfrastructureError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
@@ -48,14 +49,20 @@ class AgentFixture:
                 f"test {ctx.case.name!r}: agent.run() has no prompt; pass one or set prompt= on @test"
             )
         items = to_context(context) if context is not None else ctx.case.context
+        # empty mappings are left to their defaults: each one given is validated (copied) again
+        given = {
+            name: dict(value) for name, value in (("env", env), ("files", files), ("provisioned", provisioned)) if value
+        }
         request = AgentRequest(
             prompt=text,
             context=tuple(i.model_dump() for i in items),
-            env=dict(env or {}),
-            files=dict(files or {}),
-            provisioned=dict(provisioned or {}),
+            **given,
             test_id=ctx.case.id,
             timeout_s=ctx.case.timeout_s,
+            # the runtime's ids, made here: the runtime then has no copy of the request to make
+            run_id=random_hex(128),
+            trace_id=random_hex(128),
+            span_id=random_hex(64),
         )
         out = bridge(ctx, self._invoke(request))
         if isinstance(out, RunResult):

@@ -7,7 +7,7 @@ A failing `expect` records and stops the body; `expect.soft(...)` records and co
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent_health.capabilities.context import TestContext, bridge, current_context
@@ -22,10 +22,17 @@ _MAX_EVIDENCE = 400
 
 
 def _short(value: Any) -> Any:
-    if isinstance(value, str):
-        if len(value) > _MAX_EVIDENCE:
-            return value[:_MAX_EVIDENCE] + f"... [{len(value) - _MAX_EVIDENCE} more chars]"
+    kind = type(value)  # the usual evidence first, by exact type: the same values as below
+    if kind is str:
+        return value if len(value) <= _MAX_EVIDENCE else _short_text(value)
+    if value is None or kind is bool or kind is int or kind is float:
         return value
+    if kind is dict and len(value) <= 20:
+        return {k if type(k) is str else str(k): _short(v) for k, v in value.items()}
+    if kind is list and len(value) <= 20:
+        return [_short(v) for v in value]
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_EVIDENCE else _short_text(value)
     if isinstance(value, (int, float, bool)) or value is None:
         return value
     if isinstance(value, RunResult):
@@ -35,6 +42,10 @@ def _short(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _short(v) for k, v in list(value.items())[:20]}
     return _short(str(value))
+
+
+def _short_text(value: str) -> str:
+    return value[:_MAX_EVIDENCE] + f"... [{len(value) - _MAX_EVIDENCE} more chars]"
 
 
 def _run(value: Any, matcher: str) -> RunResult:
@@ -53,9 +64,17 @@ class Expectation:
     def not_(self) -> Expectation:
         return Expectation(self._actual, self._ctx, soft=self._soft, negate=not self._negate)
 
-    def _check(self, name: str, ok: bool, *, expected: Any, actual: Any, message: str) -> Expectation:
+    def _check(
+        self, name: str, ok: bool, *, expected: Any, actual: Any, message: str | Callable[[], str]
+    ) -> Expectation:
+        """Record the signal; `message` (or the function making it, called only when needed)
+        says what went wrong when the check failed."""
         if self._negate:
-            ok, name, message = not ok, f"not_.{name}", f"expected not: {message}"
+            ok, name = not ok, f"not_.{name}"
+        if not ok and not isinstance(message, str):
+            message = message()
+        if self._negate and not ok:
+            message = f"expected not: {message}"
         self._ctx.record(
             Signal(
                 kind="deterministic",
@@ -75,16 +94,19 @@ class Expectation:
     # -- run matchers -------------------------------------------------------
     def to_have_called_tool(self, name: str, args: dict[str, Any] | None = None) -> Expectation:
         run = _run(self._actual, "to_have_called_tool")
-        calls = run.tool_calls(name)
+        every = run.tool_calls()
+        calls = [c for c in every if c.tool == name]
         ok = any(_subset(args, c.args or {}) for c in calls) if args else bool(calls)
         label = f"to_have_called_tool({name!r}{', ' + repr(args) if args else ''})"
         return self._check(
             label,
             ok,
             expected={"tool": name, "args": args},
-            actual=[{"tool": c.tool, "args": c.args} for c in run.tool_calls()],
-            message=f"tool {name!r}{' with ' + repr(args) if args else ''} was not called; "
-            f"called: {[c.tool for c in run.tool_calls()]}",
+            actual=[{"tool": c.tool, "args": c.args} for c in every],
+            message=lambda: (
+                f"tool {name!r}{' with ' + repr(args) if args else ''} was not called; "
+                f"called: {[c.tool for c in every]}"
+            ),
         )
 
     def not_to_have_called_tool(self, name: str) -> Expectation:

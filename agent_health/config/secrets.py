@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from agent_health.errors import ConfigError
+from agent_health.model.result import TestResult
 
 REDACTED = "[REDACTED]"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -271,14 +272,17 @@ class SecretSet:
         hold text (literals, numbers, booleans) are never rewritten, so the result keeps its keys
         and stays valid; a field that cannot be scrubbed is emptied, never left with a secret and
         never crashing the run. The same object when nothing is to be removed (one search of the
-        model's JSON tells).
+        model's JSON tells; a TestResult keeps that JSON, so its store need not encode it again).
 
         `piecewise` (for a model holding megabytes of text, in a worker thread): field by field,
         text by text, each long one window by window, never the model's JSON in one piece, so no
         step holds the interpreter lock for long and the event loop keeps running."""
         if not piecewise:
             try:
-                if not self.found_in(model.model_dump_json()):
+                text = model.model_dump_json()
+                if not self.found_in(text):
+                    if isinstance(model, TestResult):  # kept: its store need not encode it again
+                        model.remember_json(text)
                     return model
             except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
                 pass

@@ -16,6 +16,7 @@ from agent_health.connectors.registry import REGISTRY
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
+from agent_health.model.copies import replaced
 
 
 class Connector(abc.ABC):
@@ -108,13 +109,14 @@ class AgentRuntime:
         return self.agent.ref
 
     async def invoke(self, request: AgentRequest) -> RunResult:
-        request = request.model_copy(
-            update={
-                "run_id": request.run_id or random_hex(128),
-                "trace_id": request.trace_id or random_hex(128),
-                "span_id": request.span_id or random_hex(64),
-            }
-        )
+        if not (request.run_id and request.trace_id and request.span_id):  # a request made with them is not copied
+            request = request.model_copy(
+                update={
+                    "run_id": request.run_id or random_hex(128),
+                    "trace_id": request.trace_id or random_hex(128),
+                    "span_id": request.span_id or random_hex(64),
+                }
+            )
         started = time.time()
         try:
             result = await self.connector.run(request)
@@ -131,7 +133,7 @@ class AgentRuntime:
             # every connector's trajectory opens with the user prompt, so a transcript reads whole
             updates["trajectory"] = (Step(kind="message", role="user", content=request.prompt), *result.trajectory)
         if updates:
-            result = result.model_copy(update=updates)
+            result = replaced(result, updates)
         return result
 
     def traces_for(self, result: RunResult) -> Any:

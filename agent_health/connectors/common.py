@@ -147,9 +147,10 @@ class RealConnector(Connector):
 
     async def apply_after(self, raw: Any, result: RunResult, *, silence: str | Callable[[], str]) -> RunResult:
         """The result after the after_response hook, secrets scrubbed. A run with no answer at all
-        (see `answered`) is an error naming `silence`, what the agent gave instead (a callable
-        when saying it costs: it is called only then): an empty answer is a failure of the
-        agent, never a failed test scored zero."""
+        (see `answered`) is an error naming `silence`, what the agent gave instead: an empty
+        answer is a failure of the agent, never a failed test scored zero. `silence` may be a
+        function giving that text, called only then (a picture of the answer costs a `repr` of
+        it, about 3 us a run that nearly every run would throw away)."""
         if self.after_response is not None:
             try:
                 changed = await call_maybe_async(self.after_response, raw, result)

@@ -569,11 +569,12 @@ class HttpConnector(HttpBase):
             if self.after_response is not None
             else None
         )
-        silence = (
-            f"HTTP {response.status_code} with an empty body"
-            if not text.strip()
-            else f"HTTP {response.status_code} with no output in the body, which starts {body_start(text)!r}"
-        )
+
+        def silence() -> str:
+            if not text.strip():
+                return f"HTTP {response.status_code} with an empty body"
+            return f"HTTP {response.status_code} with no output in the body, which starts {body_start(text)!r}"
+
         return await self.apply_after(seen, result, silence=silence)
 
     def parse_json(self, text: str, response: httpx.Response) -> Any:

@@ -30,6 +30,11 @@ THINKING_KEYS = ("thinking", "reasoning", "reasoning_content")
 STEP_KEYS = ("trajectory", "steps")
 
 
+NO_USAGE = Usage(unreported=True)  # frozen: the one usage of every answer that reports none
+# `isinstance(x, (dict, Mapping))` below: a dict is answered at once, where the ABC alone goes
+# through abc's Python-level `__instancecheck__` (several checks per answer parsed).
+
+
 class ParseError(ValueError):
     """The response has no usable answer at a configured path."""
 
@@ -38,7 +43,7 @@ def get_path(data: Any, path: str) -> Any:
     """Value at a dotted path (`choices.0.message.content`); raises KeyError when absent."""
     cur = data
     for part in path.split("."):
-        if isinstance(cur, Mapping) and part in cur:
+        if isinstance(cur, (dict, Mapping)) and part in cur:
             cur = cur[part]
         elif isinstance(cur, (list, tuple)) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
             cur = cur[int(part)]
@@ -52,9 +57,9 @@ def as_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping) and isinstance(content := value.get("content"), str):  # {"role":..,"content":..}
+    if isinstance(value, (dict, Mapping)) and isinstance(content := value.get("content"), str):  # {"role", "content"}
         return content
-    if isinstance(value, list) and all(isinstance(p, Mapping) for p in value):  # content parts
+    if isinstance(value, list) and all(isinstance(p, (dict, Mapping)) for p in value):  # content parts
         texts = [str(p.get("text", "")) for p in value if p.get("type", "text") in ("text", "output_text")]
         if texts:
             return "".join(texts)
@@ -65,7 +70,7 @@ def parse_args(value: Any) -> dict[str, Any]:
     """Tool-call arguments as a dict; JSON strings are decoded, anything else is kept under `_raw`."""
     if value is None:
         return {}
-    if isinstance(value, Mapping):
+    if isinstance(value, (dict, Mapping)):
         return dict(value)
     if isinstance(value, str):
         try:
@@ -85,8 +90,8 @@ _TOKEN_KEYS = (
 def usage_of(data: Any, model: str | None = None) -> Usage:
     """The usage an agent reported in `data` (its `usage` object); with no token count in it at
     all (no object, or one without a count), the usage is unreported: unknown, not zero."""
-    if not isinstance(data, Mapping):
-        return Usage(model=model, unreported=True)
+    if not isinstance(data, (dict, Mapping)):
+        return Usage(model=model, unreported=True) if model is not None else NO_USAGE
 
     def first(*keys: str) -> int:
         for k in keys:
@@ -114,9 +119,9 @@ def tool_steps(calls: Any) -> list[Step]:
     if not isinstance(calls, (list, tuple)):
         return steps
     for i, call in enumerate(calls):
-        if not isinstance(call, Mapping):
+        if not isinstance(call, (dict, Mapping)):
             continue
-        fn: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else call
+        fn: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), (dict, Mapping)) else call
         name = fn.get("name") or call.get("tool") or call.get("toolName") or call.get("tool_name")
         args = fn.get("arguments", fn.get("args", fn.get("input", call.get("parameters"))))
         cid = str(call.get("id") or call.get("call_id") or call.get("toolCallId") or f"call_{i}")
@@ -158,7 +163,7 @@ def role_of(value: Any) -> Role | None:
 def explicit_steps(items: Any) -> list[Step]:
     out: list[Step] = []
     for item in items if isinstance(items, (list, tuple)) else ():
-        if not isinstance(item, Mapping):
+        if not isinstance(item, (dict, Mapping)):
             continue
         kind = item.get("kind") or item.get("type")
         if kind in ("tool_use", "function_call"):
@@ -194,7 +199,7 @@ def parse_body(
         return _parse_paths(data, paths, model)
     if isinstance(data, str):
         return data, [Step(kind="message", content=data)], Usage(model=model, unreported=True)
-    if not isinstance(data, Mapping):
+    if not isinstance(data, (dict, Mapping)):
         text = as_text(data)
         return text, [Step(kind="message", content=text)], Usage(model=model, unreported=True)
     if isinstance(data.get("choices"), list) and data["choices"]:  # OpenAI chat completion
@@ -253,14 +258,14 @@ def artifacts_of(data: Any) -> tuple[Artifact, ...]:
     """The files an agent's JSON answer lists under `artifacts`: each `{name, media_type, size,
     content}` (text), `{..., data}` (base64) or `{..., url}` (a reference to where it lives).
     A malformed entry is a ParseError naming its index and what is wrong."""
-    items = data.get("artifacts") if isinstance(data, Mapping) else None
+    items = data.get("artifacts") if isinstance(data, (dict, Mapping)) else None
     if items is None:
         return ()
     if not isinstance(items, list):
         raise ParseError(f"artifacts: expected a list of files, got {type(items).__name__}")
     found: list[Artifact] = []
     for n, item in enumerate(items):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
+        if not isinstance(item, (dict, Mapping)) or not isinstance(item.get("name"), str) or not item["name"]:
             raise ParseError(f"artifacts[{n}]: expected an object with a name, got {str(item)[:80]!r}")
         media = item.get("media_type") or item.get("mediaType") or item.get("mime_type")
         text, b64 = item.get("content"), item.get("data")

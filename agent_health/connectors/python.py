@@ -18,10 +18,11 @@ from typing import Any
 from pydantic import Field
 
 from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable, shown
-from agent_health.connectors.parsing import ParseError, artifacts_of, parse_body
+from agent_health.connectors.parsing import NO_USAGE, ParseError, artifacts_of, parse_body
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
+from agent_health.offloop import start_eagerly
 
 
 class PythonSettings(ConnectorSettings):
@@ -30,6 +31,22 @@ class PythonSettings(ConnectorSettings):
     function: Any = Field(description="'module:function' (imported with the project root on sys.path) or a callable.")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments for the function.")
     response_paths: dict[str, str] = Field(default_factory=dict, description="Paths into a returned dict.")
+
+
+# What the function may take by name, in this order: the request's parts (fresh copies of its
+# mappings, so the function cannot change the request) and the agent's settings.
+_ARGUMENTS: dict[str, Callable[[PythonConnector, AgentRequest], Any]] = {
+    "prompt": lambda _c, r: r.prompt,
+    "context": lambda _c, r: [dict(c) for c in r.context],
+    "run_id": lambda _c, r: r.run_id,
+    "trace_id": lambda _c, r: r.trace_id,
+    "traceparent": lambda _c, r: r.traceparent,
+    "provisioned": lambda _c, r: dict(r.provisioned),
+    "env": lambda _c, r: dict(r.env),
+    "files": lambda _c, r: dict(r.files),
+    "settings": lambda c, _r: dict(c.agent.settings),
+    "request": lambda _c, r: r,
+}
 
 
 class PythonConnector(RealConnector):
@@ -43,8 +60,19 @@ class PythonConnector(RealConnector):
         if fn is None:
             raise ConfigError(f"setting agents.{agent.key}.settings.function is required")
         self.fn: Callable[..., Any] = fn
-        self._params = set(inspect.signature(self.fn).parameters)
-        self._var_kw = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(self.fn).parameters.values())
+        self._is_async = inspect.iscoroutinefunction(self.fn)
+        params = inspect.signature(self.fn).parameters
+        var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        # The keyword arguments the function takes, each with how to get its value: only those are
+        # built per call (copying every mapping of the request for a function that takes only the
+        # prompt was most of this connector's own cost per run); `kwargs` settings win, as before.
+        extra = self.settings.kwargs
+        self._getters: list[tuple[str, Callable[[PythonConnector, AgentRequest], Any]]] = [
+            (name, (lambda value: lambda _c, _r: value)(extra[name]) if name in extra else get)
+            for name, get in _ARGUMENTS.items()
+            if var_kw or name in params
+        ]
+        self._extra = {k: v for k, v in extra.items() if k not in _ARGUMENTS and (var_kw or k in params)}
 
     @property
     def endpoint(self) -> str:
@@ -52,30 +80,27 @@ class PythonConnector(RealConnector):
         return f if isinstance(f, str) else f"python:{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', f)}"
 
     def _kwargs(self, request: AgentRequest) -> dict[str, Any]:
-        available = {
-            "prompt": request.prompt,
-            "context": [dict(c) for c in request.context],
-            "run_id": request.run_id,
-            "trace_id": request.trace_id,
-            "traceparent": request.traceparent,
-            "provisioned": dict(request.provisioned),
-            "env": dict(request.env),
-            "files": dict(request.files),
-            "settings": dict(self.agent.settings),
-            "request": request,
-            **self.settings.kwargs,
-        }
-        return available if self._var_kw else {k: v for k, v in available.items() if k in self._params}
+        kwargs = {name: get(self, request) for name, get in self._getters}
+        if self._extra:
+            kwargs.update(self._extra)
+        return kwargs
 
     async def run(self, request: AgentRequest) -> RunResult:
-        kwargs = (await self.apply_before({"kwargs": self._kwargs(request)}, request))["kwargs"]
+        kwargs = self._kwargs(request)
+        if self.before_request is not None:
+            kwargs = (await self.apply_before({"kwargs": kwargs}, request))["kwargs"]
         started = time.perf_counter()
         limit = self.run_timeout(request)
         try:
-            async with asyncio.timeout(limit):
-                if inspect.iscoroutinefunction(self.fn):
-                    value = await self.fn(**kwargs)
-                else:
+            if self._is_async:
+                # the timeout is armed once the function waits: one that answers at once needs none
+                deadline = asyncio.get_running_loop().time() + limit
+                answered, value = start_eagerly(self.fn(**kwargs))
+                if not answered:
+                    async with asyncio.timeout_at(deadline):
+                        value = await value
+            else:
+                async with asyncio.timeout(limit):
                     value = await asyncio.to_thread(self.fn, **kwargs)
                     if inspect.isawaitable(value):
                         value = await value
@@ -98,7 +123,8 @@ class PythonConnector(RealConnector):
         else:
             try:
                 output, steps, usage = parse_body(value, self.settings.response_paths, self.settings.model)
-                if not (usage.model or usage.total_tokens):
+                # the parser's shared empty usage (no model configured) is told apart by identity
+                if usage is not NO_USAGE and not (usage.model or usage.total_tokens):
                     usage = usage.model_copy(update={"model": self.settings.model})
                 artifacts = artifacts_of(value)
             except ParseError as exc:
@@ -113,8 +139,9 @@ class PythonConnector(RealConnector):
                 duration_ms=duration,
                 artifacts=artifacts,
             )
+        return await self.apply_after(value, result, silence=lambda: _silence(value))
 
-        def silence() -> str:  # a repr of everything it returned: only when it is said
-            return f"the function returned {'None' if value is None else f'{type(value).__name__} {shown(value)}'}"
 
-        return await self.apply_after(value, result, silence=silence)
+def _silence(value: Any) -> str:
+    """What the function gave instead of an answer, for the error that says so."""
+    return f"the function returned {'None' if value is None else f'{type(value).__name__} {shown(value)}'}"

@@ -41,7 +41,10 @@ class FixtureScope:
         self._teardowns: list[tuple[str, Any]] = []
 
     async def kwargs_for(self, fn: Callable[..., Any]) -> dict[str, Any]:
-        return {p: await self.get(p, ()) for p in parameters(fn)}
+        values, kwargs = self.values, {}
+        for p in parameters(fn):  # the built-in fixtures and those made already are not awaited for
+            kwargs[p] = values[p] if p in values else await self.get(p, ())
+        return kwargs
 
     async def get(self, name: str, chain: tuple[str, ...]) -> Any:
         if name in self.values:

@@ -28,7 +28,7 @@ from agent_health.engine.watchdog import LoopBlocked, Watchdog
 from agent_health.errors import BodyStop, InfrastructureError
 from agent_health.interrupts import Interrupted, describe, must_propagate, where
 from agent_health.judges.service import JudgeService
-from agent_health.loader.registry import Scope, TestSpec
+from agent_health.loader.registry import Scope
 from agent_health.loader.types import LoadedTest
 from agent_health.model import (
     Artifact,
@@ -45,7 +45,7 @@ from agent_health.model.encodable import encodable
 from agent_health.model.limits import ARTIFACTS_RUN_MAX
 from agent_health.model.result import TRIALS_KEPT
 from agent_health.model.run import text_over
-from agent_health.offloop import call, is_async_callable, run_off_loop
+from agent_health.offloop import call, is_async_callable, run_off_loop, start_eagerly
 from agent_health.pricing import cost_of
 from agent_health.spend import Tab, reset_tab, use_tab
 
@@ -108,6 +108,7 @@ class _ScopeState:
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.started = False
+        self.ready = False  # its before_all hooks have finished: later tests need not take the lock
         self.error: str | None = None
         self.remaining = 0
         self.finished = False
@@ -130,11 +131,13 @@ class Scopes:
         """Run the `before_all` hooks the test needs; the first error of its scopes, if any."""
         for scope in test.scope.chain():
             state = self._states[scope]
-            async with state.lock:
-                if not state.started:
-                    state.started = True
-                    errors = await self._hooks(scope, "before_all")
-                    state.error = errors[0] if errors else None
+            if not state.ready:  # the lock is for the tests that meet the hooks unfinished
+                async with state.lock:
+                    if not state.started:
+                        state.started = True
+                        errors = await self._hooks(scope, "before_all")
+                        state.error = errors[0] if errors else None
+                        state.ready = True
             if state.error:
                 return state.error
         return None
@@ -251,24 +254,34 @@ class AgentEngine:
         return self._result(test, trials, started_at, elapsed_ms)
 
     async def _analyse(self, result: TestResult, traces: Any, timeout: float) -> TestResult:
-        # Sync analyzers (derived metrics read traces and may wait for them) run together in one
-        # worker thread; async ones (the insight synthesizer) run on the loop.
-        if self.watchdog is not None:
-            self.watchdog.expect(asyncio.get_running_loop().time() + timeout)
+        # The analyses run under the timeout, armed only once one waits: the built-in ones finish
+        # at once without traces, and a timer per test was about a tenth of their cost.
+        deadline = asyncio.get_running_loop().time() + timeout
+        done: list[TestResult] = [result]  # the result as far as the analyzers finished
         try:
-            async with asyncio.timeout(timeout):
-                for is_async, group in self._analysis:
-                    if is_async:
-                        for analyze in group:
-                            result = await analyze(result, traces)
-                    else:
-                        result = await run_off_loop(_apply, group, result, traces)
+            finished, rest = start_eagerly(self._analysis_steps(done, traces))
+            if not finished:
+                if self.watchdog is not None:
+                    self.watchdog.expect(deadline)
+                async with asyncio.timeout_at(deadline):
+                    await rest
         except TimeoutError:
             if self.watchdog is not None:
                 self.watchdog.abandoned()  # a sync analyzer may still be running
+            result = done[-1]
             metrics = {**result.metrics, "analysis_error": f"analyzers did not finish within {timeout:g}s"}
-            result = result.model_copy(update={"metrics": metrics})
-        return result
+            return result.model_copy(update={"metrics": metrics})
+        return done[-1]
+
+    async def _analysis_steps(self, done: list[TestResult], traces: Any) -> None:
+        # Sync analyzers (derived metrics read traces and may wait for them) run together in one
+        # worker thread; async ones (the insight synthesizer) run on the loop.
+        for is_async, group in self._analysis:
+            if is_async:
+                for analyze in group:
+                    done.append(await analyze(done[-1], traces))
+            else:
+                done.append(await run_off_loop(_apply, group, done[-1], traces))
 
     async def _run_trial(
         self,
@@ -279,7 +292,8 @@ class AgentEngine:
         spent: float | None = 0.0,
         tab: Tab | None = None,
     ) -> TrialResult:
-        case, spec = test.case, test.spec
+        # body, scope and fixtures are read from the loaded test: its `spec` is built on every read
+        case = test.case
         ctx = TestContext(
             case=case,
             info=TestInfo(case.id, case.name, case.suite, case.labels, case.prompt, self.agent_ref, epoch),
@@ -293,7 +307,7 @@ class AgentEngine:
         )
         fixtures = FixtureScope(
             {"agent": AgentFixture(ctx), "expect": expect_api, "judge": judge_api, "test_info": ctx.info},
-            {**test.registry.fixtures, **spec.fixtures},
+            {**test.registry.fixtures, **test.fixtures},
             case.name,
         )
         token = set_context(ctx)
@@ -303,7 +317,7 @@ class AgentEngine:
         infra: list[str] = []
         watch = self.watchdog.watch(case.id, timeout) if self.watchdog else None
         t0 = time.perf_counter()
-        chain = spec.scope.chain()
+        chain = test.scope.chain()
         try:
             async with asyncio.timeout(timeout) as scope:
                 if watch is not None:
@@ -393,25 +407,24 @@ class AgentEngine:
         )
 
     async def _setup_and_body(self, test: LoadedTest, ctx: TestContext, fixtures: FixtureScope) -> None:
-        spec = test.spec
-        for scope in spec.scope.chain():
+        for scope in test.scope.chain():
             for hook in scope.hooks["before_each"]:
                 await self._hook(hook, fixtures, "before_each")
-        kwargs = await fixtures.kwargs_for(spec.body)
+        kwargs = await fixtures.kwargs_for(test.body)
         try:
-            await call(spec.body, **kwargs)
+            await call(test.body, **kwargs)
             for pending in ctx.pending:
                 if not pending.awaited:
                     await pending
         except BodyStop:  # a hard failure stopped the body: the run is still judged by its suite judges
-            await self._suite_judges(spec, ctx)
+            await self._suite_judges(test, ctx)
             raise
-        await self._suite_judges(spec, ctx)
+        await self._suite_judges(test, ctx)
 
     @staticmethod
-    async def _suite_judges(spec: TestSpec, ctx: TestContext) -> None:
+    async def _suite_judges(test: LoadedTest, ctx: TestContext) -> None:
         """The judges of the test's file and describe blocks, on its run: one gate signal each."""
-        judges = spec.suite_judge_list()
+        judges = test.suite_judge_list()
         if not judges or ctx.run is None:  # nothing to judge: the body never ran the agent
             return
         await judge_all(ctx, [build_request(ctx, ctx.run, j, gate=True) for j in judges])
@@ -508,6 +521,9 @@ def calibrated_judges(signals: Iterable[Signal]) -> tuple[str, ...]:
     return tuple(out)
 
 
+_NO_USAGE = Usage()  # frozen: one object for every test's starting sums
+
+
 class _Trials:
     """The trials of one test, folded as they finish: usage, cost, signal kinds, counts and the
     combined status are running sums, and only the first `TRIALS_KEPT` trials (and the last) are
@@ -519,8 +535,8 @@ class _Trials:
         self.kept: list[TrialResult] = []
         self.last: TrialResult | None = None
         self.last_run: RunResult | None = None
-        self.usage = Usage()
-        self.judge_usage = Usage()
+        self.usage = _NO_USAGE
+        self.judge_usage = _NO_USAGE
         self.cost: float | None = 0.0  # each agent run and judge call priced at its own model
         self.judge_cost: float | None = 0.0  # the judge calls' part of it
         self.kinds: set[str] = set()
@@ -530,7 +546,8 @@ class _Trials:
         self.last = trial
         if trial.run is not None:
             self.last_run = trial.run
-            self.usage += trial.run.usage
+            # nothing plus a usage is that usage (the first trial's, the one trial of most tests)
+            self.usage = trial.run.usage if self.usage is _NO_USAGE else self.usage + trial.run.usage
             self._price(trial.run.usage)
         for s in trial.signals:
             if not s.skipped:

@@ -24,7 +24,9 @@ required tool deterministically, and judges each expected outcome.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +38,11 @@ from agent_health.loader import safe_yaml
 from agent_health.loader.formats import Defaults, case_model, steps_of
 from agent_health.loader.ids import content_hash, name_problem, shown_name, suite_name, test_id
 from agent_health.loader.options import one_or_many
-from agent_health.loader.registry import FileRegistry, TestSpec
-from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json
+from agent_health.loader.registry import NO_FIXTURES, FileRegistry
+from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json, unique_object
 from agent_health.loader.types import LoadedTest
-from agent_health.model import ExpectedStep, TestCase
-from agent_health.model.case import shared_value
+from agent_health.model import ContextItem, ExpectedStep
+from agent_health.model.case import loaded_case, shared_value
 from agent_health.model.validation import describe_errors
 
 CASE_LISTS = ("tests", "testCases", "test_cases", "cases")
@@ -79,9 +81,8 @@ def _jsonl_rows(data: bytes, rel: str) -> list[_Row]:
     return rows
 
 
-def _parse(data: bytes, suffix: str, rel: str) -> tuple[Any, list[int]]:
+def _parse(text: str, suffix: str, rel: str) -> tuple[Any, list[int]]:
     """The document and, where known, the line of each case (YAML)."""
-    text = _decode(data, rel)
     if suffix == ".json":
         return read_json(text, rel), []
     try:
@@ -141,25 +142,27 @@ def _ident(raw: Any, index: int) -> str:
 def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | None = None) -> dict[str, Any]:
     """Validate one case of either format and map it onto TestSpec fields (plus `source_id`);
     raises EvalFileError naming the file, the case (index, line, id) and the field."""
-    who = _ident(raw, index)
     if not isinstance(raw, Mapping):
-        raise EvalFileError(rel, f"{who}: expected an object of case fields, got {type(raw).__name__}", line)
+        raise EvalFileError(
+            rel, f"{_ident(raw, index)}: expected an object of case fields, got {type(raw).__name__}", line
+        )
     try:
         case = case_model(raw).model_validate(raw)
     except ValidationError as exc:
-        raise EvalFileError(rel, f"{who}: {describe_errors(exc)}", line) from None
+        raise EvalFileError(rel, f"{_ident(raw, index)}: {describe_errors(exc)}", line) from None
 
-    def pick(field: str) -> Any:  # the case's own value, else the file's default
-        return getattr(case if field in case.model_fields_set else defaults, field)
+    # each field: the case's own value, else the file's default (one dict, not a lookup per field)
+    values = defaults.__dict__ | {field: case.__dict__[field] for field in case.model_fields_set}
+    pick = values.__getitem__
 
     name = pick("name") or pick("id")
     if not name:
-        raise EvalFileError(rel, f"{who}: has no 'name' or 'id'", line)
+        raise EvalFileError(rel, f"{_ident(raw, index)}: has no 'name' or 'id'", line)
     if problem := name_problem(name):
         raise EvalFileError(rel, f"case #{index + 1} {shown_name(name)}: {problem}", line)
     prompt = pick("prompt")
     if not prompt:
-        raise EvalFileError(rel, f"{who}: has no prompt ('prompt' or 'initialPrompt')", line)
+        raise EvalFileError(rel, f"{_ident(raw, index)}: has no prompt ('prompt' or 'initialPrompt')", line)
     labels = [*pick("labels"), *pick("tags")]
     labels += [f"{key}:{pick(key)}" for key in ("category", "difficulty") if pick(key)]
     steps = list(steps_of(pick("expected_trajectory")))
@@ -183,11 +186,6 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     }
 
 
-def _shared_values(fields: dict[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
-    """`fields`, each value an equal one met before in this file where there was one."""
-    return {k: shared_value(v, shared) if k != "source_id" else v for k, v in fields.items()}
-
-
 def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Callable[..., Awaitable[None]]:
     """The body every data test runs: agent once, required tools checked, outcomes judged."""
 
@@ -203,61 +201,140 @@ def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Cal
 
 def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFileError]]:
     """The file's valid cases as tests, and one error per malformed case (or for the whole file
-    when it cannot be parsed at all); the valid cases load whatever their neighbours hold."""
+    when it cannot be parsed at all); the valid cases load whatever their neighbours hold.
+
+    What only loading needs goes as soon as it is used (the file's bytes once decoded, each
+    parsed case once it became a test), and a JSON list of cases is parsed one case at a time:
+    at the end of a 50,000-case file the whole parsed document was still alive beside its tests,
+    twice what they hold."""
     data = path.read_bytes()
     errors: list[EvalFileError] = []
-    if path.suffix.lower() == ".jsonl":
-        rows = _jsonl_rows(data, rel)
-        errors.extend(r.error for r in rows if r.error is not None)
-        rows = [r for r in rows if r.error is None]
-        defaults = Defaults()
-    else:
-        doc, lines = _parse(data, path.suffix.lower(), rel)
-        raw_cases, raw_defaults = _cases(doc, rel)
-        defaults = _defaults(raw_defaults, rel)
-        rows = [_Row(raw, lines[i] if i < len(lines) else None) for i, raw in enumerate(raw_cases)]
+    rows: Iterable[_Row]
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        found = _jsonl_rows(data, rel)
+        del data
+        errors.extend(r.error for r in found if r.error is not None)
+        kept: list[_Row | None] = [r for r in found if r.error is None]
+        del found
+        rows = _taken(kept)
+        return _load_rows(rows, Defaults(), rel, errors)
+    text = _decode(data, rel)
+    del data
+    if suffix == ".json" and _LIST_START.match(text):
+        try:
+            return _load_rows((_Row(raw) for raw in _json_items(text)), Defaults(), rel, errors)
+        except _NotStreamed:  # not valid JSON: parsed whole below, for the error json names
+            errors.clear()
+    doc, lines = _parse(text, suffix, rel)
+    del text
+    raw_cases, raw_defaults = _cases(doc, rel)
+    defaults = _defaults(raw_defaults, rel)
+    parsed: list[_Row | None] = [_Row(raw, lines[i] if i < len(lines) else None) for i, raw in enumerate(raw_cases)]
+    del doc, raw_cases, raw_defaults, lines
+    rows = _taken(parsed)
+    return _load_rows(rows, defaults, rel, errors)
+
+
+def _taken(rows: list[_Row | None]) -> Iterator[_Row]:
+    """The rows in order, each let go by the list as it is taken."""
+    for i, row in enumerate(rows):
+        rows[i] = None
+        assert row is not None
+        yield row
+
+
+_LIST_START = re.compile(r"[ \t\n\r]*\[")
+_SPACE = re.compile(r"[ \t\n\r]*")
+_ITEM = json.JSONDecoder(object_pairs_hook=unique_object)
+
+
+class _NotStreamed(Exception):
+    """The document is not a valid JSON list of values: `read_json` parses it whole and names the error."""
+
+
+def _json_items(text: str) -> Iterator[Any]:
+    """The values of the JSON list `text`, parsed one at a time (as `read_json` parses them:
+    duplicate keys refused). Anything invalid raises _NotStreamed, even after values were given."""
+    try:
+        i = _SPACE.match(text, _LIST_START.match(text).end()).end()  # type: ignore[union-attr]
+        if text.startswith("]", i):
+            i += 1
+        else:
+            while True:
+                value, i = _ITEM.raw_decode(text, i)
+                yield value
+                i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
+                if text.startswith("]", i):
+                    i += 1
+                    break
+                if not text.startswith(",", i):
+                    raise _NotStreamed
+                i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+        if _SPACE.match(text, i).end() != len(text):  # type: ignore[union-attr]
+            raise _NotStreamed  # something after the list
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a duplicate key, a huge number
+        raise _NotStreamed from exc
+
+
+def _load_rows(
+    rows: Iterable[_Row], defaults: Defaults, rel: str, errors: list[EvalFileError]
+) -> tuple[list[LoadedTest], list[EvalFileError]]:
     registry = FileRegistry(rel)
     suite = suite_name(rel)
     tests: list[LoadedTest] = []
-    seen: dict[str, str] = {}
+    seen: set[str] = set()
     # One copy of what many cases repeat (the parser makes a new string for every occurrence of a
     # prompt, label or tool) and one body per distinct expectations: a suite of 50,000 cases
-    # holds each once.
+    # holds each once. Every data test shares one (scope, fixtures, suite judges).
     shared: dict[Any, Any] = {}
+    dumps: dict[int, dict[str, Any]] = {}  # id of a shared context item or step -> its model_dump()
     bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
+    run = (registry.root, NO_FIXTURES, True)
     for i, row in enumerate(rows):
         try:
-            fields = _shared_values(normalize(row.raw, defaults, rel, i, row.line), shared)
+            fields = normalize(row.raw, defaults, rel, i, row.line)
         except EvalFileError as exc:
             errors.append(exc)
             continue
         source_id = fields.pop("source_id")
-        capped = {"max_cost_usd": fields["max_cost_usd"]} if fields["max_cost_usd"] is not None else {}
         tid = test_id(suite, fields["name"])
         if tid in seen:
             errors.append(EvalFileError(rel, f"duplicate test name {fields['name']!r} (case #{i + 1})", row.line))
             continue
-        seen[tid] = fields["name"]
+        seen.add(tid)
+        for name, value in fields.items():
+            if name != "name":
+                fields[name] = shared_value(value, shared)
         tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
         key = (tools, fields["expected_outcomes"])
         body = bodies.get(key) or bodies.setdefault(key, data_body(*key))
-        spec = TestSpec(body=body, scope=registry.root, line=row.line, **fields)
-        case = TestCase(
-            id=tid,
-            suite=suite,
-            source_file=rel,
-            line=row.line,
-            kind="data",
-            content_hash=content_hash(
-                {  # the cap is hashed only when set: cases without one keep their hash
-                    **{k: v for k, v in fields.items() if k != "max_cost_usd"},
-                    **capped,
-                    "context": [c.model_dump() for c in fields["context"]],
-                    "expected_trajectory": [s.model_dump() for s in fields["expected_trajectory"]],
-                    "source_id": source_id,
-                }
-            ),
-            **fields,
+        hashed = dict(fields)
+        if hashed["max_cost_usd"] is None:  # the cap is hashed only when set: cases without one keep their hash
+            del hashed["max_cost_usd"]
+        hashed["context"] = [_dumped(c, dumps) for c in fields["context"]]
+        hashed["expected_trajectory"] = [_dumped(s, dumps) for s in fields["expected_trajectory"]]
+        hashed["source_id"] = source_id
+        case = loaded_case(
+            {
+                "id": tid,
+                "suite": suite,
+                "source_file": rel,
+                "line": row.line,
+                "kind": "data",
+                "content_hash": content_hash(hashed),
+                **fields,
+            },
+            shared,
         )
-        tests.append(LoadedTest.of(case, spec, registry, shared))
+        tests.append(LoadedTest(case, registry, body, run))
     return tests, errors
+
+
+def _dumped(model: ContextItem | ExpectedStep, dumps: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """`model.model_dump()` of a shared item, made once per file (the items live in the file's
+    shared values while it loads, so their ids are theirs)."""
+    found = dumps.get(id(model))
+    if found is None:
+        found = dumps[id(model)] = model.model_dump()
+    return found

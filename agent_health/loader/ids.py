@@ -70,9 +70,13 @@ def test_id(suite: str, name: str) -> str:
     return f"{suite}::{slug(name)}"
 
 
+# what json.dumps(payload, sort_keys=True, default=str, separators=(",", ":")) builds per call,
+# made once: a content hash is computed for every loaded test
+_HASHED = json.JSONEncoder(sort_keys=True, default=str, separators=(",", ":"))
+
+
 def content_hash(payload: dict[str, Any]) -> str:
-    blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return hashlib.sha256(_HASHED.encode(payload).encode()).hexdigest()
 
 
 def name_problem(name: str) -> str | None:

@@ -29,14 +29,19 @@ class Scope:
     hooks: dict[str, list[Callable[..., Any]]] = field(default_factory=lambda: {k: [] for k in HOOK_KINDS})
     judges: list[Any] = field(default_factory=list)
 
-    def chain(self) -> list[Scope]:
-        """Outermost first."""
+    def chain(self) -> tuple[Scope, ...]:
+        """Outermost first (made once: a scope's parent never changes, and the engine asks for
+        its test's chain several times per test)."""
+        return self._chain
+
+    @functools.cached_property
+    def _chain(self) -> tuple[Scope, ...]:
         out: list[Scope] = []
         s: Scope | None = self
         while s is not None:
             out.append(s)
             s = s.parent
-        return out[::-1]
+        return tuple(reversed(out))
 
     def title_parts(self) -> list[str]:
         return [s.name for s in self.chain() if s.name]

@@ -21,7 +21,8 @@ class _DuplicateKey(ValueError):
         self.key = key
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; _DuplicateKey (a ValueError) when a key comes twice."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -65,7 +66,7 @@ def read_json(text: str, rel: str, line_offset: int = 0) -> Any:
         return EvalFileError(rel, message, (line or 1) + line_offset if line or line_offset else None)
 
     try:
-        return json.loads(text, object_pairs_hook=_unique)
+        return json.loads(text, object_pairs_hook=unique_object)
     except _DuplicateKey as exc:
         message = f"duplicate key {exc.key!r} in one object (JSON would keep only its last value)"
         raise fail(message, duplicate_key_line(text, exc.key)) from None

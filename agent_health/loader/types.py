@@ -56,6 +56,10 @@ class LoadedTest:
     def suite_judges(self) -> bool:
         return self.run[2]
 
+    def suite_judge_list(self) -> list[Any]:
+        """The suite judges that run on this test, outermost scope first (`TestSpec.suite_judge_list`)."""
+        return [j for scope in self.scope.chain() for j in scope.judges] if self.suite_judges else []
+
     @property
     def spec(self) -> TestSpec:
         """The test's spec: its body, scope and fixtures, with the case's options."""

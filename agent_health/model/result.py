@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,6 +92,9 @@ class TestResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     __test__ = False
+    # The JSON text of this very object, once the engine's check for secrets has made it (see
+    # `json_text`). A slot, not a field: never copied (`model_copy`, pickling), never compared.
+    __slots__ = ("_json",)
 
     schema_version: int = Field(SCHEMA_VERSION, description="Version of this schema.")
     test_id: str = Field(description="Stable test id (a Dagster partition key).")
@@ -137,6 +141,24 @@ class TestResult(BaseModel):
         description="Earlier judgements, oldest first, when the result was re-judged; the result's own "
         "signals, status and score are the newest.",
     )
+
+    def remember_json(self, text: str) -> None:
+        """Keep `text`, this result's `model_dump_json()` as just made, for `json_text` (the
+        engine's secrets check encodes every result it returns; the store and the JSON reporters
+        then need not encode it again, which was about a tenth of a stored run's CPU per test)."""
+        object.__setattr__(self, "_json", text)
+
+    def forget_json(self) -> None:
+        """Drop the remembered text (about 4 kB a result): once stored and reported, a result a
+        caller keeps (an in-process run's collected results) holds only its fields."""
+        with contextlib.suppress(AttributeError):
+            object.__delattr__(self, "_json")
+
+    def json_text(self) -> str:
+        """`model_dump_json()`: the remembered text when there is one. A result is frozen and
+        nothing changes the values inside it in place, so the text stays true."""
+        text: str | None = getattr(self, "_json", None)
+        return text if text is not None else self.model_dump_json()
 
     @property
     def judges(self) -> tuple[JudgeIdentity, ...]:

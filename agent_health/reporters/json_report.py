@@ -59,7 +59,7 @@ class JsonReporter(_Streamed):
         self._out.write(json.dumps(head)[:-1] + ', "results": [')
 
     def result(self, result: TestResult) -> None:
-        self._out.write(("," if self._count else "") + "\n" + result.model_dump_json())
+        self._out.write(("," if self._count else "") + "\n" + result.json_text())
         self._count += 1
 
     def finish(self, report: RunReport) -> None:
@@ -77,7 +77,7 @@ class JsonLinesReporter(_Streamed):
         self._out.open()
 
     def result(self, result: TestResult) -> None:
-        self._out.write(result.model_dump_json() + "\n")
+        self._out.write(result.json_text() + "\n")
 
     def finish(self, report: RunReport) -> None:
         self._out.write(report.model_dump_json(exclude={"results"}) + "\n")

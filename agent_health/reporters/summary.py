@@ -148,17 +148,16 @@ class SummaryReporter(Reporter):
     def result(self, r: TestResult) -> None:
         counts = self._counts.setdefault(r.agent, {"passed": 0, "failed": 0, "errored": 0})
         counts[r.status] += 1
-        several = len(self._counts) > 1
-        line = (
-            f"[{_STYLE[r.status]}]{_MARK[r.status]} {r.status:<7}[/] {terminal_safe(r.test_id)}"
-            + (f"  [dim]{terminal_safe(r.agent)}[/dim]" if several else "")
-            + (f"  score={r.score:.2f}" if r.score is not None else "")
-            + (f"  [dim]{terminal_safe(r.error)}[/dim]" if r.error and r.status != "passed" else "")
-        )
         if self._progress is not None and r.agent in self._tasks:
             self._progress.update(self._tasks[r.agent], advance=1, counts=self._count_text(r.agent))
-        if r.status != "passed" or self.verbose:
-            self.console.print(line)
+        if r.status != "passed" or self.verbose:  # the line is made only when it is printed
+            several = len(self._counts) > 1
+            self.console.print(
+                f"[{_STYLE[r.status]}]{_MARK[r.status]} {r.status:<7}[/] {terminal_safe(r.test_id)}"
+                + (f"  [dim]{terminal_safe(r.agent)}[/dim]" if several else "")
+                + (f"  score={r.score:.2f}" if r.score is not None else "")
+                + (f"  [dim]{terminal_safe(r.error)}[/dim]" if r.error and r.status != "passed" else "")
+            )
         if self.verbose:
             for s in r.signals:
                 mark = "!" if s.errored else "✓" if s.passed else "✗" if s.passed is False else "·"

@@ -77,6 +77,47 @@ def _settle(future: Future[Any], value: Any = None, exc: BaseException | None = 
         pass
 
 
+class _Room:
+    """Places for finished results waiting to be stored and reported, kept on the loop's side.
+    Taking a free place is a decrement (asyncio.Semaphore's acquire is a coroutine per result,
+    and its release walks its waiters for every place given back); a result that finds none waits
+    for one, first come first served, as on a semaphore."""
+
+    def __init__(self, places: int):
+        self.free = places
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    def take_now(self) -> bool:
+        """Take a free place if one is free and nobody waits for one."""
+        if self.free > 0 and not self._waiting:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Wait for a place."""
+        place: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(place)
+        try:
+            await place
+        except asyncio.CancelledError:
+            if place.done() and not place.cancelled():  # given a place, then cancelled: it goes on
+                self.give(1)
+            raise
+        finally:
+            if place in self._waiting:
+                self._waiting.remove(place)
+
+    def give(self, places: int) -> None:
+        """Places back: to the results waiting, in order, then free."""
+        self.free += places
+        while self.free > 0 and self._waiting:
+            place = self._waiting.popleft()
+            if not place.done():
+                self.free -= 1
+                place.set_result(None)
+
+
 @dataclass(frozen=True)
 class _Stored:
     """A writer thread has stored these results (or failed to): report them."""
@@ -103,7 +144,7 @@ class ResultSink:
         self._store_failures = 0
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._max_pending = max_pending
-        self._room: asyncio.Semaphore | None = None
+        self._room: _Room | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -124,7 +165,7 @@ class ResultSink:
 
     def start(self) -> ResultSink:
         self._loop = asyncio.get_running_loop()
-        self._room = asyncio.Semaphore(self._max_pending)
+        self._room = _Room(self._max_pending)
         self._thread = threading.Thread(target=self._work, name="agent-health-results", daemon=True)
         self._thread.start()
         return self
@@ -135,7 +176,8 @@ class ResultSink:
         thread in batches, at most `_HANDOFF_S` after they finished (or `_BATCH` at once): waking
         a thread for every result would cost the loop a GIL handoff each time."""
         assert self._room is not None and self._loop is not None
-        await self._room.acquire()
+        if not self._room.take_now():
+            await self._room.take()
         self._batch.append(result)
         if len(self._batch) >= _BATCH:
             self._hand_over()
@@ -278,6 +320,7 @@ class ResultSink:
     def _report(self, results: list[TestResult]) -> None:
         for result in results:
             self._each("result", result)
+            result.forget_json()  # stored and reported: a result the caller keeps holds only its fields
         self._done += len(results)
 
     def _store_batch(self, batch: list[TestResult]) -> None:
@@ -323,14 +366,8 @@ class ResultSink:
         if not n:
             return
         assert self._loop is not None and self._room is not None
-        room = self._room
-
-        def release() -> None:
-            for _ in range(n):
-                room.release()
-
         try:
-            self._loop.call_soon_threadsafe(release)
+            self._loop.call_soon_threadsafe(self._room.give, n)
         except RuntimeError:  # the loop is gone (the run was torn down)
             pass
 

@@ -102,7 +102,7 @@ class S3ResultStore(ResultStore):
         groups: dict[tuple[str, str], builtins.list[Write]] = defaultdict(list)
         for result in results:
             key = ResultKey.of(result)
-            data = result.model_dump_json().encode()
+            data = result.json_text().encode()
             objects = [(self.object_key(key), data)]
             if result.eval_run_id:
                 objects.append((self._run_result_key(result.eval_run_id, key), data))

@@ -1,10 +1,11 @@
 """A process that rewrites the same results in batches until it is killed or its time is up:
 
-    python -m tests.engine.store_writer <store root> <run id> <seconds>
+    python -m tests.engine.store_writer <store root> <run id> <seconds> [new]
 
 Each batch rewrites every key with a new round number and large content (a write of one file
-takes many pages, so a non-atomic write would be seen half done). After each `put_many` returns it
-prints the round, so a reader of its output knows which round is stored."""
+takes many pages, so a non-atomic write would be seen half done); with `new`, each batch writes
+new keys instead (files that did not exist). After each `put_many` returns it prints the round,
+so a reader of its output knows which round is stored."""
 
 from __future__ import annotations
 
@@ -18,20 +19,22 @@ KEYS = 20
 BIG = "x" * 200_000
 
 
-def batch(round_: int, run_id: str) -> list:
+def batch(round_: int, run_id: str, new: bool = False) -> list:
+    name = f"race::r{round_:04d}-t{{:02d}}" if new else "race::t{:02d}"
     return [
-        make_result(f"race::t{i:02d}", suite="race", eval_run_id=run_id, error=f"{round_}:{BIG}", score=i / KEYS)
+        make_result(name.format(i), suite="race", eval_run_id=run_id, error=f"{round_}:{BIG}", score=i / KEYS)
         for i in range(KEYS)
     ]
 
 
 def main() -> None:
     root, run_id, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    new = sys.argv[4:] == ["new"]
     store = LocalResultStore(root)
     deadline = time.monotonic() + seconds
     round_ = 0
     while time.monotonic() < deadline:
-        store.put_many(batch(round_, run_id))
+        store.put_many(batch(round_, run_id, new))
         print(round_, flush=True)
         round_ += 1
 

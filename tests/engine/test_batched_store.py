@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from agent_health import RunSettings, TestResult, define_config, load_tests, run_evaluation
 from agent_health.reporters.base import CallbackReporter
+from agent_health.session.sink import ResultSink
 from agent_health.stores import LocalResultStore, ResultKey, StoreError
 from tests.engine import store_writer
 from tests.stores.results import make_result
@@ -74,10 +76,10 @@ def test_a_result_file_a_machine_crash_left_empty_is_rebuilt_from_the_newest_run
         store.get(ResultKey("demo@v1", "rca", "rca::t2"))
 
 
-def start_writer(root: Path, seconds: float) -> subprocess.Popen:
+def start_writer(root: Path, seconds: float, *more: str) -> subprocess.Popen:
     """tests/engine/store_writer.py in a process of its own, rewriting results under `root`."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.store_writer", str(root), RUN, str(seconds)],
+        [sys.executable, "-m", "tests.engine.store_writer", str(root), RUN, str(seconds), *more],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
@@ -103,6 +105,29 @@ def test_a_concurrent_reader_never_sees_a_partial_result_file(tmp_path):
         writer.kill()
         writer.wait()
     assert reads > 100 and len(rounds) > 1  # it did read files while they were being replaced
+
+
+def test_a_concurrent_reader_never_sees_a_partial_new_result_file(tmp_path):
+    """A new result file appears whole (an unnamed file linked in where the filesystem allows,
+    else a temporary file renamed), and leaves no temporary file behind."""
+    writer = start_writer(tmp_path, 2.5, "new")
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "0"
+        folder = LocalResultStore(tmp_path).path_for(ResultKey("demo@v1", "race", "race::t00")).parent
+        reads, names = 0, set()
+        while writer.poll() is None:
+            for entry in os.scandir(folder):
+                if entry.name.endswith(".json") and entry.name not in names:
+                    data = Path(entry.path).read_bytes()  # raw bytes, read as soon as the name is there
+                    TestResult.model_validate_json(data)  # whole, or this raises
+                    names.add(entry.name)
+                    reads += 1
+        assert writer.wait() == 0
+    finally:
+        writer.kill()
+        writer.wait()
+    assert reads > 100  # it did read files as they appeared
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_a_killed_writer_loses_nothing_it_reported_stored(tmp_path):
@@ -189,3 +214,44 @@ def test_a_store_failing_for_some_results_stores_the_rest_and_counts_them(write_
     assert errors[1].endswith("10 results could not be stored")
     logged = {r.test_id for r in store.run_results(outcome.run.id)}
     assert len(logged) == 150 and not any(t.startswith("blocked") for t in logged)  # a result not stored is not logged
+
+
+class HeldStore(LocalResultStore):
+    """A local store whose writes wait until `go` is set (a slow store)."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.go = threading.Event()
+
+    def put_many(self, results):
+        assert self.go.wait(30)
+        return super().put_many(results)
+
+
+def test_a_slow_store_slows_the_run_instead_of_filling_memory(tmp_path):
+    """At most `max_pending` finished results wait for the store: the next one waits for a place,
+    places come back as results are stored and reported, and every result ends stored."""
+    store = HeldStore(tmp_path)
+    reported: list[str] = []
+
+    async def run() -> tuple[int, int]:
+        sink = ResultSink(store, [CallbackReporter(lambda r: reported.append(r.test_id))], max_pending=5).start()
+        accepted = 0
+
+        async def produce() -> None:
+            nonlocal accepted
+            for i in range(40):
+                await sink.put(make_result(f"rca::t{i:02d}", eval_run_id=RUN))
+                accepted += 1
+
+        producer = asyncio.ensure_future(produce())
+        await asyncio.sleep(0.3)
+        held = accepted  # the store has written nothing yet
+        store.go.set()
+        await asyncio.wait_for(producer, 30)
+        await sink.close()
+        return held, accepted
+
+    held, accepted = asyncio.run(run())
+    assert held == 5 and accepted == 40
+    assert sorted(reported) == [f"rca::t{i:02d}" for i in range(40)] and len(store.list()) == 40

@@ -462,3 +462,35 @@ def test_sync_bodies_run_up_to_the_concurrency_at_once(write_eval, tmp_path):
     (tmp_path / "evals" / "threads.eval.py").write_text("\n".join(src) + "\n")
     res = run_dir(tmp_path / "evals", concurrency=16)
     assert res["peak"].status == "passed", res["peak"].error
+
+
+def test_analyzers_past_the_timeout_keep_what_finished_and_say_so(write_eval, tmp_path):
+    """The analyses run under the test's timeout, armed only once an analyzer waits (the built-in
+    ones finish at once): a synthesizer that never answers is cut off, and the result keeps the
+    metric signals the analyzer before it added."""
+    import asyncio
+
+    from agent_health import define_config
+
+    write_eval(
+        "s.eval.py",
+        """
+        from agent_health import test, expect
+
+        @test("t", prompt="Diagnose why the payment service is failing.")
+        async def t(agent):
+            expect(await agent.run()).to_have_called_tool("search_logs")
+    """,
+    )
+
+    async def never(_: object) -> dict[str, object]:
+        await asyncio.sleep(60)
+        return {}
+
+    tests = load_tests([tmp_path / "evals"]).tests
+    res, _ = run_engine(tests, config=define_config(insights=never), timeout_s=0.5)
+    r = res["t"]
+    assert r.status == "passed" and r.metrics["analysis_error"] == "analyzers did not finish within 0.5s"
+    assert "metric:latency_ms" in {s.name for s in r.signals}  # the metrics analyzer had finished
+    res, _ = run_engine(tests, timeout_s=0.5)  # nothing waits: no error
+    assert "analysis_error" not in res["t"].metrics and "metric:latency_ms" in {s.name for s in res["t"].signals}

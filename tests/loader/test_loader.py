@@ -156,6 +156,55 @@ def test_native_yaml_and_jsonl(write_eval, tmp_path):
     assert loaded.tests[0].case.labels == ("smoke",)
 
 
+def test_a_loaded_data_case_is_what_validating_its_fields_gives(write_eval, tmp_path):
+    """Data cases are built from their already validated fields without a second validation
+    (agent_health.model.case.loaded_case): every field must still have its TestCase type (a
+    YAML `timeout: 60` a float, lists tuples), so the case equals its validated copy."""
+    from agent_health.model import TestCase
+
+    write_eval(
+        "typed.yaml",
+        """
+        defaults: {labels: [smoke], timeout: 60, epochs: 2}
+        tests:
+          - name: typed
+            prompt: p
+            tags: p1
+            category: RCA
+            context: {description: d, value: {"a": 1}}
+            expected_trajectory: [{step: 1, description: s, requiredTools: [a, b]}]
+            expected_tools: c
+            expected_outcomes: x
+            skip_judge: true
+            max_cost_usd: 1
+          - {name: bare, prompt: q}
+    """,
+    )
+    write_eval("rows.json", '[{"id": "tc-1", "initialPrompt": "r", "expectedOutcomes": ["o"]}]')
+    loaded = load_tests([tmp_path / "evals"])
+    assert len(loaded.tests) == 3 and not loaded.errors
+    for t in loaded.tests:
+        validated = TestCase.model_validate(t.case.model_dump())
+        assert t.case == validated and t.case.model_fields_set == validated.model_fields_set
+        for name in TestCase.model_fields:  # the same types too: 60.0, not 60; tuples, not lists
+            assert type(getattr(t.case, name)) is type(getattr(validated, name)), (t.case.name, name)
+
+
+def test_a_json_list_is_read_case_by_case_and_still_fails_whole(write_eval, tmp_path):
+    """A JSON list of cases is parsed one case at a time (its parsed document never lives whole
+    beside the tests), yet a file that is not valid JSON still loads nothing, with json's error."""
+    cases = [{"name": f"c{i}", "prompt": "p"} for i in range(3)]
+    write_eval("good.json", " \n" + json.dumps(cases, indent=1) + "\n")
+    write_eval("broken.json", json.dumps(cases)[:-1] + ", {}, ]")  # two cases read before the error
+    write_eval("after.json", json.dumps(cases) + " []")
+    loaded = load_tests([tmp_path / "evals"])
+    assert sorted(t.case.id for t in loaded.tests) == ["good::c0", "good::c1", "good::c2"]
+    assert sorted(str(e) for e in loaded.errors) == [
+        "after.json:1: invalid JSON: Extra data (column 95)",
+        "broken.json:1: invalid JSON: Expecting value (column 99)",
+    ]
+
+
 def test_missing_path_is_an_error():
     loaded = load_tests(["/nonexistent/evals"])
     assert not loaded.tests and "no such file or directory" in str(loaded.errors[0])

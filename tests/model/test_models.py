@@ -63,3 +63,23 @@ def test_a_run_summary_counts_unpriced_results_apart_instead_of_as_free():
 
     summary = RunSummary.of("a@v1", [result(0.25), result(None), result(0.5)])
     assert summary.cost_usd == 0.75 and summary.unpriced == 1
+
+
+def test_a_results_remembered_json_is_its_own_and_never_outlives_a_change():
+    """The engine's secrets check encodes each result once and the store reuses that text
+    (`json_text`): the text must be the result's own JSON, and a copy with other values (an
+    analyzer's, a re-judged result) must never carry it."""
+    import pickle
+
+    from agent_health.config.secrets import scrub_model
+
+    result = TestResult(test_id="s::t", name="t", suite="s", source_file="s.json", agent="a@v1", status="passed")
+    assert scrub_model(result) is result  # nothing to remove: the same object, its text remembered
+    assert result.json_text() == result.model_dump_json()
+    assert getattr(result, "_json", None) == result.model_dump_json()
+    changed = result.model_copy(update={"status": "failed"})
+    assert getattr(changed, "_json", None) is None and '"status":"failed"' in changed.json_text()
+    assert getattr(pickle.loads(pickle.dumps(result)), "_json", None) is None
+    assert result == TestResult.model_validate_json(result.json_text())  # not a field: equality ignores it
+    result.forget_json()
+    assert getattr(result, "_json", None) is None and result.json_text() == result.model_dump_json()

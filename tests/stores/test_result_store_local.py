@@ -65,3 +65,26 @@ def test_corrupt_file_is_a_clear_error(tmp_path):
 def test_default_store_lives_under_the_state_dir(tmp_path):
     config = load_config(cwd=tmp_path)
     assert default_store(config).root == tmp_path.resolve() / ".agent_health" / "results"
+
+
+def test_where_files_cannot_be_linked_in_they_are_renamed_into_place(tmp_path, monkeypatch):
+    """A filesystem without unnamed files (no O_TMPFILE: unnamed_file declines) stores the same
+    results through temporary files, and the store stops asking for that folder."""
+    import agent_health.stores.local as local
+    from tests.stores.results import make_result
+
+    asked: list[str] = []
+
+    def declines(folder_fd: int, data: bytes) -> None:
+        asked.append(data.decode()[:1])
+        return None
+
+    monkeypatch.setattr(local, "unnamed_file", declines)
+    store = LocalResultStore(tmp_path)
+    run = "20261201T000000-cafe0002"
+    for batch in range(2):
+        store.put_many([make_result(f"rca::t{i}", eval_run_id=run, score=batch / 2) for i in range(3)])
+    assert len(asked) == 1  # once for the folder, then never again
+    keys = store.list()
+    assert [r.score for r in store.get_many(keys)] == [0.5] * 3
+    assert not [p for p in tmp_path.rglob("*.tmp")]
