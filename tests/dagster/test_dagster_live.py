@@ -251,6 +251,29 @@ def live(tmp_path_factory):
             except ProcessLookupError:
                 pass
             proc.wait()
+        stop_servers_of(home)
+
+
+def stop_servers_of(home: Path) -> None:
+    """Stop the code servers of this instance that outlived `dagster dev`: one started for a code
+    reload lives on in a process group of its own until its heartbeat times out (30-45 s)."""
+    mine = str(home).encode()
+    for _ in range(2):
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and mine in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        if not found:
+            return
+        time.sleep(scaled(3))
 
 
 QUERY = """{
@@ -810,10 +833,27 @@ def test_one_edit_shows_out_of_date_until_rerun_then_fresh_after_one_downstream_
     with DagsterInstance.from_config(str(live["home"])) as instance:
         wait_quiet(instance, live)
         before = {r.run_id for r in instance.get_runs()}
-        edited = time.time()
-        rca.write_text(
-            rca.read_text().replace('to_have_called_tool("query_metrics")', 'to_have_called_tool("get_metrics")')
-        )
+        results = ["rca", "payments", "results"]
+        assert partition_page(port, results, "demo@v1|checkout-latency")["stale"] == "FRESH"
+        concurrency(live, 0)  # the reruns the edit requests wait in the queue, so the stale state holds
+        try:
+            edited = time.time()
+            rca.write_text(
+                rca.read_text().replace('to_have_called_tool("query_metrics")', 'to_have_called_tool("get_metrics")')
+            )
+
+            def stale_partition():
+                page = partition_page(port, results, "demo@v1|checkout-latency")
+                return page if page["stale"] == "STALE" else None
+
+            # what the partition's panel shows once the eval-files sensor reported the edit: stale,
+            # with its outcome still there
+            page = wait_for(stale_partition, 120, "the edited test's results to show stale", live["proc"], live["log"])
+            assert page["outcome"]["status"] == "failed"
+            untouched = partition_page(port, results, "demo@v1|payment-rca-finds-the-database")
+            assert untouched["stale"] == "FRESH"  # only the edited test
+        finally:
+            concurrency(live, 10)
 
         def seen_out_of_date():
             found = [
