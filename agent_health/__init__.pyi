@@ -16,6 +16,7 @@ from agent_health.config import load_config as load_config
 from agent_health.errors import AgentError as AgentError
 from agent_health.errors import AgentHealthError as AgentHealthError
 from agent_health.errors import ConfigError as ConfigError
+from agent_health.errors import ConversationError as ConversationError
 from agent_health.errors import EvalFileError as EvalFileError
 from agent_health.errors import InfrastructureError as InfrastructureError
 from agent_health.errors import TracesNotEnabled as TracesNotEnabled
@@ -33,6 +34,7 @@ from agent_health.loader import LoadResult as LoadResult
 from agent_health.loader import load_tests as load_tests
 from agent_health.model import SCHEMA_VERSION as SCHEMA_VERSION
 from agent_health.model import ContextItem as ContextItem
+from agent_health.model import Conversation as Conversation
 from agent_health.model import EvalRun as EvalRun
 from agent_health.model import ExpectedStep as ExpectedStep
 from agent_health.model import Insight as Insight
@@ -44,10 +46,12 @@ from agent_health.model import RunResult as RunResult
 from agent_health.model import RunSettings as RunSettings
 from agent_health.model import RunSummary as RunSummary
 from agent_health.model import Signal as Signal
+from agent_health.model import SimulatedUser as SimulatedUser
 from agent_health.model import Step as Step
 from agent_health.model import TestCase as TestCase
 from agent_health.model import TestResult as TestResult
 from agent_health.model import TrialResult as TrialResult
+from agent_health.model import Turn as Turn
 from agent_health.model import Usage as Usage
 from agent_health.model import Verdict as Verdict
 from agent_health.sdk import AgentProxy as AgentProxy

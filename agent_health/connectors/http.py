@@ -207,6 +207,23 @@ def prompt_with_context(request: AgentRequest) -> str:
     return request.prompt + "\n\n" + "\n\n".join(parts)
 
 
+def chat_messages(request: AgentRequest) -> list[dict[str, Any]]:
+    """The conversation as chat messages, this turn's last: `{role, content}`, the context given
+    with the first user message (as `prompt_with_context` gives it to a run of one turn)."""
+    out: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m["role"] == "user" and not any(x["role"] == "user" for x in out):
+            m = {**m, "content": prompt_with_context(request.model_copy(update={"prompt": str(m["content"])}))}
+        out.append(m)
+    return out
+
+
+# Where an agent's answer may carry the session id of its side of a conversation.
+SESSION_KEYS = ("session_id", "sessionId", "thread_id", "threadId")
+# The placeholders that carry a conversation to the agent: a body template without any cannot.
+CONVERSATION_PLACEHOLDERS = ("messages", "history", "conversation_id", "session_id")
+
+
 @dataclass
 class RunBudget:
     """One run's time limit as the retry loop sees it, and the attempts that failed so far."""
@@ -322,7 +339,12 @@ class HttpBase(RealConnector):
             "files": dict(request.files),
             "env": dict(request.env),
             "prompt_with_context": prompt_with_context(request),
-            "messages": [{"role": "user", "content": prompt_with_context(request)}],
+            "messages": chat_messages(request),
+            "history": [dict(m) for m in request.history],
+            "turn": request.turn,
+            "conversation_id": request.conversation_id,
+            # the id the agent gave in an earlier turn, else the conversation's own
+            "session_id": request.session.get("session_id") or request.conversation_id,
         }
 
     def default_body(self, request: AgentRequest) -> Any:
@@ -339,8 +361,38 @@ class HttpBase(RealConnector):
             body["files"] = dict(request.files)
         if request.env:  # the test's `agent.run(env=...)`: a REST agent has no process env to set
             body["env"] = dict(request.env)
+        if request.turn:  # a turn of a conversation: the messages so far, and its ids
+            body["messages"] = chat_messages(request)
+            body["conversation_id"] = request.conversation_id
+            if request.session.get("session_id"):
+                body["session_id"] = request.session["session_id"]
         body.update(self.settings.body)
         return body
+
+    def conversation_problem(self) -> str | None:
+        tpl = self.settings.body_template
+        if tpl is None or callable(tpl):
+            return None
+        used = set(_PLACEHOLDER.findall(json.dumps(tpl, default=str)))
+        if not any(name.split(".")[0] in CONVERSATION_PLACEHOLDERS for name in used):
+            return (
+                "its body_template carries none of {{messages}}, {{history}}, {{conversation_id}} or "
+                "{{session_id}}, so the agent would see each message without the ones before"
+            )
+        return None
+
+    def session_of(self, result: RunResult) -> dict[str, Any]:
+        """The session id the agent's answer gave (`response_paths.session_id`, else a top-level
+        session_id, sessionId, thread_id or threadId), for the next turn's `{{session_id}}`."""
+        body = next((e.get("body") for e in reversed(result.raw_events) if isinstance(e, dict) and "body" in e), None)
+        if not isinstance(body, Mapping):
+            return {}
+        path = self.settings.response_paths.get("session_id")
+        try:
+            found = get_path(body, path) if path else next((body[k] for k in SESSION_KEYS if body.get(k)), None)
+        except KeyError:
+            found = None
+        return {"session_id": str(found)} if isinstance(found, (str, int)) and str(found) else {}
 
     def build_body(self, request: AgentRequest) -> Any:
         tpl = self.settings.body_template

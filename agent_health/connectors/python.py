@@ -2,7 +2,14 @@
 
 The function receives the keyword arguments it names among `prompt`, `context`, `run_id`,
 `trace_id`, `traceparent`, `provisioned`, `env`, `files`, `settings`, `request`, and returns
-text, a dict (parsed like an HTTP response body), or a `RunResult`. Sync functions run in a worker
+text, a dict (parsed like an HTTP response body), or a `RunResult`.
+
+In a conversation it is called once per turn, with `prompt` the turn's user message; it holds the
+conversation by naming `messages` (the conversation so far as `{role, content}` messages, this
+turn's last), `history` (the messages before this turn), `turn` (1-based), `conversation_id`, or
+`session` (one dict for all the turns of the conversation, its own to keep state in). A function
+that names none of them (nor `request` or `**kwargs`) cannot converse, and a multi-turn run of it
+is refused. Sync functions run in a worker
 thread so they do not block other tests; a timed-out sync function cannot be interrupted, only
 abandoned (use the subprocess connector for agents that may hang).
 """
@@ -22,6 +29,9 @@ from agent_health.connectors.parsing import ParseError, artifacts_of, parse_body
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
+
+# The parameters through which a function holds a conversation.
+CONVERSATION_PARAMS = ("messages", "history", "session", "conversation_id")
 
 
 class PythonSettings(ConnectorSettings):
@@ -63,9 +73,22 @@ class PythonConnector(RealConnector):
             "files": dict(request.files),
             "settings": dict(self.agent.settings),
             "request": request,
+            "messages": request.messages,
+            "history": [dict(m) for m in request.history],
+            "turn": request.turn,
+            "conversation_id": request.conversation_id,
+            "session": request.session,  # the conversation's own dict: what the function keeps stays
             **self.settings.kwargs,
         }
         return available if self._var_kw else {k: v for k, v in available.items() if k in self._params}
+
+    def conversation_problem(self) -> str | None:
+        if self._var_kw or self._params & {*CONVERSATION_PARAMS, "request"}:
+            return None
+        return (
+            f"its function takes none of {', '.join(CONVERSATION_PARAMS)} (nor request or **kwargs), so it would "
+            "see each message without the ones before"
+        )
 
     async def run(self, request: AgentRequest) -> RunResult:
         kwargs = (await self.apply_before({"kwargs": self._kwargs(request)}, request))["kwargs"]

@@ -532,16 +532,21 @@ class _Trials:
             self.last_run = trial.run
             self.usage += trial.run.usage
             self._price(trial.run.usage)
+            conversation = trial.run.conversation
+            if conversation is not None and conversation.user_calls:
+                self._judge_side(conversation.user_usage)  # the simulated user's model calls count as the judges'
         for s in trial.signals:
             if not s.skipped:
                 self.kinds.add(s.kind)
             if s.kind == "judge" and s.evidence and "usage" in s.evidence:
-                call = Usage(**s.evidence["usage"])
-                self.judge_usage += call
-                cost = self._price(call)
-                self.judge_cost = None if cost is None or self.judge_cost is None else self.judge_cost + cost
+                self._judge_side(Usage(**s.evidence["usage"]))
         if len(self.kept) < TRIALS_KEPT:
             self.kept.append(trial)
+
+    def _judge_side(self, call: Usage) -> None:
+        self.judge_usage += call
+        cost = self._price(call)
+        self.judge_cost = None if cost is None or self.judge_cost is None else self.judge_cost + cost
 
     def _price(self, usage: Usage) -> float | None:
         cost = cost_of(usage, self.prices)

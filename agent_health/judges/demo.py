@@ -50,6 +50,16 @@ def _bag(text: str) -> set[str]:
     return {_stem(p) for w in _WORD.findall(text.lower()) for p in {w, *re.split(r"[-_.:]", w)} if p}
 
 
+def coverage(claim: str, text: str) -> float:
+    """The share of `claim`'s content words found in `text` (1.0 when the claim has none): the
+    demo heuristic's score on an output alone."""
+    wanted = terms(claim)
+    if not wanted:
+        return 1.0
+    found = _bag(text)
+    return sum(1 for t in wanted if t in found) / len(wanted)
+
+
 class DemoJudge(JudgeProvider):
     """Deterministic term-coverage heuristic (see module docstring)."""
 

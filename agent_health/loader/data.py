@@ -158,8 +158,11 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     if problem := name_problem(name):
         raise EvalFileError(rel, f"case #{index + 1} {shown_name(name)}: {problem}", line)
     prompt = pick("prompt")
-    if not prompt:
+    user = pick("user")
+    if not prompt and user is None:
         raise EvalFileError(rel, f"{who}: has no prompt ('prompt' or 'initialPrompt')", line)
+    if user is not None and pick("turns"):
+        raise EvalFileError(rel, f"{who}: give turns (a script) or user (a simulated user), not both", line)
     labels = [*pick("labels"), *pick("tags")]
     labels += [f"{key}:{pick(key)}" for key in ("category", "difficulty") if pick(key)]
     steps = list(steps_of(pick("expected_trajectory")))
@@ -173,6 +176,8 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         "labels": tuple(dict.fromkeys(labels)),
         "description": pick("description"),
         "context": tuple(c.item() for c in pick("context")),
+        "turns": pick("turns"),
+        "user": user,
         "expected_outcomes": pick("expected_outcomes"),
         "expected_trajectory": tuple(steps),
         "timeout_s": pick("timeout"),
@@ -233,6 +238,11 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             continue
         source_id = fields.pop("source_id")
         capped = {"max_cost_usd": fields["max_cost_usd"]} if fields["max_cost_usd"] is not None else {}
+        # hashed only when set, as the cap: cases of one turn keep their hash
+        if fields["turns"]:
+            capped["turns"] = list(fields["turns"])
+        if fields["user"] is not None:
+            capped["user"] = fields["user"].definition()
         tid = test_id(suite, fields["name"])
         if tid in seen:
             errors.append(EvalFileError(rel, f"duplicate test name {fields['name']!r} (case #{i + 1})", row.line))
@@ -250,7 +260,7 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
             kind="data",
             content_hash=content_hash(
                 {  # the cap is hashed only when set: cases without one keep their hash
-                    **{k: v for k, v in fields.items() if k != "max_cost_usd"},
+                    **{k: v for k, v in fields.items() if k not in ("max_cost_usd", "turns", "user")},
                     **capped,
                     "context": [c.model_dump() for c in fields["context"]],
                     "expected_trajectory": [s.model_dump() for s in fields["expected_trajectory"]],

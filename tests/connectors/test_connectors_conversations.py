@@ -1,0 +1,221 @@
+"""Conversations inside one `agent.run()`, through the real run path, with real agents on 127.0.0.1:
+an OpenAI-compatible chat agent over REST (it is sent the message history), a REST agent with its
+own sessions (a session id the request template carries), an AG-UI agent (one thread, the messages
+so far) and python callables (the history, or a session object). Each is driven by scripted turns
+and by a simulated user (a model on a scripted OpenAI-compatible server, and the offline demo
+policy); every turn is recorded, and a strict replay makes no request at all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_health import RunSettings, define_config, load_tests, run_tests
+from tests.connectors import chat_agents
+from tests.connectors.chat_agents import ChatAgents, agent_settings
+from tests.judges.helpers import NONCE, ScriptedServer, chat
+from tests.support import skip_or_fail
+
+AGENTS = ("chat@v1", "sess@v1", "agui@v1", "py@v1", "py@session")
+
+EVALS = """
+from agent_health import SimulatedUser, expect, test
+
+@test("scripted", prompt="My parcel never arrived.")
+async def scripted(agent):
+    def follow_up(so_far):
+        # a turn computed from the conversation so far
+        return f"Did you get it? You answered {len(so_far.turns)} time(s)."
+
+    result = await agent.run(turns=["It was order 1234.", follow_up])
+    expect(len(result.turns)).to_equal(3)
+
+@test("simulated")
+async def simulated(agent):
+    result = await agent.run(user=SimulatedUser(
+        persona="a customer whose parcel is late",
+        goal="get the agent to confirm order 1234 is being looked into",
+        facts=["the order number is 1234", "it was due on Monday"],
+        opening="My parcel never arrived.",
+        max_turns=4,
+    ))
+    expect(result).to_reach_goal()
+"""
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[ChatAgents]:
+    try:
+        srv = ChatAgents()
+    except (OSError, RuntimeError) as exc:
+        skip_or_fail(f"cannot start the conversational agents on 127.0.0.1: {exc}")
+    yield srv
+    srv.close()
+
+
+def user_model_reply(rec: Any) -> Any:
+    """The simulated user's model: opening, then the order number, then the due date; its goal is
+    reached once the agent was told both (three answers)."""
+    prompt = rec.json["messages"][-1]["content"]
+    answers = prompt.count("\nAGENT: ")
+    if answers >= 3:
+        turn = {"nonce": NONCE, "status": "goal_reached", "message": ""}
+    else:
+        say = ["My parcel never arrived.", "The order number is 1234.", "It was due on Monday."][answers]
+        turn = {"nonce": NONCE, "status": "continue", "message": say}
+    return chat(json.dumps(turn), usage=(200, 20), model=rec.json["model"])
+
+
+@pytest.fixture(scope="module")
+def user_model() -> Iterator[ScriptedServer]:
+    server = ScriptedServer()
+    server.default = user_model_reply
+    yield server
+    server.close()
+
+
+def project(root: Path, url: str, judge: dict[str, Any] | None = None) -> Any:
+    (root / "evals").mkdir(exist_ok=True)
+    (root / "evals" / "chat.eval.py").write_text(EVALS)
+    return define_config(root=str(root), state_dir="state", agents=agent_settings(url), judge=judge or {})
+
+
+def run_all(root: Path, config: Any, replay: str, *, no_cache: bool = False) -> dict[tuple[str, str], Any]:
+    loaded = load_tests([root / "evals"])
+    assert not loaded.errors, loaded.errors
+    settings = RunSettings(agents=AGENTS, replay=replay, concurrency=4, store=None)
+    if no_cache:
+        settings = settings.model_copy(update={"judge": settings.judge.model_copy(update={"cache": False})})
+    return {(r.agent, r.name): r for r in run_tests(loaded.tests, config, settings=settings)}
+
+
+def recordings(root: Path) -> list[Path]:
+    return sorted((root / "state" / "recordings").rglob("*.json"))
+
+
+def test_scripted_and_model_simulated_conversations_reach_each_agent_and_replay_strictly(tmp_path, agents, user_model):
+    judge = {"provider": "openai", "model": "user-model", "settings": {"base_url": user_model.url + "/v1"}}
+    config = project(tmp_path, agents.url, judge)
+    before, model_before = agents.total(), len(user_model.posts())
+    chat_agents.PYTHON_CALLS.clear()
+    results = run_all(tmp_path, config, "record")
+    for key, r in results.items():
+        assert r.status == "passed", (key, r.error, [s.reasoning for s in r.signals if s.passed is False])
+
+    # the chat agent is sent the whole history each turn, the context with the first message
+    chat = results["chat@v1", "scripted"].run
+    assert [t.user for t in chat.turns] == [
+        "My parcel never arrived.",
+        "It was order 1234.",
+        "Did you get it? You answered 2 time(s).",
+    ]
+    assert chat.turns[2].output.startswith("[5 messages] you said 'Did you get it?")
+    assert "first you said 'My parcel never arrived.'" in chat.output
+    assert chat.output == chat.turns[-1].output and chat.conversation.ended == "script_done"
+    bodies = [b for b in agents.requests["/v1/chat/completions"] if "Did you get it" in json.dumps(b)]
+    assert [m["role"] for m in bodies[0]["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    # usage and latency per turn, summed over the run
+    assert [t.usage.input_tokens for t in chat.turns] == [10, 30, 50] and chat.usage.input_tokens == 90
+    assert chat.duration_ms == pytest.approx(sum(t.duration_ms for t in chat.turns))
+    # a turn is a run of its own for the matchers: its user message opens it, its answer is its output
+    second = chat.turn(2)
+    assert second.trajectory[0].role == "user" and second.trajectory[0].content == "It was order 1234."
+    assert second.output == chat.turns[1].output and second.usage.input_tokens == 30
+
+    # the session agent gives a session id, and the request template carries it back
+    sess = results["sess@v1", "scripted"].run
+    assert sess.output.startswith("session sess-") and sess.output.endswith(
+        "heard: My parcel never arrived. | It was order 1234. | Did you get it? You answered 2 time(s)."
+    )
+    # the AG-UI agent: one thread, a run per turn, the messages so far
+    agui = results["agui@v1", "scripted"].run
+    threads = {t.output.split()[1] for t in agui.turns}
+    runs = [t.output.split()[3].rstrip(":") for t in agui.turns]
+    assert len(threads) == 1 and len(set(runs)) == 3
+    assert [t.output.split(": ")[1].split(" messages")[0] for t in agui.turns] == ["1", "3", "5"]
+    # python: called per turn with the history, or keeping state in its session object
+    assert results["py@v1", "scripted"].run.output == (
+        "turn 3: you said 'Did you get it? You answered 2 time(s).'; before that "
+        "['My parcel never arrived.', 'It was order 1234.']"
+    )
+    assert results["py@session", "scripted"].run.output.startswith("noted 3: My parcel never arrived. / It was")
+
+    # the simulated user played by the model: it reached its goal after three answers
+    for agent in AGENTS:
+        sim = results[agent, "simulated"]
+        conv = sim.run.conversation
+        assert (conv.mode, conv.ended, conv.goal_reached, conv.turns_to_goal) == ("simulated", "goal_reached", True, 3)
+        assert [t.user for t in sim.run.turns] == [
+            "My parcel never arrived.",
+            "The order number is 1234.",
+            "It was due on Monday.",
+        ]
+        assert conv.user_model == "openai:user-model" and conv.user_calls == 3
+        assert sim.judge_usage.input_tokens == 600  # the user's model calls count with the judges'
+        assert sim.metrics["turns"] == 3 and sim.metrics["goal_reached"] is True
+    # each agent was asked three turns in each test: the REST and AG-UI ones over HTTP, python in process
+    assert agents.total() - before == 3 * 6 and chat_agents.PYTHON_CALLS == {"history": 6, "session": 6}
+    assert len(user_model.posts()) - model_before == 5 * 3  # each user decision once (the opening is given)
+    assert len(recordings(tmp_path)) == 5 * (3 + 3 + 3)  # every turn, and each user decision
+
+    # strict replay: every turn and every user decision from the recordings; nothing is asked
+    before, model_before = agents.total(), len(user_model.posts())
+    chat_agents.PYTHON_CALLS.clear()
+    replayed = run_all(tmp_path, config, "strict", no_cache=True)
+    assert agents.total() == before and len(user_model.posts()) == model_before and not chat_agents.PYTHON_CALLS
+    for key, r in replayed.items():
+        assert r.status == "passed" and r.run.replayed, key
+        assert [(t.user, t.output) for t in r.run.turns] == [(t.user, t.output) for t in results[key].run.turns]
+        assert all(t.replayed for t in r.run.turns)
+        assert r.judge_usage.total_tokens == 0  # replayed decisions spent nothing now
+
+
+def test_the_offline_demo_policy_plays_the_user_with_every_agent(tmp_path, agents):
+    config = project(tmp_path, agents.url)
+    results = run_all(tmp_path, config, "record")
+    for agent in AGENTS:
+        sim = results[agent, "simulated"].run
+        # the agents never confirm the order, so the demo user reveals its facts one by one and gives up
+        assert sim.conversation.ended == "gave_up" and sim.conversation.goal_reached is False
+        assert sim.conversation.user_model == "demo:simulated-user/1"
+        assert [t.user for t in sim.turns] == [
+            "My parcel never arrived.",
+            "the order number is 1234",
+            "it was due on Monday",
+        ]
+    # the chat agent asked which order: the demo user answered with the fact closest to the question
+    before = agents.total()
+    replayed = run_all(tmp_path, config, "strict")
+    assert agents.total() == before
+    assert all(r.run.replayed for r in replayed.values())
+
+
+def test_an_agent_that_cannot_converse_refuses_naming_it(tmp_path, agents):
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "chat.eval.py").write_text(EVALS)
+    config = define_config(
+        root=str(tmp_path),
+        state_dir="state",
+        agents=[
+            {"key": "shot", "connector": "python", "settings": {"function": chat_agents.one_shot_agent}},
+            {
+                "key": "tpl",
+                "connector": "http",
+                "settings": {"endpoint": agents.url + "/session", "body_template": {"message": "{{prompt}}"}},
+            },
+        ],
+    )
+    loaded = load_tests([tmp_path / "evals"])
+    settings = RunSettings(agents=("shot@default", "tpl@default"), store=None)
+    results = run_tests(loaded.tests, config, settings=settings)
+    assert {r.status for r in results} == {"errored"}
+    for r in results:
+        assert f"agent {r.agent} (" in r.error and "cannot hold a conversation" in r.error
+    shot = next(r for r in results if r.agent == "shot@default")
+    assert "takes none of messages, history, session, conversation_id" in shot.error
+    tpl = next(r for r in results if r.agent == "tpl@default")
+    assert "body_template carries none of {{messages}}" in tpl.error
