@@ -22,10 +22,14 @@ from agent_health.errors import InfrastructureError as InfrastructureError
 from agent_health.errors import TracesNotEnabled as TracesNotEnabled
 from agent_health.errors import TracesUnavailable as TracesUnavailable
 from agent_health.errors import UsageError as UsageError
+from agent_health.judges.kit import ConversationGoal as ConversationGoal
 from agent_health.judges.kit import Factuality as Factuality
 from agent_health.judges.kit import Judge as Judge
+from agent_health.judges.kit import KnowledgeRetention as KnowledgeRetention
+from agent_health.judges.kit import RoleAdherence as RoleAdherence
 from agent_health.judges.kit import StructuredOutputJudge as StructuredOutputJudge
 from agent_health.judges.kit import ToolCallJudge as ToolCallJudge
+from agent_health.judges.kit import TurnsToGoal as TurnsToGoal
 from agent_health.judges.kit import create_judge as create_judge
 from agent_health.judges.rubric import Rubric as Rubric
 from agent_health.judges.rubric import load_rubric as load_rubric

@@ -153,7 +153,7 @@ class Expectation:
         ok = reached and (within_turns is None or (conv.turns_to_goal or 0) <= within_turns)
         limit = f" within {within_turns} turns" if within_turns is not None else ""
         return self._check(
-            f"to_reach_goal({within_turns if within_turns is not None else ''})",
+            f"to_reach_goal({f'within_turns={within_turns}' if within_turns is not None else ''})",
             ok,
             expected={"goal": _short(conv.goal), "within_turns": within_turns},
             actual={"ended": conv.ended, "turns": len(run.turns), "turns_to_goal": conv.turns_to_goal},

@@ -174,23 +174,20 @@ def combine(
     request: AgentRequest, results: list[RunResult], messages: list[str], conversation: Conversation
 ) -> RunResult:
     """One run of the turns so far (see the module docstring). A turn whose connector did not open
-    its trajectory with the user's message gets it, so each turn starts at its user message; step
-    times are offsets from the conversation's start."""
+    its trajectory with the user's message gets it, so each turn starts at its user message; its
+    steps' `started_ms` stay offsets from the turn's own start."""
     steps: list[Step] = []
     turns: list[Turn] = []
     raw: list[Any] = []
     artifacts: list[Artifact] = []
     usage: Usage | None = None
-    offset = 0.0
+    duration = 0.0
     for number, (run, message) in enumerate(zip(results, messages), start=1):
         start = len(steps)
         trajectory = run.trajectory
         if not (trajectory and trajectory[0].role == "user" and trajectory[0].kind == "message"):
-            steps.append(Step(kind="message", role="user", content=message, started_ms=offset or None))
-        for step in trajectory:
-            if offset and step.started_ms is not None:
-                step = step.model_copy(update={"started_ms": step.started_ms + offset})
-            steps.append(step)
+            steps.append(Step(kind="message", role="user", content=message))
+        steps.extend(trajectory)
         raw.extend(run.raw_events)
         artifacts.extend(run.artifacts)
         turns.append(
@@ -207,7 +204,7 @@ def combine(
             )
         )
         usage = run.usage if usage is None else usage + run.usage
-        offset += run.duration_ms
+        duration += run.duration_ms
     first, last = results[0], results[-1]
     replayed = all(r.replayed for r in results)
     return RunResult(
@@ -220,7 +217,7 @@ def combine(
         prompt=messages[0],
         context=request.context,
         started_at=first.started_at,
-        duration_ms=offset,
+        duration_ms=duration,
         usage=usage or Usage(unreported=True),
         raw_events=tuple(raw),
         replayed=replayed,

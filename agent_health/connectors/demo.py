@@ -236,6 +236,10 @@ class DemoConnector(Connector):
             seen += _tokens(s.content) + _tokens(str(s.args or ""))
         duration = (time.perf_counter() - started) * 1000
         if self.agent.settings.get("spans_dir"):
+            if request.turn:  # a conversation's turns are laid one after another on its simulated clock
+                clock = request.session.setdefault("demo_clock_ms", [wall_start, 0.0])
+                wall_start = clock[0] + clock[1]
+                clock[1] += max(((s.started_ms or 0) + (s.duration_ms or 0) for s in steps), default=0.0)
             store = self._span_store()
             spans = demo_spans(request, steps, model, self.agent.ref, seen_start, wall_start)
             store.write_spans(spans)
@@ -287,9 +291,10 @@ class DemoConnector(Connector):
                 ),
                 Step(kind="message", content=question, started_ms=250.0, duration_ms=400.0, output_tokens=25),
             ], question
-        diagnosed = sc is not GENERIC and any(sc.service in a and "Root cause" in a for a in answers)
-        if diagnosed and "Remediation: " in (sc.v2_wrong or sc.deep_answer):
-            fix = (sc.v2_wrong or sc.deep_answer).split("Remediation: ")[-1]
+        given = sc.v2_wrong or sc.deep_answer  # what v2 answers about this scenario
+        diagnosed = sc is not GENERIC and any(given[:60] in a for a in answers)
+        if diagnosed and "Remediation: " in given:
+            fix = given.split("Remediation: ")[-1]
             answer = f"As diagnosed above for {sc.service}, the fix: {fix}"
             return [
                 Step(kind="message", content=answer, started_ms=0.0, duration_ms=600.0, output_tokens=_tokens(answer))

@@ -479,7 +479,13 @@ class AgentEngine:
             fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
         if (over := _over_cap(test.case.max_cost_usd, trials)) is not None:
             fields.update(status="errored", score=None, error=over)
-        elif tab is not None and tab.refused is not None and not tab.refused.budget:
+        elif (
+            tab is not None
+            and tab.refused is not None
+            and not tab.refused.budget
+            # a simulated user's refused call already errored the test saying so
+            and not (last.status == "errored" and str(tab.refused) in (last.error or ""))
+        ):
             # its cap refused a judge call before it was made: errored, naming the estimate and the cap
             fields.update(status="errored", score=None, error=f"not judged: {tab.refused}")
         return TestResult.for_case(test.case, self.agent_ref, **fields)

@@ -113,8 +113,9 @@ class Usage(BaseModel):
 
 class Turn(BaseModel):
     """One turn of a conversation: the user's message and what the agent did to answer it. Its
-    steps are `trajectory[start:end]` of the run (the first is the user's message), its raw events
-    the `events` that follow the earlier turns' in `raw_events`."""
+    steps are `trajectory[start:end]` of the run (the first is the user's message; their
+    `started_ms` count from the turn's start), its raw events the `events` that follow the earlier
+    turns' in `raw_events`."""
 
     model_config = ConfigDict(frozen=True)
 

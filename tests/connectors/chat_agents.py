@@ -129,7 +129,10 @@ def session_agent(prompt: str, session: dict[str, Any]) -> dict[str, Any]:
     PYTHON_CALLS["session"] += 1
     notes = session.setdefault("notes", [])
     notes.append(prompt)
-    return {"output": f"noted {len(notes)}: {' / '.join(notes)}", "usage": {"input_tokens": 7, "output_tokens": 3}}
+    return {
+        "output": f"noted {len(notes)}: {' / '.join(notes)}",
+        "usage": {"input_tokens": 7, "output_tokens": 3, "model": "py-model"},
+    }
 
 
 def one_shot_agent(prompt: str) -> str:

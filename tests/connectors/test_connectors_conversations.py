@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from agent_health import RunSettings, define_config, load_tests, run_tests
+from agent_health import RunSettings, define_config, load_tests, rejudge, run_tests
+from agent_health.stores import LocalResultStore, ResultKey
 from tests.connectors import chat_agents
 from tests.connectors.chat_agents import ChatAgents, agent_settings
 from tests.judges.helpers import NONCE, ScriptedServer, chat
@@ -219,3 +220,79 @@ def test_an_agent_that_cannot_converse_refuses_naming_it(tmp_path, agents):
     assert "takes none of messages, history, session, conversation_id" in shot.error
     tpl = next(r for r in results if r.agent == "tpl@default")
     assert "body_template carries none of {{messages}}" in tpl.error
+
+
+def test_the_users_model_calls_are_cached_and_held_against_the_cost_cap_like_a_judges(tmp_path, agents, user_model):
+    judge = {"provider": "openai", "model": "user-model", "settings": {"base_url": user_model.url + "/v1"}}
+    config = project(tmp_path, agents.url, judge)
+    loaded = [t for t in load_tests([tmp_path / "evals"]).tests if t.case.name == "simulated"]
+    settings = RunSettings(agents=("py@session",), store=None)
+    asked = len(user_model.posts())
+    (first,) = run_tests(loaded, config, settings=settings)
+    assert len(user_model.posts()) == asked + 3 and first.run.conversation.user_calls == 3
+    # the same conversation again (no replay: the agent runs again): every decision from the judge cache
+    (again,) = run_tests(loaded, config, settings=settings)
+    assert len(user_model.posts()) == asked + 3
+    assert again.status == "passed" and again.run.conversation.user_calls == 0 and again.judge_usage.total_tokens == 0
+
+    # a test cap the user's next call would pass: the call is not made, the test errors naming why
+    capped = define_config(
+        root=str(tmp_path),
+        state_dir="state",
+        agents=agent_settings(agents.url),
+        judge={**judge, "cache": False},
+        prices={"user-model": (1000.0, 1000.0), "py-model": (0.0, 0.0)},
+    )
+    (tmp_path / "evals" / "chat.eval.py").write_text(
+        EVALS.replace('@test("simulated")', '@test("simulated", max_cost_usd=0.5)')
+    )
+    loaded = [t for t in load_tests([tmp_path / "evals"]).tests if t.case.name == "simulated"]
+    (refused,) = run_tests(loaded, capped, settings=settings)
+    assert len(user_model.posts()) == asked + 3
+    assert refused.status == "errored"
+    assert "the simulated user (openai:user-model) could not answer after turn 1: SpendRefused" in refused.error
+    assert "past its cap of $0.5" in refused.error
+
+
+def test_rejudging_a_conversation_replays_it_whole_without_the_agent_or_the_user(tmp_path, agents):
+    config = project(tmp_path, agents.url)
+    store = LocalResultStore(tmp_path / "results")
+    loaded = load_tests([tmp_path / "evals"]).tests
+    chat_agents.PYTHON_CALLS.clear()
+    stored = run_tests(loaded, config, settings=RunSettings(agents=("py@session",), store=None))
+    for r in stored:
+        store.put(r)
+    assert chat_agents.PYTHON_CALLS["session"] == 6
+    outcome = rejudge(stored, config, source="py@session", store=store)
+    assert outcome.run is not None and outcome.run.stored == 2 and outcome.skipped == ()
+    assert chat_agents.PYTHON_CALLS["session"] == 6  # never called again
+    for r in stored:
+        after = store.get(ResultKey.of(r))
+        assert after.eval_run_id == outcome.run.run.id and len(after.judgements) == 1
+        assert after.run.turns == r.run.turns and after.run.conversation == r.run.conversation
+
+
+def test_the_connectors_doc_example_holds_the_conversation_with_each_agent(tmp_path, agents, monkeypatch):
+    from agent_health import load_config
+    from tests.core.test_docs_examples import block
+
+    monkeypatch.setenv("CHAT_AGENT_URL", agents.url)
+    (tmp_path / "agent_health_config.py").write_text(block("connectors.md", "# agent_health_config.py: four agents"))
+    (tmp_path / "my_agents.py").write_text(block("connectors.md", "# my_agents.py"))
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "chat.eval.py").write_text(
+        "from agent_health import test\n\n"
+        '@test("three turns", prompt="My parcel never arrived.")\n'
+        "async def three(agent):\n"
+        '    await agent.run(turns=["It was order 1234.", "It was due on Monday."])\n'
+    )
+    config = load_config(tmp_path / "agent_health_config.py")
+    refs = ("support-chat@default", "support-rest@default", "support-agui@default", "support-py@default")
+    results = run_tests(load_tests([tmp_path / "evals"]).tests, config, settings=RunSettings(agents=refs, store=None))
+    out = {r.agent.split("@")[0]: r.run.output for r in results if r.status == "passed"}
+    assert out["support-chat"].startswith("[5 messages] you said 'It was due on Monday.'")
+    assert out["support-rest"].endswith("heard: My parcel never arrived. | It was order 1234. | It was due on Monday.")
+    assert "5 messages, you said 'It was due on Monday.'" in out["support-agui"]
+    assert out["support-py"] == (
+        "turn 3: you said 'It was due on Monday.' after ['My parcel never arrived.', 'It was order 1234.']"
+    )
