@@ -140,7 +140,9 @@ class Expectation:
             question is not None,
             expected="a question to the user before the first tool call",
             actual={"question": asked, "acted": acted},
-            message=f"the agent asked no question before {acted}",
+            message=f"the agent asked no question before {acted}"
+            if first_call < len(steps)
+            else "the agent asked no question (and called no tool)",
         )
 
     def to_reach_goal(self, within_turns: int | None = None) -> Expectation:

@@ -97,3 +97,13 @@ def test_the_html_report_carries_every_turn(results):
     ]
     assert run["conversation"]["goal_reached"] is True and "raw_events" not in run
     json.dumps(details)  # the page embeds it as JSON
+
+
+def test_compare_tells_which_conversations_flipped(results):
+    from agent_health.analysis.compare import compare_results
+
+    v1 = [r for k, r in results.items() if k[0] == "demo@v1"]
+    v2 = [r for k, r in results.items() if k[0] == "demo@v2"]
+    cmp = compare_results(v1, v2)
+    assert sorted(t.test_id for t in cmp.fixes) == sorted(r.test_id for r in v2)
+    assert not cmp.regressions

@@ -68,7 +68,7 @@ def test_a_turn_function_fails_or_errors_the_test_as_its_body_would(write_eval, 
     write_eval(
         "chat.eval.py",
         f"""
-        from agent_health import test, expect
+        from agent_health import SimulatedUser, expect, test
 
         @test("expect in a turn", prompt={VAGUE!r})
         async def expects(agent):
@@ -91,6 +91,21 @@ def test_a_turn_function_fails_or_errors_the_test_as_its_body_would(write_eval, 
         async def bad(agent):
             await agent.run(turns=["fine", 3])
 
+        @test("sync body", prompt={VAGUE!r})
+        def sync_body(agent):
+            result = agent.run(turns=[lambda so_far: "It is the payment service."])
+            expect(len(result.turns)).to_equal(2)
+            expect(result).to_ask_before_acting()
+
+        @test("opens on its own")
+        async def opens(agent):
+            result = await agent.run(user=SimulatedUser(goal="learn that the redis cache hit ratio dropped"))
+            expect(result.turns[0].user).to_match("^I need your help: I want to learn that the redis cache")
+
+        @test("never asks", prompt="Diagnose why the payment service is failing.")
+        async def never_asks(agent):
+            expect.soft(await agent.run()).to_ask_before_acting()
+
         @test("turn out of range", prompt={VAGUE!r})
         async def out_of_range(agent):
             result = await agent.run(turns=["It is the payment service."])
@@ -108,6 +123,13 @@ def test_a_turn_function_fails_or_errors_the_test_as_its_body_would(write_eval, 
         "(a non-empty string), or None to end the conversation"
     )
     assert res["bad turns"].status == "errored" and "turn 3 is int" in res["bad turns"].error
+    assert res["sync body"].status == "passed", res["sync body"].error
+    assert res["opens on its own"].status == "passed", res["opens on its own"].error
+    # v2 asked which service; the user, with no fact to give, gave up
+    assert res["opens on its own"].run.conversation.ended == "gave_up" and len(res["opens on its own"].run.turns) == 1
+    assert res["never asks"].error == (
+        "to_ask_before_acting(): the agent asked no question before its first tool call 'search_logs' in turn 1"
+    )
     assert res["turn out of range"].status == "errored"
     assert "turn(3): this run has 2 turns; ask for 1 to 2 (or -1 for the last)" in res["turn out of range"].error
 

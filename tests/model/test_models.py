@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agent_health import TestResult
 from tests.core.helpers import run_dir
 
@@ -63,3 +65,16 @@ def test_a_run_summary_counts_unpriced_results_apart_instead_of_as_free():
 
     summary = RunSummary.of("a@v1", [result(0.25), result(None), result(0.5)])
     assert summary.cost_usd == 0.75 and summary.unpriced == 1
+
+
+def test_a_run_stored_before_conversations_reads_as_one_turn():
+    """Stored results written before runs had turns (no `turns`, no `conversation`) still load: a
+    run of one turn, its own turn 1."""
+    from agent_health.model import RunResult
+
+    old = {"output": "done", "run_id": "r1", "trajectory": [{"kind": "message", "role": "user", "content": "go"}]}
+    run = RunResult.model_validate(old)
+    assert run.turns == () and run.conversation is None
+    assert run.turn(1) is run and run.turn(-1) is run
+    with pytest.raises(IndexError, match=r"turn\(2\): this run has 1 turn; ask for 1 to 1"):
+        run.turn(2)
