@@ -138,8 +138,10 @@ class ScriptedUser(UserSide):
         self.turns, self.test = turns, test
 
     async def next(self, so_far: RunResult | None) -> UserTurn:
-        answered = len(so_far.turns) if so_far is not None else 0
-        if answered - 1 >= len(self.turns):
+        if so_far is None:  # never asked: a script always has its prompt as the opening
+            raise ConversationError(f"test {self.test!r}: a scripted conversation needs a prompt")
+        answered = len(so_far.turns)
+        if answered > len(self.turns):
             return UserTurn(None, ended="script_done")
         item = self.turns[answered - 1]
         if not callable(item):

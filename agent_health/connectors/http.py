@@ -3,8 +3,10 @@
 Settings (see `HttpSettings`): `endpoint`, `headers`, `auth`, `body` (extra fields) or
 `body_template`, `response_paths`, `request_timeout_s`, `timeout_s` (per run), `retry`,
 `max_response_bytes`, hooks. The default body is `{prompt, context, run_id}` plus `model`,
-`provisioned`, `files` and `env` (the test's `agent.run(env=...)`) when set, plus `body`. Every
-request carries `traceparent` and `x-agent-health-run-id`.
+`provisioned`, `files` and `env` (the test's `agent.run(env=...)`) when set, plus `body`; a turn
+of a conversation adds `messages` (the conversation so far), `conversation_id` and the
+`session_id` the agent gave (see `HttpBase.session_of`). Every request carries `traceparent` and
+`x-agent-health-run-id`.
 """
 
 from __future__ import annotations
@@ -60,11 +62,13 @@ class HttpSettings(ConnectorSettings):
     body_template: Any = Field(
         None,
         description="JSON template with {{prompt}}, {{context}}, {{run_id}}, "
-        "{{messages}}, {{provisioned.NAME}}...; or fn(request) -> body.",
+        "{{messages}}, {{provisioned.NAME}}... (in a conversation also {{history}}, {{turn}}, "
+        "{{conversation_id}}, {{session_id}}); or fn(request) -> body.",
     )
     response_paths: dict[str, str] = Field(
         default_factory=dict,
-        description="Dotted paths of output, tool_calls, thinking, trajectory, usage in the response.",
+        description="Dotted paths of output, tool_calls, thinking, trajectory, usage (and session_id, the id "
+        "a conversational agent gives its side of a conversation) in the response.",
     )
     request_timeout_s: Timeout = Field(60.0, description="Per-request timeout (idle timeout when streaming).")
     connect_timeout_s: Timeout = Field(10.0, description="Connection timeout.")

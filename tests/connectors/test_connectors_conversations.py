@@ -40,7 +40,7 @@ async def simulated(agent):
     result = await agent.run(user=SimulatedUser(
         persona="a customer whose parcel is late",
         goal="get the agent to confirm order 1234 is being looked into",
-        facts=["the order number is 1234", "it was due on Monday"],
+        facts=["it was due on Monday", "the order number is 1234"],
         opening="My parcel never arrived.",
         max_turns=4,
     ))
@@ -177,22 +177,29 @@ def test_scripted_and_model_simulated_conversations_reach_each_agent_and_replay_
 
 def test_the_offline_demo_policy_plays_the_user_with_every_agent(tmp_path, agents):
     config = project(tmp_path, agents.url)
+    before = agents.total()
+    chat_agents.PYTHON_CALLS.clear()
     results = run_all(tmp_path, config, "record")
     for agent in AGENTS:
         sim = results[agent, "simulated"].run
         # the agents never confirm the order, so the demo user reveals its facts one by one and gives up
         assert sim.conversation.ended == "gave_up" and sim.conversation.goal_reached is False
-        assert sim.conversation.user_model == "demo:simulated-user/1"
+        assert sim.conversation.user_model == "demo:simulated-user/1" and sim.conversation.user_calls == 0
+        # the chat agent asked "Which order is it?": the demo user answers with the fact closest to
+        # the question; the others asked nothing and hear the facts in their order
+        facts = ["the order number is 1234", "it was due on Monday"]
         assert [t.user for t in sim.turns] == [
             "My parcel never arrived.",
-            "the order number is 1234",
-            "it was due on Monday",
+            *(facts if agent == "chat@v1" else facts[::-1]),
         ]
-    # the chat agent asked which order: the demo user answered with the fact closest to the question
+    assert agents.total() - before == 3 * 6 and chat_agents.PYTHON_CALLS == {"history": 6, "session": 6}
+    assert len(recordings(tmp_path)) == 5 * (3 + 3 + 3)  # every turn, and each decision of the demo user
+
     before = agents.total()
+    chat_agents.PYTHON_CALLS.clear()
     replayed = run_all(tmp_path, config, "strict")
-    assert agents.total() == before
-    assert all(r.run.replayed for r in replayed.values())
+    assert agents.total() == before and not chat_agents.PYTHON_CALLS
+    assert all(r.run.replayed and r.status == results[k].status for k, r in replayed.items())
 
 
 def test_an_agent_that_cannot_converse_refuses_naming_it(tmp_path, agents):
