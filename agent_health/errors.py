@@ -70,3 +70,8 @@ class ExpectationFailed(BodyStop):
 
 class VerdictFailed(BodyStop):
     """verdict.or_throw() on a failed verdict."""
+
+
+class ConversationError(InfrastructureError):
+    """The user side of a conversation failed: a turn function gave no message, or the simulated
+    user's model could not answer; the message names the test and the turn."""

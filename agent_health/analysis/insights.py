@@ -116,8 +116,26 @@ def _failed_gates(r: TestResult) -> Iterable[Insight]:
         )
 
 
+def _conversation_unresolved(r: TestResult) -> Iterable[Insight]:
+    run = r.run
+    conv = run.conversation if run is not None else None
+    if run is None or conv is None or conv.mode != "simulated" or conv.goal_reached:
+        return
+    turns = len(run.turns)
+    how = "gave up" if conv.ended == "gave_up" else f"stopped ({conv.ended})"
+    yield Insight(
+        rule="conversation_unresolved",
+        severity="warning",
+        summary=f"the simulated user {how} after {turns} turn(s) without reaching its goal",
+        evidence={"goal": conv.goal, "ended": conv.ended, "turns": turns, "last_answer": run.output[:300]},
+        recommendation="Read the conversation turn by turn: the agent should ask for what it lacks, use what the "
+        "user already said, and answer the user's goal rather than restart.",
+    )
+
+
 RULES: tuple[Rule, ...] = (
     _failed_gates,
+    _conversation_unresolved,
     _redundant_calls,
     _ignored_tool_errors,
     _slow_step,

@@ -90,6 +90,7 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
                 retries += int(nxt is not None and nxt.tool == step.tool)
     agent_steps = run.agent_steps
     return {
+        **conversation_metrics(run),
         "input_tokens": run.usage.input_tokens,
         "output_tokens": run.usage.output_tokens,
         "total_tokens": run.usage.total_tokens,
@@ -104,7 +105,8 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
         "ignored_tool_errors": ignored,
         "retries": run.usage.retries,
         "tool_retries": retries,
-        "steps": len(agent_steps),  # the prompt echoed as first event is no step the agent took
+        # the prompt echoed as first event (and in a conversation each turn's user message) is no step the agent took
+        "steps": len(agent_steps) - sum(1 for t in run.turns[1:] if run.trajectory[t.start].role == "user"),
         "step_latency_ms": [s.duration_ms for s in agent_steps],  # per step, in trajectory order
         "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
         "slowest_step": (
@@ -116,6 +118,24 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
             else None
         ),
     }
+
+
+def conversation_metrics(run: RunResult) -> dict[str, Any]:
+    """A conversation's numbers: its turns, each turn's latency, how it ended, and for a simulated
+    user whether and when it reached its goal and what its model calls spent. Empty for one turn."""
+    conv = run.conversation
+    if not run.turns or conv is None:
+        return {}
+    out: dict[str, Any] = {
+        "turns": len(run.turns),
+        "turn_latency_ms": [round(t.duration_ms, 3) for t in run.turns],
+        "conversation_end": conv.ended,
+    }
+    if conv.mode == "simulated":
+        out["goal_reached"] = bool(conv.goal_reached)
+        out["turns_to_goal"] = conv.turns_to_goal
+        out["user_tokens"] = conv.user_usage.total_tokens
+    return out
 
 
 def trace_metrics(
@@ -166,11 +186,12 @@ def _unavailable(view: Any, exc: Exception) -> dict[str, Any]:
 # when non-zero (every number stays in `TestResult.metrics`; signals are kept few because a suite
 # holds thousands of them).
 SIGNAL_METRICS = ("total_tokens", "cost_usd", "latency_ms", "llm_calls", "tool_calls")
+CONVERSATION_SIGNAL_METRICS = ("turns", "goal_reached", "turns_to_goal")  # a conversation's, when it has them
 PROBLEM_METRICS = ("redundant_calls", "tool_errors", "ignored_tool_errors", "tool_retries", "retries")
 TRACE_SIGNAL_METRICS = ("total_tokens", "cost_usd", "llm_calls", "tool_calls", "tool_errors", "duration_ms")
 # Derived metrics each result shows at a glance beside its status (its Dagster partition's metadata);
 # tokens and cost are there already, from the result's usage.
-GLANCE_METRICS = ("tool_calls", "llm_calls")
+GLANCE_METRICS = ("tool_calls", "llm_calls", "turns", "conversation_end", "goal_reached", "turns_to_goal")
 
 
 def _signal(name: str, value: float, evidence: dict[str, Any] | None = None) -> Signal:
@@ -200,6 +221,10 @@ def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
         value = metrics.get(key)
         if (value or always) and isinstance(value, (int, float)) and value is not True and value is not False:
             out.append(_signal(name, float(value)))
+    for key in CONVERSATION_SIGNAL_METRICS:
+        value = metrics.get(key)
+        if isinstance(value, (int, float)):  # goal_reached is a bool: 1 or 0
+            out.append(_signal(f"metric:{key}", float(value)))
     traces = metrics.get("traces") or {}
     if traces.get("status") == "ok":
         for key in TRACE_SIGNAL_METRICS:

@@ -104,6 +104,12 @@ class SuiteRollup(BaseModel):
     cost_usd: float | None = Field(None, description="Sum of known costs; None when no result had a cost.")
     latency_p50_ms: float | None = Field(None, description="Median test duration.")
     latency_p95_ms: float | None = Field(None, description="95th percentile test duration.")
+    conversations: int = Field(0, description="Tests whose run was a conversation (more than one turn).")
+    mean_turns: float | None = Field(None, description="Mean turns per conversation.")
+    goal_rate: float | None = Field(
+        None, description="Share of the simulated users' conversations that reached their goal."
+    )
+    mean_turns_to_goal: float | None = Field(None, description="Mean turns a simulated user took to reach its goal.")
     labels: dict[str, LabelStats] = Field(default_factory=dict, description="Per-label breakdown.")
     failing: list[str] = Field(default_factory=list, description="Ids of failed tests, sorted.")
     errored_tests: list[ErroredTest] = Field(default_factory=list, description="Errored tests with their error.")
@@ -121,7 +127,19 @@ class SuiteRollup(BaseModel):
             "errored_share": self.errored_share,
             "total_tokens": self.total_tokens,
         }
-        for name in ("pass_rate", "mean_score", "pass_at_k", "cost_usd", "latency_p50_ms", "latency_p95_ms"):
+        if self.conversations:
+            out["conversations"] = self.conversations
+        for name in (
+            "pass_rate",
+            "mean_score",
+            "pass_at_k",
+            "cost_usd",
+            "latency_p50_ms",
+            "latency_p95_ms",
+            "mean_turns",
+            "goal_rate",
+            "mean_turns_to_goal",
+        ):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -194,8 +212,18 @@ def rollup(
     cost, has_cost = 0.0, False
     failing: list[str] = []
     errored: list[ErroredTest] = []
+    turns: list[float] = []
+    goals: list[float] = []
+    to_goal: list[float] = []
     for r in results:
         acc.add(r)
+        metrics = r.metrics
+        if isinstance(n := metrics.get("turns"), (int, float)):
+            turns.append(float(n))
+        if isinstance(g := metrics.get("goal_reached"), (int, float)):  # a bool in a result, 1 or 0 in a summary
+            goals.append(float(g))
+        if isinstance(n := metrics.get("turns_to_goal"), (int, float)):
+            to_goal.append(float(n))
         for label in r.labels:
             labels[label].add(r)
         durations.append(r.duration_ms)
@@ -237,6 +265,10 @@ def rollup(
         cost_usd=round(cost, 8) if has_cost else None,
         latency_p50_ms=_ms(percentile(durations, 50)),
         latency_p95_ms=_ms(percentile(durations, 95)),
+        conversations=len(turns),
+        mean_turns=_mean(turns),
+        goal_rate=_mean(goals),
+        mean_turns_to_goal=_mean(to_goal),
         labels={
             name: LabelStats(
                 label=name,

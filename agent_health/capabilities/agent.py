@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent_health.capabilities.context import Pending, TestContext, bridge, current_context
 from agent_health.connectors.base import random_hex
-from agent_health.errors import AgentRunTwiceError, InfrastructureError
+from agent_health.connectors.conversation import UserCodeRaised, UserSide, UserTurn, agent_usage_spent
+from agent_health.errors import AgentRunTwiceError, ConversationError, InfrastructureError
+from agent_health.judges.simulated_user import simulated_user_side
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
 from agent_health.model.case import to_context
+from agent_health.model.conversation import SimulatedUser, check_turns
+from agent_health.model.validation import describe_errors
+from agent_health.offloop import call
 from agent_health.spend import current_tab
 
 
@@ -32,8 +39,15 @@ class AgentFixture:
         env: Mapping[str, str] | None = None,
         files: Mapping[str, Any] | None = None,
         provisioned: Mapping[str, Any] | None = None,
+        turns: Iterable[Any] | None = None,
+        user: SimulatedUser | Mapping[str, Any] | None = None,
     ) -> Any:
-        """Run the agent once. Uses the test's prompt and context when none are given."""
+        """Run the agent once. Uses the test's prompt and context when none are given.
+
+        A conversation is one run too: `turns` are the user's next messages after the prompt, each
+        sent once the agent answered the one before (a string, or a function of the conversation
+        so far returning one, or None to end it); `user` is a `SimulatedUser` that writes them.
+        Without either, a data case's own `turns` or `user` apply."""
         ctx = self._ctx
         with ctx.lock:
             ctx.check_open("agent.run()")
@@ -43,18 +57,30 @@ class AgentFixture:
                     "(one test, one trajectory, one comparable data point)"
                 )
             ctx.run_started = True
+        where = f"test {ctx.case.name!r}: agent.run()"
+        if turns is not None and user is not None:
+            raise TypeError(f"{where}: give turns= (a script) or user= (a simulated user), not both")
+        script = check_turns(turns, where) if turns is not None else () if user is not None else ctx.case.turns
+        simulated = _simulated(user, where) if user is not None else None if turns is not None else ctx.case.user
         text = prompt if prompt is not None else ctx.case.prompt
-        if not text:
+        if simulated is not None and simulated.opening is not None and prompt is None:
+            text = simulated.opening
+        if not text and simulated is None:
             raise InfrastructureError(
                 f"test {ctx.case.name!r}: agent.run() has no prompt; pass one or set prompt= on @test"
             )
+        side: UserSide | None = None
+        if simulated is not None:
+            side = simulated_user_side(simulated, ctx.judges, ctx.case.id)
+        elif script:
+            side = ScriptedUser(script, ctx.case.name)
         items = to_context(context) if context is not None else ctx.case.context
         # empty mappings are left to their defaults: each one given is validated (copied) again
         given = {
             name: dict(value) for name, value in (("env", env), ("files", files), ("provisioned", provisioned)) if value
         }
         request = AgentRequest(
-            prompt=text,
+            prompt=text or "",
             context=tuple(i.model_dump() for i in items),
             **given,
             test_id=ctx.case.id,
@@ -63,24 +89,85 @@ class AgentFixture:
             run_id=random_hex(128),
             trace_id=random_hex(128),
             span_id=random_hex(64),
+            conversation_id=random_hex(64) if side is not None else "",
         )
-        out = bridge(ctx, self._invoke(request))
+        out = bridge(ctx, self._invoke(request, side))
         if isinstance(out, RunResult):
             return out
         ctx.run_call = PendingRun(out)
         return ctx.run_call
 
-    async def _invoke(self, request: AgentRequest) -> RunResult:
+    async def _invoke(self, request: AgentRequest, user: UserSide | None = None) -> RunResult:
         if self._ctx.runtime is None:
             raise InfrastructureError("no agent configured for this run")
-        result = await self._ctx.runtime.invoke(request)
+        try:
+            result = await self._ctx.runtime.invoke(request, user, self._turn_done if user is not None else None)
+        except BaseException:
+            # a conversation cut off (an agent error, the test's timeout) keeps the turns it finished,
+            # and what they spent counts
+            if (partial := self._ctx.run) is not None:
+                self._count(partial)
+            raise
         view = self._ctx.runtime.traces_for(result)
         if view is not None:
             self._ctx.trace_views[result.run_id] = view
         self._ctx.run = result
-        if (tab := current_tab()) is not None:  # its spend counts against the budget from now on
-            tab.count_agent(result.usage, replayed=result.replayed)
+        self._count(result)
         return result
+
+    def _turn_done(self, so_far: RunResult) -> None:
+        self._ctx.run = so_far
+
+    @staticmethod
+    def _count(run: RunResult) -> None:
+        if (tab := current_tab()) is not None:  # its spend counts against the budget from now on
+            usage, replayed = agent_usage_spent(run)
+            tab.count_agent(usage, replayed=replayed)
+
+
+def _simulated(user: Any, where: str) -> SimulatedUser:
+    if isinstance(user, SimulatedUser):
+        return user
+    if isinstance(user, Mapping):
+        try:
+            return SimulatedUser.model_validate(dict(user))
+        except ValidationError as exc:
+            raise ValueError(f"{where}: user: {describe_errors(exc)}") from None
+    raise TypeError(f"{where}: user= takes a SimulatedUser (or its fields as a dict), got {type(user).__name__}")
+
+
+class ScriptedUser(UserSide):
+    """The test's scripted turns: each a string, or a function of the conversation so far (sync or
+    async; sync ones run in a worker thread) returning the next message, or None to end it."""
+
+    mode = "scripted"
+
+    def __init__(self, turns: tuple[Any, ...], test: str):
+        self.turns, self.test = turns, test
+
+    async def next(self, so_far: RunResult | None) -> UserTurn:
+        if so_far is None:  # never asked: a script always has its prompt as the opening
+            raise ConversationError(f"test {self.test!r}: a scripted conversation needs a prompt")
+        answered = len(so_far.turns)
+        if answered > len(self.turns):
+            return UserTurn(None, ended="script_done")
+        item = self.turns[answered - 1]
+        if not callable(item):
+            return UserTurn(str(item))
+        name = getattr(item, "__name__", type(item).__name__)
+        try:
+            value = await call(item, so_far)
+        except Exception as exc:  # the test's own code: fails or errors the test as its body would
+            raise UserCodeRaised(exc) from exc
+        if value is None:
+            return UserTurn(None, ended="user_stopped")
+        if not isinstance(value, str) or not value.strip():
+            raise ConversationError(
+                f"test {self.test!r}: turn {answered + 1}: the turn function {name!r} returned "
+                f"{type(value).__name__} {value!r:.60}; return the next message (a non-empty string), or None "
+                "to end the conversation"
+            )
+        return UserTurn(value)
 
 
 class PendingRun(Pending):

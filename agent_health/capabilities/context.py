@@ -64,6 +64,8 @@ class TestContext:
         """What the test has spent so far (earlier epochs, this trial's agent run and judge calls),
         priced from the price table; None when some part has no price."""
         usages = [self.run.usage] if self.run is not None else []
+        if self.run is not None and self.run.conversation is not None and self.run.conversation.user_calls:
+            usages.append(self.run.conversation.user_usage)  # the simulated user's model calls
         with self.lock:
             usages += [
                 Usage(**s.evidence["usage"])

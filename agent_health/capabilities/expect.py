@@ -133,6 +133,58 @@ class Expectation:
             message=f"expected {wanted} in this order within {called}",
         )
 
+    def to_ask_before_acting(self) -> Expectation:
+        """The agent asked the user a question (a message of its own with a `?`) before its first
+        tool call; in a conversation, the question usually ends a turn and the user answers it."""
+        run = _run(self._actual, "to_ask_before_acting")
+        steps = run.trajectory
+        first_call = next((i for i, s in enumerate(steps) if s.kind == "tool_call"), len(steps))
+        question = next(
+            (
+                i
+                for i, s in enumerate(steps[:first_call])
+                if s.kind == "message" and s.role == "assistant" and "?" in s.content
+            ),
+            None,
+        )
+        acted = (
+            f"its first tool call {steps[first_call].tool!r} in turn {_turn_at(run, first_call)}"
+            if first_call < len(steps)
+            else "no tool call"
+        )
+        asked = (
+            {"turn": _turn_at(run, question), "question": _short(steps[question].content)}
+            if question is not None
+            else None
+        )
+        return self._check(
+            "to_ask_before_acting()",
+            question is not None,
+            expected="a question to the user before the first tool call",
+            actual={"question": asked, "acted": acted},
+            message=f"the agent asked no question before {acted}"
+            if first_call < len(steps)
+            else "the agent asked no question (and called no tool)",
+        )
+
+    def to_reach_goal(self, within_turns: int | None = None) -> Expectation:
+        """A simulated user's conversation ended with its goal reached (within `within_turns` turns)."""
+        run = _run(self._actual, "to_reach_goal")
+        conv = run.conversation
+        if conv is None or conv.mode != "simulated":
+            raise TypeError("expect(...).to_reach_goal() needs the RunResult of agent.run(user=SimulatedUser(...))")
+        reached = bool(conv.goal_reached)
+        ok = reached and (within_turns is None or (conv.turns_to_goal or 0) <= within_turns)
+        limit = f" within {within_turns} turns" if within_turns is not None else ""
+        return self._check(
+            f"to_reach_goal({f'within_turns={within_turns}' if within_turns is not None else ''})",
+            ok,
+            expected={"goal": _short(conv.goal), "within_turns": within_turns},
+            actual={"ended": conv.ended, "turns": len(run.turns), "turns_to_goal": conv.turns_to_goal},
+            message=f"the goal {conv.goal!r} was not reached{limit}: the conversation ended {conv.ended} after "
+            f"{len(run.turns)} turn(s)" + (f", the goal at turn {conv.turns_to_goal}" if conv.turns_to_goal else ""),
+        )
+
     def to_complete_within(self, seconds: float) -> Expectation:
         run = _run(self._actual, "to_complete_within")
         took = run.duration_ms / 1000
@@ -310,6 +362,11 @@ class Expectation:
             actual={"passed": v.passed, "reasoning": v.reasoning},
             message=v.error or v.reasoning,
         )
+
+
+def _turn_at(run: RunResult, index: int) -> int:
+    """The turn (1-based) holding trajectory step `index`; 1 in a run of one turn."""
+    return next((t.index for t in run.turns if t.start <= index < t.end), 1)
 
 
 def _num(value: Any) -> float | None:

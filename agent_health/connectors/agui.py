@@ -253,15 +253,22 @@ def scrub_streams(events: list[Any], secrets: SecretSet) -> list[Any]:
 
 
 class AguiConnector(HttpBase):
-    """AG-UI agents over SSE."""
+    """AG-UI agents over SSE. A conversation is one thread: each turn a run on it with the messages
+    so far."""
 
     name = "agui"
     settings_model = AguiSettings
     settings: AguiSettings
 
+    def session_of(self, result: RunResult) -> dict[str, Any]:
+        return {}  # the thread (the conversation's id) carries the conversation
+
     def default_body(self, request: AgentRequest) -> Any:
         s = self.settings
         messages = [{"id": f"msg_{request.run_id[:12]}", "role": "user", "content": request.prompt}]
+        if request.turn:  # a turn of a conversation: the messages so far on one thread, this one last
+            cid = request.conversation_id[:16]
+            messages = [{"id": f"msg_{cid}_{i}", **m} for i, m in enumerate(request.messages)]
         context = [
             {"description": str(c.get("description", "")), "value": as_text(c.get("value", ""))}
             for c in request.context
@@ -270,8 +277,9 @@ class AguiConnector(HttpBase):
         if s.model:
             forwarded.setdefault("model", s.model)
         return {
-            "threadId": s.thread_id or f"thread_{uuid.uuid4().hex[:16]}",
-            "runId": request.run_id,
+            "threadId": s.thread_id or f"thread_{request.conversation_id[:16] or uuid.uuid4().hex[:16]}",
+            # one run per turn on the thread, each with its own id
+            "runId": request.run_id if request.turn <= 1 else f"{request.run_id}-{request.turn}",
             "messages": messages,
             "tools": list(s.tools),
             "context": context,

@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
+from agent_health.connectors.conversation import OnTurn, UserCodeRaised, UserSide, hold_conversation
 from agent_health.connectors.registry import REGISTRY
-from agent_health.errors import AgentError, ConfigError
+from agent_health.errors import AgentError, ConfigError, ConversationError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.copies import replaced
@@ -34,7 +35,29 @@ class Connector(abc.ABC):
 
     @abc.abstractmethod
     async def run(self, request: AgentRequest) -> RunResult:
-        """Invoke the agent once."""
+        """Invoke the agent once: one prompt, or one turn of a conversation (`request.turn` > 0,
+        with the conversation so far in `request.history` and its state in `request.session`)."""
+
+    def conversation_problem(self) -> str | None:
+        """Why this agent cannot hold a conversation, or None when it can. A connector that
+        carries the turns (message history, a thread, a session) returns None."""
+        return f"the {self.name or type(self).__name__} connector sends one prompt per run and keeps no conversation"
+
+    def session_of(self, result: RunResult) -> dict[str, Any]:
+        """What the next turn of a conversation needs from this turn's result (a session id the
+        agent gave); merged into the conversation's `session`."""
+        return {}
+
+    async def converse(self, request: AgentRequest, user: UserSide, on_turn: OnTurn | None = None) -> RunResult:
+        """Hold a conversation (see connectors/conversation.py): refused, naming the agent, when
+        this connector cannot; else the turn loop, each turn one `run`."""
+        problem = self.conversation_problem()
+        if problem:
+            raise AgentError(
+                f"agent {self.agent.ref} ({self.endpoint}) cannot hold a conversation: {problem}; a multi-turn run "
+                "(agent.run(turns=...) or user=...) needs a connector that keeps one (demo, http, agui, python, claude)"
+            )
+        return await hold_conversation(self, request, user, on_turn)
 
     async def aclose(self) -> None:
         """Release pooled connections."""
@@ -108,19 +131,31 @@ class AgentRuntime:
     def ref(self) -> str:
         return self.agent.ref
 
-    async def invoke(self, request: AgentRequest) -> RunResult:
-        if not (request.run_id and request.trace_id and request.span_id):  # a request made with them is not copied
+    async def invoke(
+        self, request: AgentRequest, user: UserSide | None = None, on_turn: OnTurn | None = None
+    ) -> RunResult:
+        """One run of the agent: one prompt, or with `user` a conversation (each of its turns a
+        request of the connector; see `Connector.converse`)."""
+        if not (request.run_id and request.trace_id and request.span_id) or (
+            user is not None and not request.conversation_id
+        ):  # a request made with them is not copied
             request = request.model_copy(
                 update={
                     "run_id": request.run_id or random_hex(128),
                     "trace_id": request.trace_id or random_hex(128),
                     "span_id": request.span_id or random_hex(64),
+                    "conversation_id": request.conversation_id or (random_hex(64) if user is not None else ""),
                 }
             )
         started = time.time()
         try:
-            result = await self.connector.run(request)
-        except AgentError:
+            if user is None:
+                result = await self.connector.run(request)
+            else:
+                result = await self.connector.converse(request, user, on_turn)
+        except UserCodeRaised as exc:  # the test's turn function: its failure, not the agent's
+            raise exc.original from None
+        except (AgentError, ConversationError):
             raise
         except Exception as exc:  # the connector's own bug or an unexpected transport error
             raise AgentError(f"agent {self.ref} ({self.connector.endpoint}): {type(exc).__name__}: {exc}") from exc

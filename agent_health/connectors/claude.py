@@ -13,6 +13,9 @@ stdin; each stdout line is one JSON event:
   answer, the run's usage and the cost Claude Code reported. A stream without it is an error.
 
 Files Claude Code wrote with its Write tool that still exist after the run are artifacts too.
+
+A conversation resumes Claude Code's session: each turn after the first runs `claude -p --resume
+<session id>` with the session id the previous turn's events gave, and the turn's message on stdin.
 """
 
 from __future__ import annotations
@@ -50,9 +53,21 @@ class ClaudeConnector(SubprocessConnector):
     settings_model = ClaudeSettings
     settings: ClaudeSettings
 
+    def conversation_problem(self) -> str | None:
+        return None  # each turn resumes the session the one before started
+
+    def session_of(self, result: RunResult) -> dict[str, Any]:
+        """The Claude Code session the turn ran in (its init or result event says), for `--resume`."""
+        for ev in reversed(result.raw_events):
+            if isinstance(ev, dict) and ev.get("type") in ("result", "system") and ev.get("session_id"):
+                return {"claude_session_id": str(ev["session_id"])}
+        return {}
+
     def _argv(self, request: AgentRequest) -> list[str]:
         s = self.settings
         opts: list[str] = list(STREAM_ARGS)
+        if request.turn > 1 and request.session.get("claude_session_id"):
+            opts += ["--resume", str(request.session["claude_session_id"])]
         if s.model:
             opts += ["--model", s.model]
         if s.max_turns is not None:

@@ -9,6 +9,14 @@ Versions differ the way real agent builds do, so a benchmark has something to fi
   roughly three times the tokens, repeats one search on the queue scenario, and over-thinks the
   DNS scenario, where it blames the network instead of the missing record.
 
+In a conversation (`agent.run(turns=...)` or a simulated user) they differ again:
+
+- `v1` reads only the latest user message (it forgets what was said before) and never asks: on a
+  vague report it searches the logs at once and finds nothing specific.
+- `v2` reads the whole conversation, asks which service and symptom a vague report is about
+  before it calls any tool, and answers a follow-up on a diagnosis it already gave from the
+  conversation, without investigating again.
+
 `latency_ms` (setting, or AGENT_HEALTH_DEMO_LATENCY_MS) adds a simulated per-run latency.
 With `spans_dir` (set by the session when traces are kept locally) each run also writes
 OpenTelemetry-shaped spans there: an agent run span, one span per model call with `gen_ai.*`
@@ -199,17 +207,27 @@ class DemoConnector(Connector):
     def endpoint(self) -> str:
         return "builtin:demo"
 
+    def conversation_problem(self) -> str | None:
+        return None  # it reads the conversation from each turn's history
+
     async def run(self, request: AgentRequest) -> RunResult:
         started = time.perf_counter()
         wall_start = time.time() * 1000
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         version = self.agent.version if self.agent.version in VERSIONS else "v2"
-        sc = pick_scenario(request.prompt + " " + " ".join(str(c.get("value", "")) for c in request.context))
-        steps, output = self._investigate(request, version, sc)
+        context = " ".join(str(c.get("value", "")) for c in request.context)
+        heard = request.prompt
+        if request.turn and version != "v1":  # v2 reads the whole conversation; v1 only the latest message
+            heard = " ".join([*(str(m.get("content", "")) for m in request.history if m.get("role") == "user"), heard])
+        sc = pick_scenario(heard + " " + context)
+        steps, output = self._converse(request, version, sc) if request.turn else ([], "")
+        if not steps:
+            steps, output = self._investigate(request, version, sc)
         model = self.agent.settings.get("model") or VERSIONS[version]
         llm_calls = 1 + sum(1 for s in steps if s.kind == "tool_call")
-        seen = seen_start = _tokens(request.prompt + " ".join(str(c.get("value", "")) for c in request.context))
+        said = " ".join(str(m.get("content", "")) for m in request.history)  # every call re-reads the conversation
+        seen = seen_start = _tokens(said + request.prompt + context)
         input_tokens = output_tokens = 0
         for s in steps:  # every model call re-reads the conversation so far
             if s.kind in ("tool_call", "message"):
@@ -218,6 +236,10 @@ class DemoConnector(Connector):
             seen += _tokens(s.content) + _tokens(str(s.args or ""))
         duration = (time.perf_counter() - started) * 1000
         if self.agent.settings.get("spans_dir"):
+            if request.turn:  # a conversation's turns are laid one after another on its simulated clock
+                clock = request.session.setdefault("demo_clock_ms", [wall_start, 0.0])
+                wall_start = clock[0] + clock[1]
+                clock[1] += max(((s.started_ms or 0) + (s.duration_ms or 0) for s in steps), default=0.0)
             store = self._span_store()
             spans = demo_spans(request, steps, model, self.agent.ref, seen_start, wall_start)
             store.write_spans(spans)
@@ -249,6 +271,35 @@ class DemoConnector(Connector):
         if store is None:
             store = self._store = traces_local.LocalSpanStore(self.agent.settings["spans_dir"])
         return store
+
+    @staticmethod
+    def _converse(request: AgentRequest, version: str, sc: Scenario) -> tuple[list[Step], str]:
+        """v2's conversational moves (no steps: investigate as usual): ask about a vague report
+        before acting, once; answer a follow-up on a diagnosis it gave already from the conversation."""
+        if version == "v1":
+            return [], ""
+        answers = [str(m.get("content", "")) for m in request.history if m.get("role") == "assistant"]
+        if sc is GENERIC and not any(a.rstrip().endswith("?") for a in answers):
+            question = "Which service is affected, and what do you see: errors, slow requests or restarts?"
+            return [
+                Step(
+                    kind="thinking",
+                    content="The report names no service and no symptom; ask before searching anything.",
+                    started_ms=0.0,
+                    duration_ms=250.0,
+                    output_tokens=30,
+                ),
+                Step(kind="message", content=question, started_ms=250.0, duration_ms=400.0, output_tokens=25),
+            ], question
+        given = sc.v2_wrong or sc.deep_answer  # what v2 answers about this scenario
+        diagnosed = sc is not GENERIC and any(given[:60] in a for a in answers)
+        if diagnosed and "Remediation: " in given:
+            fix = given.split("Remediation: ")[-1]
+            answer = f"As diagnosed above for {sc.service}, the fix: {fix}"
+            return [
+                Step(kind="message", content=answer, started_ms=0.0, duration_ms=600.0, output_tokens=_tokens(answer))
+            ], answer
+        return [], ""
 
     def _investigate(self, request: AgentRequest, version: str, sc: Scenario) -> tuple[list[Step], str]:
         steps: list[Step] = []

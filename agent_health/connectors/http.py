@@ -3,8 +3,10 @@
 Settings (see `HttpSettings`): `endpoint`, `headers`, `auth`, `body` (extra fields) or
 `body_template`, `response_paths`, `request_timeout_s`, `timeout_s` (per run), `retry`,
 `max_response_bytes`, hooks. The default body is `{prompt, context, run_id}` plus `model`,
-`provisioned`, `files` and `env` (the test's `agent.run(env=...)`) when set, plus `body`. Every
-request carries `traceparent` and `x-agent-health-run-id`.
+`provisioned`, `files` and `env` (the test's `agent.run(env=...)`) when set, plus `body`; a turn
+of a conversation adds `messages` (the conversation so far), `conversation_id` and the
+`session_id` the agent gave (see `HttpBase.session_of`). Every request carries `traceparent` and
+`x-agent-health-run-id`.
 """
 
 from __future__ import annotations
@@ -60,11 +62,13 @@ class HttpSettings(ConnectorSettings):
     body_template: Any = Field(
         None,
         description="JSON template with {{prompt}}, {{context}}, {{run_id}}, "
-        "{{messages}}, {{provisioned.NAME}}...; or fn(request) -> body.",
+        "{{messages}}, {{provisioned.NAME}}... (in a conversation also {{history}}, {{turn}}, "
+        "{{conversation_id}}, {{session_id}}); or fn(request) -> body.",
     )
     response_paths: dict[str, str] = Field(
         default_factory=dict,
-        description="Dotted paths of output, tool_calls, thinking, trajectory, usage in the response.",
+        description="Dotted paths of output, tool_calls, thinking, trajectory, usage (and session_id, the id "
+        "a conversational agent gives its side of a conversation) in the response.",
     )
     request_timeout_s: Timeout = Field(60.0, description="Per-request timeout (idle timeout when streaming).")
     connect_timeout_s: Timeout = Field(10.0, description="Connection timeout.")
@@ -207,6 +211,23 @@ def prompt_with_context(request: AgentRequest) -> str:
     return request.prompt + "\n\n" + "\n\n".join(parts)
 
 
+def chat_messages(request: AgentRequest) -> list[dict[str, Any]]:
+    """The conversation as chat messages, this turn's last: `{role, content}`, the context given
+    with the first user message (as `prompt_with_context` gives it to a run of one turn)."""
+    out: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m["role"] == "user" and not any(x["role"] == "user" for x in out):
+            m = {**m, "content": prompt_with_context(request.model_copy(update={"prompt": str(m["content"])}))}
+        out.append(m)
+    return out
+
+
+# Where an agent's answer may carry the session id of its side of a conversation.
+SESSION_KEYS = ("session_id", "sessionId", "thread_id", "threadId")
+# The placeholders that carry a conversation to the agent: a body template without any cannot.
+CONVERSATION_PLACEHOLDERS = ("messages", "history", "conversation_id", "session_id")
+
+
 @dataclass
 class RunBudget:
     """One run's time limit as the retry loop sees it, and the attempts that failed so far."""
@@ -322,7 +343,12 @@ class HttpBase(RealConnector):
             "files": dict(request.files),
             "env": dict(request.env),
             "prompt_with_context": prompt_with_context(request),
-            "messages": [{"role": "user", "content": prompt_with_context(request)}],
+            "messages": chat_messages(request),
+            "history": [dict(m) for m in request.history],
+            "turn": request.turn,
+            "conversation_id": request.conversation_id,
+            # the id the agent gave in an earlier turn, else the conversation's own
+            "session_id": request.session.get("session_id") or request.conversation_id,
         }
 
     def default_body(self, request: AgentRequest) -> Any:
@@ -339,8 +365,38 @@ class HttpBase(RealConnector):
             body["files"] = dict(request.files)
         if request.env:  # the test's `agent.run(env=...)`: a REST agent has no process env to set
             body["env"] = dict(request.env)
+        if request.turn:  # a turn of a conversation: the messages so far, and its ids
+            body["messages"] = chat_messages(request)
+            body["conversation_id"] = request.conversation_id
+            if request.session.get("session_id"):
+                body["session_id"] = request.session["session_id"]
         body.update(self.settings.body)
         return body
+
+    def conversation_problem(self) -> str | None:
+        tpl = self.settings.body_template
+        if tpl is None or callable(tpl):
+            return None
+        used = set(_PLACEHOLDER.findall(json.dumps(tpl, default=str)))
+        if not any(name.split(".")[0] in CONVERSATION_PLACEHOLDERS for name in used):
+            return (
+                "its body_template carries none of {{messages}}, {{history}}, {{conversation_id}} or "
+                "{{session_id}}, so the agent would see each message without the ones before"
+            )
+        return None
+
+    def session_of(self, result: RunResult) -> dict[str, Any]:
+        """The session id the agent's answer gave (`response_paths.session_id`, else a top-level
+        session_id, sessionId, thread_id or threadId), for the next turn's `{{session_id}}`."""
+        body = next((e.get("body") for e in reversed(result.raw_events) if isinstance(e, dict) and "body" in e), None)
+        if not isinstance(body, Mapping):
+            return {}
+        path = self.settings.response_paths.get("session_id")
+        try:
+            found = get_path(body, path) if path else next((body[k] for k in SESSION_KEYS if body.get(k)), None)
+        except KeyError:
+            found = None
+        return {"session_id": str(found)} if isinstance(found, (str, int)) and str(found) else {}
 
     def build_body(self, request: AgentRequest) -> Any:
         tpl = self.settings.body_template

@@ -2,7 +2,14 @@
 
 The function receives the keyword arguments it names among `prompt`, `context`, `run_id`,
 `trace_id`, `traceparent`, `provisioned`, `env`, `files`, `settings`, `request`, and returns
-text, a dict (parsed like an HTTP response body), or a `RunResult`. Sync functions run in a worker
+text, a dict (parsed like an HTTP response body), or a `RunResult`.
+
+In a conversation it is called once per turn, with `prompt` the turn's user message; it holds the
+conversation by naming `messages` (the conversation so far as `{role, content}` messages, this
+turn's last), `history` (the messages before this turn), `turn` (1-based), `conversation_id`, or
+`session` (one dict for all the turns of the conversation, its own to keep state in). A function
+that names none of them (nor `request` or `**kwargs`) cannot converse, and a multi-turn run of it
+is refused. Sync functions run in a worker
 thread so they do not block other tests; a timed-out sync function cannot be interrupted, only
 abandoned (use the subprocess connector for agents that may hang).
 """
@@ -23,6 +30,9 @@ from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
 from agent_health.offloop import start_eagerly
+
+# The parameters through which a function holds a conversation.
+CONVERSATION_PARAMS = ("messages", "history", "session", "conversation_id")
 
 
 class PythonSettings(ConnectorSettings):
@@ -46,6 +56,11 @@ _ARGUMENTS: dict[str, Callable[[PythonConnector, AgentRequest], Any]] = {
     "files": lambda _c, r: dict(r.files),
     "settings": lambda c, _r: dict(c.agent.settings),
     "request": lambda _c, r: r,
+    "messages": lambda _c, r: r.messages,
+    "history": lambda _c, r: [dict(m) for m in r.history],
+    "turn": lambda _c, r: r.turn,
+    "conversation_id": lambda _c, r: r.conversation_id,
+    "session": lambda _c, r: r.session,  # the conversation's own dict: what the function keeps stays
 }
 
 
@@ -63,6 +78,7 @@ class PythonConnector(RealConnector):
         self._is_async = inspect.iscoroutinefunction(self.fn)
         params = inspect.signature(self.fn).parameters
         var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        self._var_kw, self._params = var_kw, set(params)
         # The keyword arguments the function takes, each with how to get its value: only those are
         # built per call (copying every mapping of the request for a function that takes only the
         # prompt was most of this connector's own cost per run); `kwargs` settings win, as before.
@@ -84,6 +100,14 @@ class PythonConnector(RealConnector):
         if self._extra:
             kwargs.update(self._extra)
         return kwargs
+
+    def conversation_problem(self) -> str | None:
+        if self._var_kw or self._params & {*CONVERSATION_PARAMS, "request"}:
+            return None
+        return (
+            f"its function takes none of {', '.join(CONVERSATION_PARAMS)} (nor request or **kwargs), so it would "
+            "see each message without the ones before"
+        )
 
     async def run(self, request: AgentRequest) -> RunResult:
         kwargs = self._kwargs(request)

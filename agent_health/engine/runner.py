@@ -492,7 +492,13 @@ class AgentEngine:
             fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
         if (over := _over_cap(test.case.max_cost_usd, trials)) is not None:
             fields.update(status="errored", score=None, error=over)
-        elif tab is not None and tab.refused is not None and not tab.refused.budget:
+        elif (
+            tab is not None
+            and tab.refused is not None
+            and not tab.refused.budget
+            # a simulated user's refused call already errored the test saying so
+            and not (last.status == "errored" and str(tab.refused) in (last.error or ""))
+        ):
             # its cap refused a judge call before it was made: errored, naming the estimate and the cap
             fields.update(status="errored", score=None, error=f"not judged: {tab.refused}")
         return TestResult.for_case(test.case, self.agent_ref, **fields)
@@ -549,16 +555,21 @@ class _Trials:
             # nothing plus a usage is that usage (the first trial's, the one trial of most tests)
             self.usage = trial.run.usage if self.usage is _NO_USAGE else self.usage + trial.run.usage
             self._price(trial.run.usage)
+            conversation = trial.run.conversation
+            if conversation is not None and conversation.user_calls:
+                self._judge_side(conversation.user_usage)  # the simulated user's model calls count as the judges'
         for s in trial.signals:
             if not s.skipped:
                 self.kinds.add(s.kind)
             if s.kind == "judge" and s.evidence and "usage" in s.evidence:
-                call = Usage(**s.evidence["usage"])
-                self.judge_usage += call
-                cost = self._price(call)
-                self.judge_cost = None if cost is None or self.judge_cost is None else self.judge_cost + cost
+                self._judge_side(Usage(**s.evidence["usage"]))
         if len(self.kept) < TRIALS_KEPT:
             self.kept.append(trial)
+
+    def _judge_side(self, call: Usage) -> None:
+        self.judge_usage += call
+        cost = self._price(call)
+        self.judge_cost = None if cost is None or self.judge_cost is None else self.judge_cost + cost
 
     def _price(self, usage: Usage) -> float | None:
         cost = cost_of(usage, self.prices)

@@ -68,15 +68,32 @@ def canonical_run(request: JudgeRequest) -> dict[str, Any]:
     run: RunResult | None = request.run
     if run is None:
         return {"output": request.output}
-    return {
+    content: dict[str, Any] = {
         "prompt": run.prompt,
         "context": [dict(c) for c in run.context],
         "output": run.output,
         "trajectory": [
-            {"kind": s.kind, "content": s.content, "tool": s.tool, "args": s.args or None, "is_error": s.is_error}
+            {
+                "kind": s.kind,
+                "content": s.content,
+                "tool": s.tool,
+                "args": s.args or None,
+                "is_error": s.is_error,
+                # a conversation's later user messages say who spoke (runs of one turn keep their keys)
+                **({"role": "user"} if s.role == "user" else {}),
+            }
             for s in run.agent_steps  # the prompt is above; its echo as first event would only repeat it
         ],
     }
+    conv = run.conversation
+    if conv is not None:
+        content["conversation"] = {
+            "turns": len(run.turns),
+            "mode": conv.mode,
+            "ended": conv.ended,
+            **({"goal": conv.goal, "goal_reached": conv.goal_reached} if conv.mode == "simulated" else {}),
+        }
+    return content
 
 
 class TracesMissing(Exception):

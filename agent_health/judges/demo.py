@@ -2,7 +2,8 @@
 
 It scores how well the run supports the criteria by term coverage: the criteria's content words
 (lower-cased, light suffix stemming, stop words dropped) are looked up in the final output (weight
-1.0) and in the trajectory's tool names, arguments and results (weight 0.5). The score is the
+1.0; in a conversation, every answer the agent gave) and in the trajectory's tool names, arguments
+and results (weight 0.5). The score is the
 weighted share of terms found; the claim passes at `threshold` (default 0.6). Good enough to make
 the demo honest and repeatable; use a real provider for real judging.
 """
@@ -50,6 +51,16 @@ def _bag(text: str) -> set[str]:
     return {_stem(p) for w in _WORD.findall(text.lower()) for p in {w, *re.split(r"[-_.:]", w)} if p}
 
 
+def coverage(claim: str, text: str) -> float:
+    """The share of `claim`'s content words found in `text` (1.0 when the claim has none): the
+    demo heuristic's score on an output alone."""
+    wanted = terms(claim)
+    if not wanted:
+        return 1.0
+    found = _bag(text)
+    return sum(1 for t in wanted if t in found) / len(wanted)
+
+
 class DemoJudge(JudgeProvider):
     """Deterministic term-coverage heuristic (see module docstring)."""
 
@@ -71,7 +82,11 @@ class DemoJudge(JudgeProvider):
     async def evaluate(self, request: JudgeRequest) -> Verdict:
         # a named judge's plain claim (Factuality's reference answer), without its instructions' words
         wanted = terms(str(request.options.get("demo_claim") or request.criteria))
-        output = _bag(request.output)
+        run = request.run
+        said = request.output
+        if run is not None and run.turns and said == run.output:  # a conversation: every answer the agent gave
+            said = "\n".join(t.output for t in run.turns)
+        output = _bag(said)
         traj = set()
         if request.run is not None and "trajectory" in request.context:
             traj = _bag(

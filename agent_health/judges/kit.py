@@ -366,6 +366,133 @@ class Factuality(Judge):
         return await ctx.ask(self.criteria(), model=self.model, claim=self.expected)
 
 
+# -- conversation judges ------------------------------------------------------------------------
+class ConversationGoal(Judge):
+    """Over the whole conversation, the agent achieved the user's goal. Without `goal`, on a
+    simulated user's conversation it is deterministic: the simulated user's own decision (it passes
+    when the user said its goal was reached). With `goal` (or on a scripted conversation) it asks the
+    judge model about the whole conversation (`model=` overrides the model)."""
+
+    name = "ConversationGoal"
+    uses_model = True
+
+    def __init__(self, goal: str | None = None, *, model: str | None = None, threshold: float | None = None):
+        super().__init__(threshold=threshold)
+        if goal is not None and (not isinstance(goal, str) or not goal.strip()):
+            raise ValueError("ConversationGoal: goal must be a non-empty string (or left out for a simulated user's)")
+        self.goal, self.model = goal.strip() if goal else None, model
+
+    def options(self) -> dict[str, Any]:
+        return {**({"goal": self.goal} if self.goal else {}), **({"model": self.model} if self.model else {})}
+
+    async def assess(self, ctx: JudgeContext) -> Any:
+        run = _needs_run(ctx, self.name)
+        conv = run.conversation
+        if self.goal is None:
+            if conv is None or conv.mode != "simulated":
+                raise TypeError(
+                    "ConversationGoal() without a goal judges a simulated user's conversation; "
+                    "give the goal (ConversationGoal(goal=...)) to judge this run"
+                )
+            reached = bool(conv.goal_reached)
+            at = f" at turn {conv.turns_to_goal} of {len(run.turns)}" if reached else f" ({conv.ended})"
+            verb = "reached" if reached else "did not reach"
+            return {
+                "pass": reached,
+                "score": 1.0 if reached else 0.0,
+                "reasoning": f"the simulated user {verb} its goal{at}: {conv.goal}",
+                "details": {"ended": conv.ended, "turns": len(run.turns), "turns_to_goal": conv.turns_to_goal},
+            }
+        return await ctx.ask(
+            f"Over the whole conversation, the agent achieved the user's goal: {self.goal}",
+            model=self.model,
+            claim=self.goal,
+        )
+
+
+class TurnsToGoal(Judge):
+    """A simulated user reached its goal within `max_turns` turns. Deterministic. Score: 1 within
+    the limit, `max_turns / turns` past it, 0 when the goal was never reached; passes at
+    `threshold` (default 1.0)."""
+
+    name = "TurnsToGoal"
+
+    def __init__(self, max_turns: int, *, threshold: float | None = None):
+        super().__init__(threshold=threshold)
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"TurnsToGoal: max_turns must be a whole number of at least 1, got {max_turns!r}")
+        self.max_turns = max_turns
+
+    def options(self) -> dict[str, Any]:
+        return {"max_turns": self.max_turns}
+
+    async def assess(self, ctx: JudgeContext) -> dict[str, Any]:
+        run = _needs_run(ctx, self.name)
+        conv = run.conversation
+        if conv is None or conv.mode != "simulated":
+            raise TypeError("TurnsToGoal judges a simulated user's conversation (agent.run(user=SimulatedUser(...)))")
+        n = conv.turns_to_goal
+        if n is None:
+            return {
+                "score": 0.0,
+                "reasoning": f"the goal was never reached ({conv.ended} after {len(run.turns)} turns)",
+            }
+        score = 1.0 if n <= self.max_turns else self.max_turns / n
+        return {"score": round(score, 6), "reasoning": f"the goal was reached at turn {n} (at most {self.max_turns})"}
+
+
+class RoleAdherence(Judge):
+    """In every turn the agent stayed in `role` (never broke character, never acted outside it).
+    Asks the judge model about the whole conversation."""
+
+    name = "RoleAdherence"
+    uses_model = True
+
+    def __init__(self, role: str, *, model: str | None = None, threshold: float | None = None):
+        super().__init__(threshold=threshold)
+        if not isinstance(role, str) or not role.strip():
+            raise ValueError("RoleAdherence needs role: what the agent is, a non-empty string")
+        self.role, self.model = role.strip(), model
+
+    def options(self) -> dict[str, Any]:
+        return {"role": self.role, **({"model": self.model} if self.model else {})}
+
+    async def assess(self, ctx: JudgeContext) -> Verdict:
+        _needs_run(ctx, self.name)
+        return await ctx.ask(
+            f"In every turn of the conversation the agent stayed in its role ({self.role}): it never broke "
+            "character and never acted outside that role.",
+            model=self.model,
+            claim=self.role,
+        )
+
+
+class KnowledgeRetention(Judge):
+    """The agent kept what the user said in earlier turns: it used those facts, never asked again
+    for something already said, and never contradicted it. Asks the judge model (the offline demo
+    judge looks for the user's later messages' content words in the last answer)."""
+
+    name = "KnowledgeRetention"
+    uses_model = True
+
+    def __init__(self, *, model: str | None = None, threshold: float | None = None):
+        super().__init__(threshold=threshold)
+        self.model = model
+
+    def options(self) -> dict[str, Any]:
+        return {"model": self.model} if self.model else {}
+
+    async def assess(self, ctx: JudgeContext) -> Verdict:
+        run = _needs_run(ctx, self.name)
+        said = " ".join(t.user for t in run.turns[1:]) or (run.prompt or "")
+        return await ctx.ask(
+            "The agent kept what the user said in earlier turns: it used those facts in its later answers, "
+            "never asked again for something the user had already said, and never contradicted it.",
+            model=self.model,
+            claim=said,
+        )
+
+
 # -- custom judges ------------------------------------------------------------------------------
 class FunctionJudge(Judge):
     """A judge made by `create_judge`: its options are the keyword arguments it was built with."""
@@ -431,12 +558,16 @@ def create_judge(name: str, fn: Callable[..., Any]) -> type[FunctionJudge]:
 
 
 __all__ = [
+    "ConversationGoal",
     "Factuality",
     "FunctionJudge",
     "Judge",
     "JudgeContext",
+    "KnowledgeRetention",
+    "RoleAdherence",
     "StructuredOutputJudge",
     "ToolCallJudge",
+    "TurnsToGoal",
     "as_judge",
     "create_judge",
     "run_judge",

@@ -111,7 +111,7 @@ def fence(label: str, body: str, nonce: str) -> str:
 def render_trajectory(steps: list[dict[str, Any]], limits: PromptLimits) -> str:
     lines = []
     for i, s in enumerate(steps[: limits.max_steps], 1):
-        head = f"#{i} {s['kind']}"
+        head = f"#{i} user {s['kind']}" if s.get("role") == "user" else f"#{i} {s['kind']}"
         if s.get("tool"):
             head += f" {s['tool']}"
         if s["kind"] == "tool_call":
@@ -122,6 +122,18 @@ def render_trajectory(steps: list[dict[str, Any]], limits: PromptLimits) -> str:
     if len(steps) > limits.max_steps:
         lines.append(f"…[{len(steps) - limits.max_steps} more steps omitted]")
     return "\n".join(lines) or "(no steps)"
+
+
+def describe_conversation(conversation: dict[str, Any]) -> str:
+    """One paragraph on a conversation: its turns, who played the user, how it ended."""
+    turns = conversation.get("turns")
+    if conversation.get("mode") == "simulated":
+        reached = "reached" if conversation.get("goal_reached") else "did not reach"
+        return (
+            f"{turns} turns with a simulated user whose goal was: {conversation.get('goal')}. The conversation "
+            f"ended: {conversation.get('ended')}; the user {reached} its goal."
+        )
+    return f"{turns} turns with scripted user messages; the conversation ended: {conversation.get('ended')}."
 
 
 def render_records(records: list[Any], limit: int) -> str:
@@ -150,6 +162,9 @@ def build_prompt(
         for item in content.get("context") or []:
             task += f"\n[{item.get('description', 'context')}] {item.get('value', '')}"
         sections.append(("TASK", truncate(task, limits.max_output_chars)))
+    conversation = content.get("conversation")
+    if conversation:
+        sections.append(("CONVERSATION", describe_conversation(conversation)))
     if "output" in context:
         sections.append(("OUTPUT", truncate(content.get("output") or "", limits.max_output_chars)))
     if "trajectory" in context and "trajectory" in content:
@@ -164,9 +179,12 @@ def build_prompt(
     nonce = content_nonce(everything, *(b for _, b in sections))
     answer_format = with_nonce(answer_format, nonce)
     titles = {
-        "TASK": "Task given to the agent",
-        "OUTPUT": "The agent's final output",
-        "TRAJECTORY": "The agent's trajectory (steps in order)",
+        "TASK": "Task given to the agent" + (" (the user's first message)" if conversation else ""),
+        "CONVERSATION": "How the conversation went",
+        "OUTPUT": "The agent's final output" + (" (its last answer)" if conversation else ""),
+        "TRAJECTORY": "The conversation, turn by turn (the user's later messages and the agent's steps, in order)"
+        if conversation
+        else "The agent's trajectory (steps in order)",
         "TRACES": "Trace spans of this run",
         "LOGS": "Log records of this run",
     }

@@ -161,8 +161,13 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     if problem := name_problem(name):
         raise EvalFileError(rel, f"case #{index + 1} {shown_name(name)}: {problem}", line)
     prompt = pick("prompt")
-    if not prompt:
+    user = pick("user")
+    if not prompt and user is None:
         raise EvalFileError(rel, f"{_ident(raw, index)}: has no prompt ('prompt' or 'initialPrompt')", line)
+    if user is not None and pick("turns"):
+        raise EvalFileError(
+            rel, f"{_ident(raw, index)}: give turns (a script) or user (a simulated user), not both", line
+        )
     labels = [*pick("labels"), *pick("tags")]
     labels += [f"{key}:{pick(key)}" for key in ("category", "difficulty") if pick(key)]
     steps = list(steps_of(pick("expected_trajectory")))
@@ -176,6 +181,8 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         "labels": tuple(dict.fromkeys(labels)),
         "description": pick("description"),
         "context": tuple(c.item() for c in pick("context")),
+        "turns": pick("turns"),
+        "user": user,
         "expected_outcomes": pick("expected_outcomes"),
         "expected_trajectory": tuple(steps),
         "timeout_s": pick("timeout"),
@@ -310,8 +317,17 @@ def _load_rows(
         key = (tools, fields["expected_outcomes"])
         body = bodies.get(key) or bodies.setdefault(key, data_body(*key))
         hashed = dict(fields)
-        if hashed["max_cost_usd"] is None:  # the cap is hashed only when set: cases without one keep their hash
+        # the cap, the turns and the simulated user are hashed only when set: cases without them keep their hash
+        if hashed["max_cost_usd"] is None:
             del hashed["max_cost_usd"]
+        if hashed["turns"]:
+            hashed["turns"] = list(hashed["turns"])
+        else:
+            del hashed["turns"]
+        if hashed["user"] is None:
+            del hashed["user"]
+        else:
+            hashed["user"] = hashed["user"].definition()
         hashed["context"] = [_dumped(c, dumps) for c in fields["context"]]
         hashed["expected_trajectory"] = [_dumped(s, dumps) for s in fields["expected_trajectory"]]
         hashed["source_id"] = source_id

@@ -24,6 +24,8 @@ from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, field_val
 from agent_health.loader.options import CaseModel, CostUSD, Epochs, Strings, Timeout, no_bool, one_or_many
 from agent_health.model import ContextItem, ExpectedStep
 from agent_health.model.case import context_fields
+from agent_health.model.conversation import SimulatedUser
+from agent_health.model.limits import TURNS_MAX
 
 
 class ContextEntry(CaseModel):
@@ -81,6 +83,12 @@ class CaseFields(CaseModel):
         None, validation_alias=AliasChoices("prompt", "initialPrompt"), description="The prompt sent to the agent."
     )
     context: Contexts = Field((), description="Context items sent with the prompt.")
+    turns: Strings = Field(
+        (), description="The user's next messages after the prompt, each sent once the agent answered (a conversation)."
+    )
+    user: SimulatedUser | None = Field(
+        None, description="A simulated user holding the conversation: goal, persona, facts, opening, max_turns, model."
+    )
     expected_outcomes: Strings = Field(
         (), validation_alias=AliasChoices("expected_outcomes", "expectedOutcomes"), description="Each one is judged."
     )
@@ -103,6 +111,22 @@ class CaseFields(CaseModel):
     @classmethod
     def _prompt_text(cls, value: str | None) -> str | None:
         return value.strip() if value is not None else None
+
+    @field_validator("turns")
+    @classmethod
+    def _turns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        value = tuple(t.strip() for t in value)
+        if any(not t for t in value):
+            raise ValueError(f"turn {[bool(t) for t in value].index(False) + 2} is empty")
+        if len(value) + 1 > TURNS_MAX:
+            raise ValueError(f"{len(value) + 1} turns; a conversation has at most {TURNS_MAX} (TURNS_MAX)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_user_side(self) -> CaseFields:
+        if self.turns and self.user is not None:
+            raise ValueError("give turns (a script) or user (a simulated user), not both")
+        return self
 
 
 class NativeCase(CaseFields):

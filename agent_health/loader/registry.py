@@ -71,6 +71,8 @@ class TestSpec:
     labels: tuple[str, ...] = ()
     description: str | None = None
     context: tuple[ContextItem, ...] = ()
+    turns: tuple[str, ...] = ()  # a data case's conversation: the user's next messages
+    user: Any = None  # or its simulated user (a SimulatedUser)
     timeout_s: float | None = None
     expected_outcomes: tuple[str, ...] = ()
     expected_trajectory: tuple[ExpectedStep, ...] = ()

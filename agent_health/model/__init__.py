@@ -2,11 +2,22 @@
 
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.case import ContextItem, ExpectedStep, TestCase
+from agent_health.model.conversation import SimulatedUser
 from agent_health.model.judge import JudgeRequest
 from agent_health.model.provenance import JudgeIdentity, Provenance, harness_version
 from agent_health.model.report import BudgetSpend, NotRunTest, RunReport, RunSummary
 from agent_health.model.result import SCHEMA_VERSION, Insight, Judgement, TestResult, TestStatus, TrialResult
-from agent_health.model.run import ROLES, STEP_KINDS, Artifact, RunResult, Step, Usage
+from agent_health.model.run import (
+    CONVERSATION_ENDS,
+    ROLES,
+    STEP_KINDS,
+    Artifact,
+    Conversation,
+    RunResult,
+    Step,
+    Turn,
+    Usage,
+)
 from agent_health.model.runs import EvalRun, RunStatus, new_run_id
 from agent_health.model.settings import (
     ONLY_RULES,
@@ -23,6 +34,7 @@ from agent_health.model.settings import (
 from agent_health.model.signal import Signal, Verdict
 
 __all__ = [
+    "CONVERSATION_ENDS",
     "ONLY_RULES",
     "REPLAY_MODES",
     "ROLES",
@@ -33,6 +45,7 @@ __all__ = [
     "BudgetSettings",
     "BudgetSpend",
     "ContextItem",
+    "Conversation",
     "EvalRun",
     "ExpectedStep",
     "Insight",
@@ -52,12 +65,14 @@ __all__ = [
     "RunSummary",
     "Shard",
     "Signal",
+    "SimulatedUser",
     "Step",
     "StoreSettings",
     "TestCase",
     "TestResult",
     "TestStatus",
     "TrialResult",
+    "Turn",
     "Usage",
     "Verdict",
     "check_replay_mode",

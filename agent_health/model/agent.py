@@ -22,6 +22,23 @@ class AgentRequest(BaseModel):
     run_id: str = Field("", description="Correlation id of this run; filled in by the runtime.")
     trace_id: str = Field("", description="W3C trace id of this run; filled in by the runtime.")
     span_id: str = Field("", description="W3C parent span id of this run; filled in by the runtime.")
+    turn: int = Field(0, description="The conversation turn this request opens (1-based); 0 for a run of one turn.")
+    history: tuple[dict[str, Any], ...] = Field(
+        (),
+        description="The conversation before this turn, oldest first: `{role, content}` messages (the user's "
+        "messages as they were sent, without the context, and the agent's answers).",
+    )
+    conversation_id: str = Field("", description="Id of the conversation, the same for each of its turns.")
+    session: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The conversation's state, one dict for all its turns: what the connector kept from the "
+        "earlier turns (a session id the agent gave), and a python agent's own state.",
+    )
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation so far with this turn's message last, as `{role, content}` messages."""
+        return [*(dict(m) for m in self.history), {"role": "user", "content": self.prompt}]
 
     @property
     def traceparent(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_health.model.conversation import SimulatedUser
 from agent_health.model.validation import did_you_mean
 
 
@@ -50,6 +51,10 @@ class TestCase(BaseModel):
     labels: tuple[str, ...] = Field((), description="Labels such as 'category:RCA' or 'difficulty:Hard'.")
     prompt: str | None = Field(None, description="Default prompt for agent.run(); None for dynamic prompts.")
     context: tuple[ContextItem, ...] = Field((), description="Default context for agent.run().")
+    turns: tuple[str, ...] = Field(
+        (), description="The user's next messages after the prompt, for a conversation (data tests)."
+    )
+    user: SimulatedUser | None = Field(None, description="A simulated user holding the conversation (data tests).")
     expected_outcomes: tuple[str, ...] = Field((), description="Outcomes a judge checks (data tests).")
     expected_trajectory: tuple[ExpectedStep, ...] = Field((), description="Expected steps and required tools.")
     timeout_s: float | None = Field(None, description="Per-test timeout in seconds; None uses the run default.")

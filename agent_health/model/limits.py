@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 
 EPOCHS_MAX = 1_000  # trials of one test
+TURNS_MAX = 100  # turns of one conversation (scripted turns, a simulated user's max_turns)
 TIMEOUT_MAX_S = 86_400.0  # seconds: a test's, an agent run's, a request's, a judge call's timeout
 CONCURRENCY_MAX = 1_024  # tests (or judge calls, or reads) in flight at once
 RETRIES_MAX = 100  # retries of one request (agent, judge, store)
@@ -63,6 +64,7 @@ def finite(value: Any) -> Any:
 
 _NotBool = BeforeValidator(finite)
 Epochs = Annotated[int, _NotBool, Field(ge=1, le=EPOCHS_MAX)]
+Turns = Annotated[int, _NotBool, Field(ge=1, le=TURNS_MAX)]
 Timeout = Annotated[float, _NotBool, Field(gt=0, le=TIMEOUT_MAX_S, allow_inf_nan=False)]
 Concurrency = Annotated[int, _NotBool, Field(ge=1, le=CONCURRENCY_MAX)]
 Retries = Annotated[int, _NotBool, Field(ge=0, le=RETRIES_MAX)]

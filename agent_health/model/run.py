@@ -111,8 +111,59 @@ class Usage(BaseModel):
         )
 
 
+class Turn(BaseModel):
+    """One turn of a conversation: the user's message and what the agent did to answer it. Its
+    steps are `trajectory[start:end]` of the run (the first is the user's message; their
+    `started_ms` count from the turn's start), its raw events the `events` that follow the earlier
+    turns' in `raw_events`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(description="1-based turn number.")
+    user: str = Field(description="The user's message that opened the turn.")
+    output: str = Field("", description="The agent's answer in this turn.")
+    start: int = Field(description="Index in the run's trajectory of this turn's user message.")
+    end: int = Field(description="Index in the run's trajectory one past this turn's last step.")
+    events: int = Field(0, description="How many raw events this turn added to the run's raw_events.")
+    usage: Usage = Field(default_factory=Usage, description="Token usage of the agent in this turn.")
+    duration_ms: float = Field(0.0, description="How long the agent took to answer this turn, in milliseconds.")
+    replayed: bool = Field(False, description="True when this turn came from a recording.")
+
+
+ConversationEnd = Literal["script_done", "user_stopped", "goal_reached", "gave_up", "max_turns"]
+CONVERSATION_ENDS: tuple[str, ...] = ("script_done", "user_stopped", "goal_reached", "gave_up", "max_turns")
+
+
+class Conversation(BaseModel):
+    """How a multi-turn run went: who played the user, and how and why the conversation ended."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["scripted", "simulated"] = Field(
+        description="scripted: the test's `turns`; simulated: a user played by a model or the demo policy."
+    )
+    ended: ConversationEnd = Field(
+        description="script_done (every scripted turn sent), user_stopped (a turn function returned None), "
+        "goal_reached, gave_up or max_turns (the simulated user's decision or bound)."
+    )
+    goal: str | None = Field(None, description="The simulated user's goal.")
+    goal_reached: bool | None = Field(None, description="Whether the simulated user reached its goal.")
+    turns_to_goal: int | None = Field(None, description="The turn whose answer reached the goal.")
+    user_model: str | None = Field(None, description="Who played the user: provider:model, or the demo policy.")
+    user_usage: Usage = Field(
+        default_factory=Usage,
+        description="Tokens the simulated user's model calls of this run spent (counted with the judges', not "
+        "the agent's; cache hits and replayed decisions spend none).",
+    )
+    user_calls: int = Field(0, description="Model calls the simulated user made (cache hits and replays excluded).")
+
+
 class RunResult(BaseModel):
     """An immutable record of one agent invocation, with helpers for assertions.
+
+    A conversation (`agent.run(turns=...)` or `agent.run(user=...)`) is one run too: its
+    trajectory holds every turn in order, `turns` marks where each begins and ends, `output` is the
+    last answer, and usage and duration are the sums over the turns. `turn(n)` is one turn's run.
 
     Inside a running test, `traces` is the lazy view of this run's traces (see `agent_health.traces`).
     """
@@ -132,6 +183,39 @@ class RunResult(BaseModel):
     raw_events: tuple[Any, ...] = Field((), description="Raw protocol events/responses, secrets removed.")
     replayed: bool = Field(False, description="True when this result came from a recording.")
     artifacts: tuple[Artifact, ...] = Field((), description="Files the agent produced.")
+    turns: tuple[Turn, ...] = Field(
+        (), description="The turns of a conversation, in order; empty for a run of one prompt and one answer."
+    )
+    conversation: Conversation | None = Field(None, description="How a conversation went; None for one turn.")
+
+    def turn(self, n: int) -> RunResult:
+        """The run of turn `n` alone (1-based; -1 is the last): its steps from the user's message on,
+        its answer as `output`, its usage and duration, so every matcher works on one turn
+        (`expect(result.turn(2)).to_have_called_tool(...)`). A run of one turn is its own turn 1."""
+        count = len(self.turns) or 1
+        index = n - 1 if n > 0 else count + n
+        if isinstance(n, bool) or not isinstance(n, int) or n == 0 or not 0 <= index < count:
+            raise IndexError(
+                f"turn({n!r}): this run has {count} turn{'s' if count > 1 else ''}; "
+                f"ask for 1 to {count} (or -1 for the last)"
+            )
+        if not self.turns:
+            return self
+        t = self.turns[index]
+        first_event = sum(x.events for x in self.turns[:index])
+        return self.model_copy(
+            update={
+                "output": t.output,
+                "trajectory": self.trajectory[t.start : t.end],
+                "prompt": t.user,
+                "usage": t.usage,
+                "duration_ms": t.duration_ms,
+                "raw_events": self.raw_events[first_event : first_event + t.events],
+                "replayed": t.replayed,
+                "turns": (),
+                "conversation": None,
+            }
+        )
 
     @property
     def agent_steps(self) -> tuple[Step, ...]:

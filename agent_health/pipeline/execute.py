@@ -133,7 +133,8 @@ def run_partitions(
 def partition_metadata(result: TestResult) -> dict[str, Any]:
     """What each results partition shows: status, score, duration, tokens, cost (and the judges'
     part), judge verdicts, the files the agent produced, the derived
-    metrics and insights that matter at a glance, its provenance (harness version, agent settings
+    metrics and insights that matter at a glance (a conversation's turns, how it ended, a simulated
+    user's goal reached and turns to it), its provenance (harness version, agent settings
     hash, judges, and how many judgements when re-judged), and why it did not pass. A failed test's reason
     is under `failure`; an errored test's real error text under `error`."""
     metrics = result.metrics or {}

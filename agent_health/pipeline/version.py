@@ -73,6 +73,9 @@ _SHOWN: dict[str, tuple[str, Any]] = {
     "errored_share": ("errored_pct", percent),
     "latency_p50_ms": ("latency_p50_ms", ms),
     "latency_p95_ms": ("latency_p95_ms", ms),
+    "goal_rate": ("goal_rate_pct", percent),
+    "mean_turns": ("mean_turns", sig),
+    "mean_turns_to_goal": ("mean_turns_to_goal", sig),
 }
 
 
@@ -146,6 +149,10 @@ def metric_numbers(stats: Sequence[MetricStats]) -> dict[str, float | None]:
     for name in ("total_tokens", "cost_usd", "llm_calls", "tool_calls", "tool_errors", "retries"):
         if name in by:
             out[f"{name}_total"] = sig(by[name].total)
+    # conversations: their mean turns, and a simulated user's goal rate and mean turns to its goal
+    for name, key in (("turns", "turns_mean"), ("goal_reached", "goal_rate"), ("turns_to_goal", "turns_to_goal_mean")):
+        if name in by:
+            out[key] = sig(by[name].mean)
     return out
 
 

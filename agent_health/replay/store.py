@@ -26,8 +26,9 @@ from pydantic import ValidationError
 
 import agent_health.backends as backends
 from agent_health.backends import is_shared
-from agent_health.config.secrets import scrub_model
+from agent_health.config.secrets import scrub_model, scrub_secrets
 from agent_health.connectors.base import Connector
+from agent_health.connectors.conversation import OnTurn, UserSide, UserTurn, transcript
 from agent_health.errors import AgentError
 from agent_health.files import create_file, open_atomic, safe_name
 from agent_health.model import RunResult
@@ -39,8 +40,11 @@ FORMAT = 1
 
 
 def recording_key(agent_key: str, version: str, request: AgentRequest) -> str:
-    """Stable hash of what determines an agent run (never the run id, trace ids or timeout)."""
-    material = {
+    """Stable hash of what determines an agent run (never the run id, trace ids or timeout). A
+    turn of a conversation adds the test, its number and the conversation before it (never the
+    conversation's id or its session: they differ on every run): two tests whose conversations open
+    with the same message keep their own recordings, so each replays the conversation it had."""
+    material: dict[str, Any] = {
         "agent": agent_key,
         "version": version,
         "prompt": request.prompt,
@@ -49,6 +53,26 @@ def recording_key(agent_key: str, version: str, request: AgentRequest) -> str:
         "files": request.files,
         "env": request.env,
     }
+    if request.turn:  # only then: the recordings of runs of one turn keep their keys
+        material["conversation"] = {"test": request.test_id, "turn": request.turn, "history": list(request.history)}
+    return _digest(material)
+
+
+def user_turn_key(agent_key: str, version: str, request: AgentRequest, user: dict[str, Any], so_far: Any) -> str:
+    """Stable hash of what decides a simulated user's next message: the user's definition, the
+    test's prompt and context, and the conversation so far (`transcript`). Prefixed `user-`."""
+    material = {
+        "agent": agent_key,
+        "version": version,
+        "user": user,
+        "prompt": request.prompt,
+        "context": list(request.context),
+        "so_far": so_far,
+    }
+    return "user-" + _digest(material)
+
+
+def _digest(material: dict[str, Any]) -> str:
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -111,6 +135,31 @@ class RecordingStore(abc.ABC):
         _checked(agent_key, version, key)
         doc = self._read(agent_key, version, key)
         return None if doc is None else _run_of(doc, self.where(agent_key, version, key))
+
+    def load_user_turn(self, agent_key: str, version: str, key: str) -> UserTurn | None:
+        """The recorded decision of a simulated user, or None when there is none."""
+        _checked(agent_key, version, key)
+        doc = self._read(agent_key, version, key)
+        if doc is None:
+            return None
+        where = self.where(agent_key, version, key)
+        return UserTurn.of(doc.get("user_turn") if isinstance(doc, dict) else None, where)
+
+    def save_user_turn(
+        self, agent_key: str, version: str, key: str, turn: UserTurn, request: AgentRequest, *, replace: bool = True
+    ) -> str:
+        """Store a simulated user's decision beside the agent's turns (`replace=False`: keep one
+        that exists). Returns where it lives."""
+        _checked(agent_key, version, key)
+        doc = {
+            "format": FORMAT,
+            "key": key,
+            "agent": f"{agent_key}@{version}",
+            "test_id": request.test_id,
+            "user_turn": scrub_secrets(turn.document()),
+        }
+        self._write(agent_key, version, key, doc, replace=replace)
+        return self.where(agent_key, version, key)
 
     def save(
         self, agent_key: str, version: str, key: str, result: RunResult, request: AgentRequest, *, replace: bool = True
@@ -259,6 +308,20 @@ class ReplayConnector(Connector):
     def endpoint(self) -> str:
         return self.inner.endpoint
 
+    def conversation_problem(self) -> str | None:
+        return self.inner.conversation_problem()
+
+    def session_of(self, result: RunResult) -> dict[str, Any]:
+        return self.inner.session_of(result)
+
+    async def converse(self, request: AgentRequest, user: UserSide, on_turn: OnTurn | None = None) -> RunResult:
+        """The conversation with every turn recorded or replayed (each turn is a `run`), and a
+        simulated user's decisions too: a strict replay asks neither the agent nor the user's model."""
+        if self.mode == "off":
+            return await self.inner.converse(request, user, on_turn)
+        recorded = user if user.recording() is None else _RecordedUser(user, self, request)
+        return await super().converse(request, recorded, on_turn)
+
     async def run(self, request: AgentRequest) -> RunResult:
         if self.mode == "off":
             return await self.inner.run(request)
@@ -285,6 +348,40 @@ class ReplayConnector(Connector):
         await self.inner.aclose()
 
 
+class _RecordedUser(UserSide):
+    """A simulated user whose decisions are recorded and replayed like the agent's turns."""
+
+    def __init__(self, inner: UserSide, replay: ReplayConnector, request: AgentRequest):
+        self.inner, self.replay, self.request = inner, replay, request
+        self.mode = inner.mode  # type: ignore[misc]
+        self.goal, self.label = inner.goal, inner.label
+
+    def recording(self) -> dict[str, Any] | None:
+        return self.inner.recording()
+
+    async def next(self, so_far: RunResult | None) -> UserTurn:
+        replay, agent = self.replay, self.replay.inner.agent
+        definition = self.inner.recording() or {}
+        key = user_turn_key(agent.key, agent.version, self.request, definition, transcript(so_far))
+        if replay.mode in ("auto", "strict"):
+            recorded = replay.store.load_user_turn(agent.key, agent.version, key)
+            if recorded is not None:
+                return recorded
+            if replay.mode == "strict":
+                turn = len(so_far.turns) if so_far is not None else 0
+                raise AgentError(
+                    f"agent {agent.ref} ({replay.endpoint}): no recording of the simulated user's "
+                    + (f"message after turn {turn}" if turn else "opening message")
+                    + f" (replay mode strict; expected {replay.store.where(agent.key, agent.version, key)}); "
+                    "record it with --replay record or auto"
+                )
+        decision = await self.inner.next(so_far)
+        replay.store.save_user_turn(
+            agent.key, agent.version, key, decision, self.request, replace=replay.mode == "record"
+        )
+        return decision
+
+
 def _scrubbed(connector: Connector, result: RunResult) -> RunResult:
     scrub = getattr(connector, "scrub", None)  # real connectors know their secrets; demo has none
     return scrub_model(scrub(result) if scrub else result)
@@ -300,4 +397,5 @@ __all__ = [
     "S3RecordingStore",
     "open_recordings",
     "recording_key",
+    "user_turn_key",
 ]

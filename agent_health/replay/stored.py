@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 
 from agent_health.connectors.base import Connector
+from agent_health.connectors.conversation import OnTurn, UserSide
 from agent_health.errors import AgentError
 from agent_health.model import RunResult, TestResult
 from agent_health.model.agent import AgentRequest, ResolvedAgent
@@ -68,6 +69,13 @@ class StoredRunConnector(Connector):
     def endpoint(self) -> str:
         return "stored runs"
 
+    def conversation_problem(self) -> str | None:
+        return None
+
+    async def converse(self, request: AgentRequest, user: UserSide, on_turn: OnTurn | None = None) -> RunResult:
+        """A stored conversation is one stored run: replayed whole, the user side never asked."""
+        return await self.run(request)
+
     async def run(self, request: AgentRequest) -> RunResult:
         tid = request.test_id or ""
         trial = self._calls.get(tid, 0)
@@ -80,7 +88,7 @@ class StoredRunConnector(Connector):
                 f"agent {self.agent.ref}: test {tid!r} calls agent.run() but {what} has no agent run to replay "
                 f"({NOT_CALLED}); run the test again with `agent-health run`"
             )
-        if run.prompt is not None and request.prompt != run.prompt:
+        if run.prompt is not None and request.prompt and request.prompt != run.prompt:
             raise AgentError(
                 f"agent {self.agent.ref}: test {tid!r} now sends another prompt than its stored run did "
                 f"({request.prompt[:80]!r} vs {run.prompt[:80]!r}): the test changed since, and {NOT_CALLED}; "

@@ -31,17 +31,23 @@ SUMMARY_METRICS = (
     "retries",
     "tool_retries",
     "steps",
+    "turns",
+    "goal_reached",
+    "turns_to_goal",
 )
+# Yes-or-no metrics a summary keeps as 1 or 0 (a conversation's goal reached: its mean is the goal rate).
+BOOLEAN_METRICS = ("goal_reached",)
 
 
 def _numeric_metrics(value: Any) -> dict[str, float]:
-    """The SUMMARY_METRICS of a result's metrics that are numbers (bools and missing ones left out)."""
+    """The SUMMARY_METRICS of a result's metrics that are numbers (missing ones left out; a bool
+    only for BOOLEAN_METRICS, as 1 or 0)."""
     if not isinstance(value, dict):
         return {}
     return {
         name: float(v)
         for name in SUMMARY_METRICS
-        if isinstance(v := value.get(name), (int, float)) and not isinstance(v, bool)
+        if isinstance(v := value.get(name), (int, float)) and (not isinstance(v, bool) or name in BOOLEAN_METRICS)
     }
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
-from agent_health import RunReport
+from agent_health import RunReport, RunSettings, define_config, load_tests, run_tests
 from tests.conftest import ROOT, run_cli
 
 BIN = Path(__file__).with_name("claude_bin")
@@ -154,3 +155,27 @@ def test_an_error_result_is_errored_even_with_exit_status_0(tmp_path):
     p, result = run_claude(tmp_path, config("max-turns"))
     assert p.returncode == 1 and result.status == "errored"
     assert "Claude Code reported an error: error_max_turns after 4 turn(s)" in result.error
+
+
+def test_a_conversation_resumes_claude_codes_session(tmp_path):
+    """Each turn after the first runs `claude -p --resume <session id>` with the session id the
+    turn before reported, and the turn's message on stdin."""
+    log = tmp_path / "calls.jsonl"
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "chat.eval.py").write_text(
+        "from agent_health import test\n\n"
+        '@test("follow-up", prompt="Why is the payment service failing?")\n'
+        "async def follow_up(agent):\n"
+        '    await agent.run(turns=["And how do we fix it?"])\n'
+    )
+    settings = {"command": [sys.executable, str(BIN / "claude")], "env": {"FAKE_CLAUDE_LOG": str(log)}}
+    config = define_config(
+        root=str(tmp_path), agents=[{"key": "cc", "connector": "claude", "settings": settings, "versions": {"v1": {}}}]
+    )
+    (result,) = run_tests(load_tests([tmp_path / "evals"]).tests, config, "cc@v1", settings=RunSettings(store=None))
+    assert result.status == "passed", result.error
+    first, second = (json.loads(line) for line in log.read_text().splitlines())
+    assert "--resume" not in first["args"] and first["prompt"] == "Why is the payment service failing?"
+    assert second["args"][4:6] == ["--resume", "5f1c2e9a-7d7b-4a51-9a0e-0c6f3f1b2d11"]
+    assert second["prompt"] == "And how do we fix it?"
+    assert [t.user for t in result.run.turns] == [first["prompt"], second["prompt"]]

@@ -131,6 +131,15 @@ EXERCISED = {
         "dagster.md",
         "not compared in full:",
     ): "tests/pipeline/test_missing_evidence.py::test_the_documented_message_is_what_the_gate_says",
+    **{
+        ("eval-files.md", head): "tests/engine/test_conversations.py::test_the_eval_files_doc_examples_run_as_written"
+        for head in ("# evals/support.eval.py", "# evals/support.yaml")
+    },
+    **{
+        ("connectors.md", head): "tests/connectors/test_connectors_conversations.py::"
+        "test_the_connectors_doc_example_holds_the_conversation_with_each_agent"
+        for head in ("# agent_health_config.py: four agents", "# my_agents.py")
+    },
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agent_health import TestResult
 from tests.core.helpers import run_dir
 
@@ -83,3 +85,16 @@ def test_a_results_remembered_json_is_its_own_and_never_outlives_a_change():
     assert result == TestResult.model_validate_json(result.json_text())  # not a field: equality ignores it
     result.forget_json()
     assert getattr(result, "_json", None) is None and result.json_text() == result.model_dump_json()
+
+
+def test_a_run_stored_before_conversations_reads_as_one_turn():
+    """Stored results written before runs had turns (no `turns`, no `conversation`) still load: a
+    run of one turn, its own turn 1."""
+    from agent_health.model import RunResult
+
+    old = {"output": "done", "run_id": "r1", "trajectory": [{"kind": "message", "role": "user", "content": "go"}]}
+    run = RunResult.model_validate(old)
+    assert run.turns == () and run.conversation is None
+    assert run.turn(1) is run and run.turn(-1) is run
+    with pytest.raises(IndexError, match=r"turn\(2\): this run has 1 turn; ask for 1 to 1"):
+        run.turn(2)

@@ -131,7 +131,7 @@ def _key(r: TestResult) -> tuple[str, str]:
 
 # what differs between two runs of the same test: ids, clocks and the latency measured
 VOLATILE = {"eval_run_id", "agent_eval_run_id", "run_id", "trace_id", "started_at", "duration_ms", "judged_at",
-            "latency_ms"}  # fmt: skip
+            "latency_ms", "turn_latency_ms"}  # fmt: skip
 
 
 def _strip(doc: Any) -> Any:

@@ -325,3 +325,31 @@ def test_a_runs_roles_and_artifacts_are_shown(browser, tmp_path):
         link = test.locator('.artifact a[download="chart.png"]')
         assert link.get_attribute("href") == "data:image/png;base64,iVBORw=="
         assert p.errors == []
+
+
+def test_a_conversation_shows_turn_by_turn(browser, tmp_path):
+    """The shipped conversational suite's simulated user, as the report shows it: each turn's user
+    message, the agent's steps and its answer, in order, and how the conversation ended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent_health import define_config, load_tests, run_tests
+    from agent_health.model import RunSettings
+    from tests.conftest import ROOT
+
+    tests = load_tests([ROOT / "evals" / "conversations.eval.py"]).tests
+    settings = RunSettings(agents=("demo@v2",), store=None)
+    with ThreadPoolExecutor(1) as pool:  # the browser's driver holds this thread's event loop
+        results = pool.submit(run_tests, tests, define_config(root=str(tmp_path)), settings=settings).result()
+    path = write_report(tmp_path / "conversation.html", results)
+    key = "conversations::a-simulated-on-call-engineer-learns-why-checkout-is-slow"
+    with Page(browser, path) as p:
+        test = p.page.locator(f'.test[id="{key}"]')
+        test.locator(".row").click()
+        text = test.locator(".detail").inner_text()
+        assert "2 turns, a simulated user, ended: goal_reached (goal reached at turn 2)" in text
+        first, second = text.index("Turn 1"), text.index("Turn 2")
+        question = text.index("Which service is affected")
+        assert first < text.index("Something is broken in production") < question < second
+        assert second < text.index("checkout p99 latency is 4 seconds") < text.index("tool call · search_logs")
+        assert "learn that the redis cache hit ratio dropped" in text and "demo:simulated-user/1" in text
+        assert p.errors == []

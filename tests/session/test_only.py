@@ -289,4 +289,4 @@ def test_the_docs_example_runs_as_written(tmp_path):
         m = re.search(r"(\d+) skipped as up to date", comment)
         assert skipped_line(out) == (int(m.group(1)) if m else None), f"{line!r}:\n{out}"
         ran.append(re.search(r"Running (\d+) test", out).group(1))  # type: ignore[union-attr]
-    assert ran == ["8", "7", "0", "7", "15"]
+    assert ran == ["8", "10", "0", "10", "18"]

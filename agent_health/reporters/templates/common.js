@@ -75,7 +75,29 @@ var AH = (function () {
     return box;
   }
 
+  /* A conversation, turn by turn: the user's message, the agent's steps, its answer, and the turn's figures. */
+  function renderConversation(run) {
+    var c = run.conversation || {};
+    var traj = run.trajectory || [];
+    var head = run.turns.length + " turns, " + (c.mode === "simulated" ? "a simulated user" : "scripted user turns") + ", ended: " + c.ended;
+    if (c.mode === "simulated") head += c.goal_reached ? " (goal reached at turn " + c.turns_to_goal + ")" : " (goal not reached)";
+    var out = [el("div", { class: "conversation-head", text: head })];
+    if (c.goal) out.push(kv([["goal", c.goal], ["user played by", c.user_model], ["user tokens", tokens(c.user_usage)]]));
+    if (run.context && run.context.length) out.push(el("h3", { text: "Context" }), json(run.context));
+    run.turns.forEach(function (t) {
+      var figures = [ms(t.duration_ms), tokens(t.usage), t.replayed ? "replayed" : ""].filter(function (x) { return x && x !== "-"; });
+      var box = el("div", { class: "turn" }, el("h3", { text: "Turn " + t.index + (figures.length ? "  (" + figures.join(", ") + ")" : "") }),
+        el("div", { class: "step k-message r-user" }, el("div", { class: "head", text: "user" }), pre(t.user)));
+      traj.slice(t.start + 1, t.end).forEach(function (s) { box.append(renderStep(s)); });
+      box.append(el("div", { class: "turn-answer" }, el("b", { text: "answer: " }), pre(t.output || "")));
+      out.push(box);
+    });
+    out.push(el("h3", { text: "Final output" }), pre(run.output || ""));
+    return out;
+  }
+
   function renderRun(run) {
+    if (run.turns && run.turns.length) return renderConversation(run);
     var out = [];
     if (run.prompt) out.push(el("h3", { text: "Prompt" }), pre(run.prompt));
     if (run.context && run.context.length) out.push(el("h3", { text: "Context" }), json(run.context));
@@ -189,7 +211,7 @@ var AH = (function () {
       ["epochs", d.epochs > 1 ? d.epochs + " (pass@k " + num(d.pass_at_k, 0) + ", pass^k " + num(d.pass_hat_k, 0) + (d.flaky ? ", flaky" : "") + ")" : null]
     ])));
     if (d.error) root.append(section("Error", pre(d.error, "error-text")));
-    if (d.run) root.append(section("Trajectory", renderRun(d.run)));
+    if (d.run) root.append(section(d.run.turns && d.run.turns.length ? "Conversation" : "Trajectory", renderRun(d.run)));
     if (d.run && (d.run.artifacts || []).length) root.append(section("Artifacts (" + d.run.artifacts.length + ")", d.run.artifacts.map(renderArtifact)));
     if (verdicts.length) root.append(section("Verdicts", verdicts.map(function (s) { return renderVerdict(s, d); })));
     if (signals.length) root.append(section("Signals", renderSignals(signals)));
