@@ -43,6 +43,21 @@ def _run(value: Any, matcher: str) -> RunResult:
     return value
 
 
+def _no_steps(run: RunResult, ctx: TestContext) -> str:
+    """Why a run shows no tool call when its agent returned only its answer text (no tool call,
+    result or thinking step): said with a failed tool matcher, so the agent is not blamed for
+    calls it may have made but never reported."""
+    if any(s.kind != "message" for s in run.agent_steps):
+        return ""
+    note = "; the agent returned no steps, only its answer text, so its tool calls cannot be seen"
+    if ctx.runtime is not None and ctx.runtime.agent.connector == "python":
+        note += (
+            " (a python agent returns them in a dict with `steps` or `tool_calls`, or as a RunResult; "
+            "docs/connectors.md#the-python-connector)"
+        )
+    return note
+
+
 class Expectation:
     """Matchers over one value. Each records one signal with actual vs expected evidence."""
 
@@ -84,7 +99,7 @@ class Expectation:
             expected={"tool": name, "args": args},
             actual=[{"tool": c.tool, "args": c.args} for c in run.tool_calls()],
             message=f"tool {name!r}{' with ' + repr(args) if args else ''} was not called; "
-            f"called: {[c.tool for c in run.tool_calls()]}",
+            f"called: {[c.tool for c in run.tool_calls()]}" + ("" if ok else _no_steps(run, self._ctx)),
         )
 
     def not_to_have_called_tool(self, name: str) -> Expectation:
@@ -108,7 +123,7 @@ class Expectation:
             ok,
             expected=wanted,
             actual=called,
-            message=f"expected {wanted} in this order within {called}",
+            message=f"expected {wanted} in this order within {called}" + ("" if ok else _no_steps(run, self._ctx)),
         )
 
     def to_complete_within(self, seconds: float) -> Expectation:
@@ -131,7 +146,8 @@ class Expectation:
             ok,
             expected={"kind": kind, "count": count if count is not None else ">0"},
             actual={"count": n},
-            message=f"{n} {kind} step(s), expected {count if count is not None else 'at least one'}",
+            message=f"{n} {kind} step(s), expected {count if count is not None else 'at least one'}"
+            + ("" if ok or kind == "message" else _no_steps(run, self._ctx)),
         )
 
     def to_match_schema(self, schema: Any) -> Expectation:

@@ -83,6 +83,14 @@ EXERCISED = {
         "connectors.md",
         "# agent_health_config.py: Claude Code as the agent under test",
     ): "tests/connectors/test_connectors_claude.py::test_the_documented_config_runs_claude_and_reads_its_stream",
+    (
+        "connectors.md",
+        "# my_agents/rca.py: a python agent",
+    ): "tests/connectors/test_connectors_python.py::test_the_documented_python_agent_reports_its_steps_and_usage",
+    (
+        "connectors.md",
+        "# agent_health_config.py: the function above",
+    ): "tests/connectors/test_connectors_python.py::test_the_documented_python_agent_reports_its_steps_and_usage",
     ("extending.md", "[project]"): "tests/core/test_plugins.py (installed and run)",
     (
         "extending.md",
