@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from agent_health.connectors.registry import REGISTRY
+from agent_health.connectors.registry import EXTRAS, REGISTRY
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
@@ -70,7 +70,14 @@ class Connector(abc.ABC):
 def connector_class(name: str) -> type[Connector]:
     """The connector class of a kind (built in, or an installed package's; see connectors/registry.py),
     imported now; a ConfigError listing the known kinds when `name` is none of them."""
-    cls = REGISTRY.load(name)
+    try:
+        cls = REGISTRY.load(name)
+    except ModuleNotFoundError as exc:
+        if name not in EXTRAS:
+            raise
+        raise ConfigError(
+            f"connector {name!r} needs {exc.name}, which is not installed: pip install 'agent-health[{EXTRAS[name]}]'"
+        ) from None
     if not (isinstance(cls, type) and issubclass(cls, Connector)):
         raise ConfigError(
             f"connector {name!r} ({REGISTRY.target(name)}) is not a subclass of agent_health.connectors.base.Connector"

@@ -91,6 +91,10 @@ EXERCISED = {
         "connectors.md",
         "# agent_health_config.py: the function above",
     ): "tests/connectors/test_connectors_python.py::test_the_documented_python_agent_reports_its_steps_and_usage",
+    (
+        "connectors.md",
+        "# agent_health_config.py: three framework agents",
+    ): "tests/connectors/test_connectors_frameworks.py (the CLI and the headless Dagster job)",
     ("extending.md", "[project]"): "tests/core/test_plugins.py (installed and run)",
     (
         "extending.md",
