@@ -104,11 +104,14 @@ class AgentRuntime:
         connector: Connector | None = None,
         trace_views: TraceViewFactory | None = None,
         settings_hash: str = "",
+        capture: Any = None,
     ):
         self.agent = agent
         self.connector = connector or connector_class(agent.connector)(agent)
         self._trace_views = trace_views
         self.settings_hash = settings_hash  # of the version's settings, secrets excluded (results' provenance)
+        # the OpenTelemetry capture of this version's runs (`agent_health.traces.capture.OTelCapture`), if any
+        self.capture = capture
 
     @property
     def ref(self) -> str:
@@ -124,7 +127,12 @@ class AgentRuntime:
         )
         started = time.time()
         try:
-            result = await self.connector.run(request)
+            if self.capture is None:
+                result = await self.connector.run(request)
+            else:  # the run's OTLP endpoint in its env, its in-process spans kept (traces.source: otel)
+                request = self.capture.prepare(request)
+                with self.capture.scope(request):
+                    result = await self.connector.run(request)
         except AgentError:
             raise
         except Exception as exc:  # the connector's own bug or an unexpected transport error
@@ -146,4 +154,8 @@ class AgentRuntime:
         return self._trace_views(result, self.agent) if self._trace_views else None
 
     async def aclose(self) -> None:
-        await self.connector.aclose()
+        try:
+            await self.connector.aclose()
+        finally:
+            if self.capture is not None:
+                self.capture.close()

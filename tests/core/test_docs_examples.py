@@ -110,6 +110,10 @@ EXERCISED = {
     ("traces.md", '@test("payment RCA stays cheap"'): "test_the_traces_body_example_runs_on_the_demo_agent",
     ("traces.md", "# agent_health_config.py"): "tests/deploy/test_docs_config.py",
     ("traces.md", '{"trace_id": "'): "test_the_documented_span_line_is_read_by_the_local_source",
+    (
+        "traces.md",
+        "# agent_health_config.py: spans straight from OpenTelemetry",
+    ): "tests/traces/test_otel_capture.py::test_the_documented_otel_configuration_captures_a_subprocess_agent",
     ("traces.md", "traces = {"): "test_the_opensearch_traces_settings_build_a_source",
     ("traces.md", "async def my_synthesizer(data)"): "test_the_synthesizer_example_adds_its_insights",
     **{
