@@ -95,6 +95,14 @@ EXERCISED = {
         "connectors.md",
         "# agent_health_config.py: three framework agents",
     ): "tests/connectors/test_connectors_frameworks.py (the CLI and the headless Dagster job)",
+    (
+        "connectors.md",
+        "# server.py: a pydantic-ai agent over AG-UI",
+    ): "tests/connectors/test_connectors_agui_adapters.py (served by uvicorn, as written)",
+    (
+        "connectors.md",
+        "# agent_health_config.py: the AG-UI server above",
+    ): "tests/connectors/test_connectors_agui_adapters.py (its endpoint's port replaced)",
     ("extending.md", "[project]"): "tests/core/test_plugins.py (installed and run)",
     (
         "extending.md",

@@ -21,7 +21,7 @@ class SREChatModel(BaseChatModel):
 
     def _generate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:  # noqa: E501
+    ) -> ChatResult:
         results = [m for m in messages if isinstance(m, ToolMessage)]
         meta = {"model_name": "sre-fake-chat"}
         if not results:
