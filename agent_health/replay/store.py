@@ -38,6 +38,11 @@ REPLAY_ENV = "AGENT_HEALTH_REPLAY"
 FORMAT = 1
 
 
+# What the harness adds to a run's env that changes with every run: the run's own OTLP endpoint
+# (agent_health.traces.capture), like the run id, is no part of what determines the run.
+_PER_RUN_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT",)
+
+
 def recording_key(agent_key: str, version: str, request: AgentRequest) -> str:
     """Stable hash of what determines an agent run (never the run id, trace ids or timeout)."""
     material = {
@@ -47,7 +52,7 @@ def recording_key(agent_key: str, version: str, request: AgentRequest) -> str:
         "context": list(request.context),
         "provisioned": request.provisioned,
         "files": request.files,
-        "env": request.env,
+        "env": {k: v for k, v in request.env.items() if k not in _PER_RUN_ENV},
     }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -172,3 +172,22 @@ except Exception as exc:
         "ConfigError connector 'pydantic_ai' needs pydantic_ai, which is not installed: "
         "pip install 'agent-health[pydantic-ai]'",
     ]
+
+
+@pytest.mark.parametrize(
+    ("agent", "settings"),
+    [("chain", {"input_key": "question"}), ("model", {})],
+    ids=["prompt-template-chain", "chat-model"],
+)
+def test_langchain_runnables_that_are_no_graph_are_read_through_their_callbacks(agent, settings):
+    from tests.connectors.servers import invoke, runtime
+
+    rt = runtime("langchain", agent=f"tests.connectors.framework_agents.sre_langgraph:{agent}", **settings)
+    r = invoke(rt, "Why is the payment service failing?", context=({"description": "Error log", "value": "x"},))
+    assert [(s.kind, s.tool, s.args) for s in r.trajectory] == [
+        ("message", None, None),
+        ("thinking", None, None),
+        ("tool_call", "search_logs", {"service": "payment"}),
+    ]
+    usage = r.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.model, usage.llm_calls) == (50, 12, "sre-fake-chat", 1)

@@ -234,3 +234,25 @@ def test_an_http_agent_exports_to_the_endpoint_its_request_carries(tmp_path):
         )
         (result,) = run_tests(load_tests([tmp_path / "evals"]).tests, config, settings=RunSettings(store=None))
     assert result.status == "passed", (result.error, [(s.name, s.reasoning) for s in result.signals])
+
+
+def test_a_run_with_its_own_otlp_endpoint_is_replayed_by_its_recording(tmp_path):
+    """The endpoint in a run's env changes with every run: it is no part of the recording's key."""
+    import shutil
+
+    from agent_health import load_config
+    from tests.core.test_docs_examples import block
+
+    shutil.copy(HERE / "otlp_agent.py", tmp_path / "rca_agent.py")
+    (tmp_path / "agent_health_config.py").write_text(
+        block("traces.md", "# agent_health_config.py: spans straight from OpenTelemetry")
+    )
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "rca.eval.py").write_text(
+        "from agent_health import test\n\n@test('rca', prompt='Why?')\nasync def rca(agent):\n    await agent.run()\n"
+    )
+    config = load_config(tmp_path / "agent_health_config.py")
+    tests = load_tests([tmp_path / "evals"]).tests
+    runs = [run_tests(tests, config, settings=RunSettings(store=None), replay="auto")[0].run for _ in range(2)]
+    assert [r.replayed for r in runs] == [False, True]
+    assert runs[1].run_id == runs[0].run_id  # the recorded run, whose spans are the original run's
