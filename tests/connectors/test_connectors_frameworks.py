@@ -191,3 +191,30 @@ def test_langchain_runnables_that_are_no_graph_are_read_through_their_callbacks(
     ]
     usage = r.usage
     assert (usage.input_tokens, usage.output_tokens, usage.model, usage.llm_calls) == (50, 12, "sre-fake-chat", 1)
+
+
+DEPS_AGENT = """
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.models.function import FunctionModel
+
+agent = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart(info.instructions)])), deps_type=dict)
+
+
+@agent.instructions
+def ticket(ctx: RunContext[dict]) -> str:
+    return f"Ticket {ctx.deps['ticket']}."
+
+
+async def make_deps(request):
+    return {"ticket": request.provisioned["ticket"]}
+"""
+
+
+def test_settings_deps_gives_each_run_its_dependencies(tmp_path):
+    from tests.connectors.servers import invoke, runtime
+
+    (tmp_path / "deps_agent.py").write_text(DEPS_AGENT)
+    rt = runtime("pydantic_ai", agent="deps_agent:agent", deps="deps_agent:make_deps", root=str(tmp_path))
+    r = invoke(rt, "Which ticket?", provisioned={"ticket": "INC-42"})
+    assert r.output == "Ticket INC-42."

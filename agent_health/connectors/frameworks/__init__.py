@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_health.connectors.common import ConnectorSettings, RealConnector, load_callable
+from agent_health.connectors.common import ConnectorSettings, RealConnector, call_maybe_async, load_callable
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
@@ -130,8 +130,8 @@ class FrameworkConnector(RealConnector):
         started = time.perf_counter()
         limit = self.run_timeout(request)
         try:
-            deps = self.deps_factory(request) if self.deps_factory is not None else None
             async with asyncio.timeout(limit):
+                deps = await call_maybe_async(self.deps_factory, request) if self.deps_factory is not None else None
                 answer = await self.answer(request, deps)
         except TimeoutError:
             raise self.fail(f"did not finish within timeout_s={limit:g}s") from None
