@@ -54,6 +54,21 @@ def _run(value: Any, matcher: str) -> RunResult:
     return value
 
 
+def _no_steps(run: RunResult, ctx: TestContext) -> str:
+    """Why a run shows no tool call when its agent returned only its answer text (no tool call,
+    result or thinking step): said with a failed tool matcher, so the agent is not blamed for
+    calls it may have made but never reported."""
+    if any(s.kind != "message" for s in run.agent_steps):
+        return ""
+    note = "; the agent returned no steps, only its answer text, so its tool calls cannot be seen"
+    if ctx.runtime is not None and ctx.runtime.agent.connector == "python":
+        note += (
+            " (a python agent returns them in a dict with `steps` or `tool_calls`, or as a RunResult; "
+            "docs/connectors.md#the-python-connector)"
+        )
+    return note
+
+
 class Expectation:
     """Matchers over one value. Each records one signal with actual vs expected evidence."""
 
@@ -105,7 +120,7 @@ class Expectation:
             actual=[{"tool": c.tool, "args": c.args} for c in every],
             message=lambda: (
                 f"tool {name!r}{' with ' + repr(args) if args else ''} was not called; "
-                f"called: {[c.tool for c in every]}"
+                f"called: {[c.tool for c in every]}" + _no_steps(run, self._ctx)
             ),
         )
 
@@ -130,7 +145,7 @@ class Expectation:
             ok,
             expected=wanted,
             actual=called,
-            message=f"expected {wanted} in this order within {called}",
+            message=f"expected {wanted} in this order within {called}" + ("" if ok else _no_steps(run, self._ctx)),
         )
 
     def to_ask_before_acting(self) -> Expectation:
@@ -205,7 +220,8 @@ class Expectation:
             ok,
             expected={"kind": kind, "count": count if count is not None else ">0"},
             actual={"count": n},
-            message=f"{n} {kind} step(s), expected {count if count is not None else 'at least one'}",
+            message=f"{n} {kind} step(s), expected {count if count is not None else 'at least one'}"
+            + ("" if ok or kind == "message" else _no_steps(run, self._ctx)),
         )
 
     def to_match_schema(self, schema: Any) -> Expectation:

@@ -187,8 +187,10 @@ class TraceSettings(KnownKeys):
 
     model_config = ConfigDict(frozen=True)
 
-    source: Literal["local", "opensearch", "none"] = Field(
-        "local", description="local (span files under the state folder), opensearch, or none."
+    source: Literal["local", "otel", "opensearch", "none"] = Field(
+        "local",
+        description="local (span files under the state folder), otel (OpenTelemetry spans captured for the "
+        "runs, in process and by an OTLP/HTTP receiver on 127.0.0.1, kept in the same folder), opensearch, or none.",
     )
     settings: dict[str, Any] = Field(
         default_factory=dict,

@@ -2,10 +2,15 @@
 
 Sends a `RunAgentInput`-shaped body (threadId, runId, messages, tools, context, state,
 forwardedProps) and folds the event stream into a trajectory:
-TEXT_MESSAGE_* -> message steps, TOOL_CALL_START/ARGS/END -> tool_call, TOOL_CALL_RESULT ->
-tool_result, THINKING_* / REASONING_* -> thinking. STEP_*, STATE_*, MESSAGES_SNAPSHOT, CUSTOM, RAW
-and unknown events are kept in raw events. RUN_ERROR, or a stream that ends before RUN_FINISHED,
-is an error naming the reason.
+TEXT_MESSAGE_* -> message steps (an empty one, as servers open around tool calls, is no step),
+TOOL_CALL_START/ARGS/END -> tool_call, TOOL_CALL_RESULT -> tool_result, THINKING_* / REASONING_* ->
+thinking. Usage and model come from RUN_FINISHED's `usage` (AG-UI 1.0: one entry per provider and
+model), its `result.usage`, or a CUSTOM event named `usage` / `agent_health.usage`. STEP_*, STATE_*,
+MESSAGES_SNAPSHOT, CUSTOM, RAW and unknown events are kept in raw events. RUN_ERROR, or a stream
+that ends before RUN_FINISHED, is an error naming the reason.
+
+The test's context goes in `RunAgentInput.context`, or, with `context_as: "message"`, as a user
+message before the prompt, for servers that ignore `context` (pydantic-ai's AG-UI adapter).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from pydantic import Field
@@ -45,6 +50,11 @@ class AguiSettings(HttpSettings):
     state: dict[str, Any] = Field(default_factory=dict, description="Initial shared state.")
     forwarded_props: dict[str, Any] = Field(default_factory=dict, description="forwardedProps of the input.")
     thread_id: str | None = Field(None, description="Thread id; a fresh one per run when unset.")
+    context_as: Literal["context", "message"] = Field(
+        "context",
+        description="Where the test's context goes: RunAgentInput.context, or a user message before the prompt "
+        "(for servers that ignore `context`, such as pydantic-ai's AG-UI adapter).",
+    )
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -96,6 +106,20 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[str]:
         yield "\n".join(data)
 
 
+def usage_entries(entries: list[Any]) -> Usage:
+    """RUN_FINISHED's `usage` (AG-UI 1.0 TokenUsage entries) as one Usage: the tokens summed, the
+    model of the entry with the most tokens."""
+    counted = [e for e in entries if isinstance(e, dict)]
+    if not counted:
+        return Usage(unreported=True)
+    parts = [usage_of(e, e.get("model")) for e in counted]
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    heaviest = max(parts, key=lambda u: u.total_tokens)
+    return total.model_copy(update={"model": heaviest.model or total.model})
+
+
 class _Fold:
     """Accumulates AG-UI events into steps."""
 
@@ -122,6 +146,8 @@ class _Fold:
         if parts is None:
             return
         text = "".join(parts)
+        if not text.strip():  # opened and closed with nothing in it (around a tool call): no step
+            return
         if self.message_role.get(mid, "assistant") == "assistant":
             self.last_text = text
         # AG-UI roles: developer speaks as the system does; anything unknown is the agent's
@@ -195,6 +221,8 @@ class _Fold:
             self._close_thinking()
         elif t == "RUN_FINISHED":
             self.finished = ev
+            if isinstance(ev.get("usage"), list) and ev["usage"]:  # AG-UI 1.0: per provider and model
+                self.usage = usage_entries(ev["usage"])
         elif t == "RUN_ERROR":
             code = f" (code {ev['code']})" if ev.get("code") else ""
             self.error = f"RUN_ERROR: {ev.get('message') or 'no message'}{code}"
@@ -273,6 +301,10 @@ class AguiConnector(HttpBase):
             {"description": str(c.get("description", "")), "value": as_text(c.get("value", ""))}
             for c in request.context
         ]
+        if s.context_as == "message" and context:
+            text = "\n\n".join(f"{c['description'] or 'Context'}:\n{c['value']}" for c in context)
+            messages.insert(0, {"id": f"ctx_{request.run_id[:12]}", "role": "user", "content": text})
+            context = []
         forwarded = {**s.forwarded_props, **({"provisioned": dict(request.provisioned)} if request.provisioned else {})}
         if s.model:
             forwarded.setdefault("model", s.model)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import abc
 import random
 import time
+from contextlib import nullcontext
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from agent_health.connectors.conversation import OnTurn, UserCodeRaised, UserSide, hold_conversation
-from agent_health.connectors.registry import REGISTRY
+from agent_health.connectors.registry import EXTRAS, REGISTRY
 from agent_health.errors import AgentError, ConfigError, ConversationError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
@@ -94,7 +95,14 @@ class Connector(abc.ABC):
 def connector_class(name: str) -> type[Connector]:
     """The connector class of a kind (built in, or an installed package's; see connectors/registry.py),
     imported now; a ConfigError listing the known kinds when `name` is none of them."""
-    cls = REGISTRY.load(name)
+    try:
+        cls = REGISTRY.load(name)
+    except ModuleNotFoundError as exc:
+        if name not in EXTRAS:
+            raise
+        raise ConfigError(
+            f"connector {name!r} needs {exc.name}, which is not installed: pip install 'agent-health[{EXTRAS[name]}]'"
+        ) from None
     if not (isinstance(cls, type) and issubclass(cls, Connector)):
         raise ConfigError(
             f"connector {name!r} ({REGISTRY.target(name)}) is not a subclass of agent_health.connectors.base.Connector"
@@ -121,11 +129,14 @@ class AgentRuntime:
         connector: Connector | None = None,
         trace_views: TraceViewFactory | None = None,
         settings_hash: str = "",
+        capture: Any = None,
     ):
         self.agent = agent
         self.connector = connector or connector_class(agent.connector)(agent)
         self._trace_views = trace_views
         self.settings_hash = settings_hash  # of the version's settings, secrets excluded (results' provenance)
+        # the OpenTelemetry capture of this version's runs (`agent_health.traces.capture.OTelCapture`), if any
+        self.capture = capture
 
     @property
     def ref(self) -> str:
@@ -149,10 +160,14 @@ class AgentRuntime:
             )
         started = time.time()
         try:
-            if user is None:
-                result = await self.connector.run(request)
-            else:
-                result = await self.connector.converse(request, user, on_turn)
+            if self.capture is not None:  # the run's OTLP endpoint in its env (traces.source: otel)
+                request = self.capture.prepare(request)
+            with self.capture.scope(request) if self.capture is not None else nullcontext():
+                # in-process spans of the run kept, every turn's
+                if user is None:
+                    result = await self.connector.run(request)
+                else:
+                    result = await self.connector.converse(request, user, on_turn)
         except UserCodeRaised as exc:  # the test's turn function: its failure, not the agent's
             raise exc.original from None
         except (AgentError, ConversationError):
@@ -176,4 +191,8 @@ class AgentRuntime:
         return self._trace_views(result, self.agent) if self._trace_views else None
 
     async def aclose(self) -> None:
-        await self.connector.aclose()
+        try:
+            await self.connector.aclose()
+        finally:
+            if self.capture is not None:
+                self.capture.close()

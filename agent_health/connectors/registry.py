@@ -16,7 +16,20 @@ REGISTRY = Registry(
         "subprocess": "agent_health.connectors.subprocess:SubprocessConnector",
         "python": "agent_health.connectors.python:PythonConnector",
         "claude": "agent_health.connectors.claude:ClaudeConnector",
+        # framework agents named directly (docs/connectors.md#framework-agents); each module imports its framework
+        "pydantic_ai": "agent_health.connectors.frameworks.pydantic_ai:PydanticAIConnector",
+        "langgraph": "agent_health.connectors.frameworks.langchain:LangChainConnector",
+        "langchain": "agent_health.connectors.frameworks.langchain:LangChainConnector",
+        "openai_agents": "agent_health.connectors.frameworks.openai_agents:OpenAIAgentsConnector",
     },
 )
 
-__all__ = ["REGISTRY"]
+# The package extra a built-in kind's framework comes with, named when it is not installed.
+EXTRAS = {
+    "pydantic_ai": "pydantic-ai",
+    "langgraph": "langgraph",
+    "langchain": "langgraph",
+    "openai_agents": "openai-agents",
+}
+
+__all__ = ["EXTRAS", "REGISTRY"]

@@ -39,6 +39,11 @@ REPLAY_ENV = "AGENT_HEALTH_REPLAY"
 FORMAT = 1
 
 
+# What the harness adds to a run's env that changes with every run: the run's own OTLP endpoint
+# (agent_health.traces.capture), like the run id, is no part of what determines the run.
+_PER_RUN_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT",)
+
+
 def recording_key(agent_key: str, version: str, request: AgentRequest) -> str:
     """Stable hash of what determines an agent run (never the run id, trace ids or timeout). A
     turn of a conversation adds the test, its number and the conversation before it (never the
@@ -51,7 +56,7 @@ def recording_key(agent_key: str, version: str, request: AgentRequest) -> str:
         "context": list(request.context),
         "provisioned": request.provisioned,
         "files": request.files,
-        "env": request.env,
+        "env": {k: v for k, v in request.env.items() if k not in _PER_RUN_ENV},
     }
     if request.turn:  # only then: the recordings of runs of one turn keep their keys
         material["conversation"] = {"test": request.test_id, "turn": request.turn, "history": list(request.history)}

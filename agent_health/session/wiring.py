@@ -24,7 +24,7 @@ from agent_health.replay.store import ReplayConnector, open_recordings
 from agent_health.replay.stored import StoredRunConnector, stored_runs_for
 from agent_health.session.settings import build_settings
 from agent_health.stores import open_store
-from agent_health.traces import trace_view_factory, traces_enabled
+from agent_health.traces import otel_capture, trace_view_factory, traces_enabled
 
 
 def replay_mode(config: Config, replay: str | None = None) -> str:
@@ -60,7 +60,13 @@ def build_runtime(config: Config, agent: str | ResolvedAgent, replay: str | None
     if mode != "off":
         recordings = open_recordings(config.store, config.state_path / "recordings")  # shared with the store
         connector = ReplayConnector(connector, recordings, mode)
-    return AgentRuntime(agent, connector, trace_views=trace_view_factory(config), settings_hash=settings_hash)
+    return AgentRuntime(
+        agent,
+        connector,
+        trace_views=trace_view_factory(config),
+        settings_hash=settings_hash,
+        capture=otel_capture(config, agent),
+    )
 
 
 def build_analyzers(config: Config, judges: JudgeService | None = None) -> list[Any]:

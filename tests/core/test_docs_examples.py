@@ -83,6 +83,26 @@ EXERCISED = {
         "connectors.md",
         "# agent_health_config.py: Claude Code as the agent under test",
     ): "tests/connectors/test_connectors_claude.py::test_the_documented_config_runs_claude_and_reads_its_stream",
+    (
+        "connectors.md",
+        "# my_agents/rca.py: a python agent",
+    ): "tests/connectors/test_connectors_python.py::test_the_documented_python_agent_reports_its_steps_and_usage",
+    (
+        "connectors.md",
+        "# agent_health_config.py: the function above",
+    ): "tests/connectors/test_connectors_python.py::test_the_documented_python_agent_reports_its_steps_and_usage",
+    (
+        "connectors.md",
+        "# agent_health_config.py: three framework agents",
+    ): "tests/connectors/test_connectors_frameworks.py (the CLI and the headless Dagster job)",
+    (
+        "connectors.md",
+        "# server.py: a pydantic-ai agent over AG-UI",
+    ): "tests/connectors/test_connectors_agui_adapters.py (served by uvicorn, as written)",
+    (
+        "connectors.md",
+        "# agent_health_config.py: the AG-UI server above",
+    ): "tests/connectors/test_connectors_agui_adapters.py (its endpoint's port replaced)",
     ("extending.md", "[project]"): "tests/core/test_plugins.py (installed and run)",
     (
         "extending.md",
@@ -98,6 +118,10 @@ EXERCISED = {
     ("traces.md", '@test("payment RCA stays cheap"'): "test_the_traces_body_example_runs_on_the_demo_agent",
     ("traces.md", "# agent_health_config.py"): "tests/deploy/test_docs_config.py",
     ("traces.md", '{"trace_id": "'): "test_the_documented_span_line_is_read_by_the_local_source",
+    (
+        "traces.md",
+        "# agent_health_config.py: spans straight from OpenTelemetry",
+    ): "tests/traces/test_otel_capture.py::test_the_documented_otel_configuration_captures_a_subprocess_agent",
     ("traces.md", "traces = {"): "test_the_opensearch_traces_settings_build_a_source",
     ("traces.md", "async def my_synthesizer(data)"): "test_the_synthesizer_example_adds_its_insights",
     **{

@@ -53,6 +53,17 @@ CONFIGS = [(name, code) for name, code in blocks("python") if "define_config(" i
 YAMLS = blocks("yaml")
 
 
+def agent_modules(root: Any) -> None:
+    """Write the agent modules the docs' configurations name into `root`: the python agent of
+    docs/connectors.md as it gives it, the framework agents as tests/connectors ships them."""
+    from tests.core.test_docs_examples import block
+
+    (root / "my_agents").mkdir()
+    (root / "my_agents" / "rca.py").write_text(block("connectors.md", "# my_agents/rca.py"))
+    for name in ("sre_pydantic_ai", "sre_langgraph", "sre_openai_agents"):
+        (root / f"{name}.py").write_text((ROOT / "tests/connectors/framework_agents" / f"{name}.py").read_text())
+
+
 def test_the_docs_hold_the_examples_this_file_checks():
     names = [name for name, _ in CONFIGS]
     assert names.count("deploy.md") >= 2 and "README.md" in names and "traces.md" in names
@@ -67,6 +78,9 @@ def test_every_python_configuration_builds(name, code, monkeypatch, tmp_path):
     named = re.findall(r'(?:"env"|_env"):\s*"(\w+)"', code) + re.findall(r"os\.environ\[[\"'](\w+)[\"']\]", code)
     for var in set(named):
         monkeypatch.setenv(var, f"test-value-of-{var}")
+    agent_modules(tmp_path)  # importable as the connectors import them: from the working folder's path
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SRE_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # read when the module loads; never called
     namespace: dict[str, Any] = {}
     preamble = "from agent_health import *\nfrom agent_health import AgentSpec, define_config\n"
     exec(compile(preamble + code, name, "exec"), namespace)
