@@ -155,7 +155,10 @@ def test_an_unknown_kind_is_one_error_listing_the_known_ones_plugins_included(pl
         define_config(agents=[{"key": "seer", "connector": "oracel"}], default_agent="seer@default")
     message = str(err.value)
     assert "unknown connector 'oracel'; did you mean 'oracle'?" in message
-    assert "known: demo, http, agui, subprocess, python, claude, oracle;" in message
+    assert (
+        "known: demo, http, agui, subprocess, python, claude, pydantic_ai, langgraph, langchain, openai_agents, oracle;"
+        in message
+    )
     assert "'agent_health.connectors' entry points" in message
 
     with pytest.raises(ConfigError, match=r"judge.provider 'keywrd' unknown; did you mean 'keyword'\?") as err:
@@ -177,7 +180,9 @@ def test_an_unknown_kind_is_one_error_listing_the_known_ones_plugins_included(pl
 def test_without_the_plugin_its_kinds_are_unknown_and_there_is_no_silent_fallback(tmp_path):
     reset_registries()
     with pytest.raises(
-        ConfigError, match=r"unknown connector 'oracle' \(known: demo, http, agui, subprocess, python, claude;"
+        ConfigError,
+        match=r"unknown connector 'oracle' \(known: demo, http, agui, subprocess, python, claude, pydantic_ai, "
+        r"langgraph, langchain, openai_agents;",
     ):
         define_config(agents=[{"key": "seer", "connector": "oracle"}])
     with pytest.raises(ConfigError, match=r"judge.providers\['k'\]: type 'keyword' unknown; use one of \['demo'"):

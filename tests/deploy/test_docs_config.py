@@ -60,6 +60,8 @@ def agent_modules(root: Any) -> None:
 
     (root / "my_agents").mkdir()
     (root / "my_agents" / "rca.py").write_text(block("connectors.md", "# my_agents/rca.py"))
+    # the conversation example's `my_agents:chat`, importable beside the package's rca module
+    (root / "my_agents" / "__init__.py").write_text(block("connectors.md", "# my_agents.py"))
     for name in ("sre_pydantic_ai", "sre_langgraph", "sre_openai_agents"):
         (root / f"{name}.py").write_text((ROOT / "tests/connectors/framework_agents" / f"{name}.py").read_text())
 
@@ -75,9 +77,13 @@ def test_the_docs_hold_the_examples_this_file_checks():
 @pytest.mark.parametrize("name, code", CONFIGS, ids=[f"{n}:{i}" for i, (n, _) in enumerate(CONFIGS)])
 def test_every_python_configuration_builds(name, code, monkeypatch, tmp_path):
     # referenced secrets and variables exist, as in a deployment
-    named = re.findall(r'(?:"env"|_env"):\s*"(\w+)"', code) + re.findall(r"os\.environ\[[\"'](\w+)[\"']\]", code)
+    named = (
+        re.findall(r'(?:"env"|_env"):\s*"(\w+)"', code)
+        + re.findall(r"os\.environ\[[\"'](\w+)[\"']\]", code)
+        + re.findall(r"\$\{(\w+)\}", code)
+    )
     for var in set(named):
-        monkeypatch.setenv(var, f"test-value-of-{var}")
+        monkeypatch.setenv(var, "http://127.0.0.1:9/chat" if var.endswith("_URL") else f"test-value-of-{var}")
     agent_modules(tmp_path)  # importable as the connectors import them: from the working folder's path
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("SRE_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # read when the module loads; never called
