@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -21,3 +22,13 @@ def server() -> Iterator[AgentServer]:
         skip_or_fail(f"cannot start the test agent server on 127.0.0.1: {exc}")
     yield srv
     srv.close()
+
+
+@pytest.fixture(autouse=True)
+def _project_roots_leave_sys_path() -> Iterator[None]:
+    """A python agent's project root, put on sys.path by the connector (as the CLI wants it for
+    the process), leaves it with its test: a leftover root holding `my_agents.py` shadowed the next
+    test's `my_agents/` folder (a regular module wins over a namespace package)."""
+    before = set(sys.path)
+    yield
+    sys.path[:] = [p for p in sys.path if p in before]
