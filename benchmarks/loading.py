@@ -5,7 +5,7 @@ as agent-health JSON). Everything the loader keeps counts: the TestCase, the Tes
 function, their strings, and what the file's registry keeps; modules are imported and a small
 suite loaded first, so import-time caches are not counted.
 
-With --rss it measures instead what README's table calls loading per test: the peak RSS of
+With --rss it measures instead what docs/performance.md's table calls loading per test: the peak RSS of
 `agent-health run SUITE --list` (a fresh process, a fresh project folder) at two sizes, and the
 slope between them; --tree DIR measures another checkout (e.g. main's) with this interpreter.
 

@@ -243,5 +243,5 @@ def test_the_docs_table_is_derived_from_the_declarations():
     section = text.split("## 6. Environment variables of a deployment", 1)[1]
     table = next(block for block in section.split("\n\n") if block.startswith("| Variable |")).strip()
     assert table == deployment_table(), "docs/deploy.md's table should read:\n" + deployment_table()
-    readme = (ROOT / "README.md").read_text()
-    assert "docs/deploy.md#6-environment-variables-of-a-deployment" in readme
+    pipeline = (ROOT / "docs" / "pipeline.md").read_text()
+    assert "](deploy.md#6-environment-variables-of-a-deployment)" in pipeline

@@ -26,17 +26,27 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 # or synopsis text (a usage line, a layout tree, a message a user sees), named as such.
 EXERCISED = {
     ("README.md", "bash scripts/main.sh"): "tests/core/test_readme_commands.py (as written, fresh instance)",
-    ("README.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"): "tests/core/test_readme_commands.py (as written)",
+    ("setup.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"): "tests/core/test_readme_commands.py (as written)",
     ("dagster.md", "# every suite, both demo versions"): "tests/core/test_readme_commands.py (as written)",
-    ("README.md", "# evals/payments.eval.py"): "test_the_readme_eval_file_runs_with_the_readme_command",
-    ("README.md", ". .venv/bin/activate"): "test_the_readme_eval_file_runs_with_the_readme_command",
-    ("README.md", "agent-health [--config FILE] run"): "synopsis (tests/cli/test_cli.py runs every option)",
+    ("writing-evals.md", "# evals/payments.eval.py"): "test_the_writing_evals_example_runs_with_its_command",
+    ("writing-evals.md", ". .venv/bin/activate"): "test_the_writing_evals_example_runs_with_its_command",
+    **{
+        ("README.md", head): "tests/core/test_readme_quickstart.py (from a fresh copy of the project)"
+        for head in (
+            "# evals/first.eval.py",
+            ". .venv/bin/activate",
+            "# my-agent/agent_health_config.py",
+            "# my-agent/evals/hello.eval.py",
+            "cd my-agent",
+        )
+    },
+    ("cli.md", "agent-health [--config FILE] run"): "synopsis (tests/cli/test_cli.py runs every option)",
     (
-        "README.md",
+        "cli.md",
         "agent-health run evals --agent demo@v1",
-    ): "tests/reports/test_docs.py::test_the_readme_reports_section_runs",
-    ("README.md", "from agent_health import define_config"): "tests/deploy/test_docs_config.py",
-    ("README.md", "agent_health/          the library"): "layout tree (tests/core/test_layers.py checks its order)",
+    ): "tests/reports/test_docs.py::test_the_cli_reports_section_runs",
+    ("configuration.md", "from agent_health import define_config"): "tests/deploy/test_docs_config.py",
+    ("layout.md", "agent_health/          the library"): "layout tree (tests/core/test_layers.py checks its order)",
     ("deploy.md", "# agent_health_config.py: results, judge cache"): "tests/deploy/test_docs_config.py",
     ("deploy.md", "# agent_health_config.py: the same on OpenSearch"): "tests/deploy/test_docs_config.py",
     ("deploy.md", "storage:"): "tests/deploy/test_docs_config.py (the tested PostgreSQL template)",
@@ -64,7 +74,7 @@ EXERCISED = {
         "agent-health serve --port 0",
     ): "tests/reporters/test_serve.py::test_the_documented_serve_commands_run",
     (
-        "README.md",
+        "cli.md",
         "agent-health serve --port 0",
     ): "tests/reporters/test_serve.py::test_the_documented_serve_commands_run",
     ("reports.md", "agent-health run evals --agent demo@v2 --shard 1/3"): "tests/reports/test_docs.py",
@@ -191,17 +201,18 @@ def test_every_claim_still_has_its_block():
     assert heads == []
 
 
-def test_the_readme_eval_file_runs_with_the_readme_command(tmp_path):
-    """The README's commands as written, in a fresh shell whose PATH holds no venv, from a project
-    root whose .venv is the one these tests run in (what scripts/main.sh and scripts/test.sh make):
-    a bare `agent-health` there is "command not found", so the README must say how to reach it."""
+def test_the_writing_evals_example_runs_with_its_command(tmp_path):
+    """docs/writing-evals.md's eval file and commands as written, in a fresh shell whose PATH holds
+    no venv, from a project root whose .venv is the one these tests run in (what scripts/main.sh and
+    scripts/test.sh make): a bare `agent-health` there is "command not found", so the page must say
+    how to reach it."""
     venv = Path(sys.prefix)
     if venv == Path(sys.base_prefix) or not (venv / "bin" / "activate").is_file():
         skip_or_fail("the tests do not run in a venv (scripts/test.sh makes .venv)")
     (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "payments.eval.py").write_text(block("README.md", "# evals/payments.eval.py"))
+    (tmp_path / "evals" / "payments.eval.py").write_text(block("writing-evals.md", "# evals/payments.eval.py"))
     (tmp_path / ".venv").symlink_to(venv, target_is_directory=True)
-    commands = block("README.md", ". .venv/bin/activate")
+    commands = block("writing-evals.md", ". .venv/bin/activate")
     assert "agent-health run evals/" in commands
     shell = subprocess.run(
         ["bash", "--noprofile", "--norc", "-c", commands],

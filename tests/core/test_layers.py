@@ -93,7 +93,7 @@ def test_bottom_layers_import_only_what_is_below_them(bottom, allowed):
     assert import_graph()[bottom] <= allowed
 
 
-# Bottom layer first, as README's layout lists them: each imports only packages before it.
+# Bottom layer first, as docs/layout.md lists them: each imports only packages before it.
 LAYERS = [
     "errors",
     "interrupts",
@@ -169,9 +169,9 @@ def test_the_dagster_layer_enters_the_library_only_through_pipeline_and_errors()
 
 
 def test_readme_layout_lists_the_library_in_layer_order():
-    """README's Layout section names the library's parts bottom layer first, as LAYERS does."""
-    readme = (LIB.parent / "README.md").read_text()
-    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    """docs/layout.md names the library's parts bottom layer first, as LAYERS does."""
+    layout = (LIB.parent / "docs" / "layout.md").read_text()
+    block = layout.split("```", 2)[1]
     listed = [
         line.split()[0].rstrip("/").removesuffix(".py")
         for line in block.splitlines()
@@ -180,7 +180,7 @@ def test_readme_layout_lists_the_library_in_layer_order():
     package_layers = [p for p in LAYERS if p not in ("__init__", "__main__")]
     assert [p for p in listed if p in LAYERS] == package_layers
     on_disk = {p.name.removesuffix(".py") for p in LIB.iterdir() if not p.name.startswith(("_", "."))}
-    assert set(listed) == on_disk - {"py.typed"}, "README's Layout lists parts that do not exist, or misses some"
+    assert set(listed) == on_disk - {"py.typed"}, "docs/layout.md lists parts that do not exist, or misses some"
 
 
 def test_every_package_declares_its_public_surface():

@@ -1,4 +1,4 @@
-"""The Dagster commands of README.md and docs/dagster.md run as written, in document order, in a
+"""The Dagster commands of README.md, docs/setup.md and docs/dagster.md run as written, in document order, in a
 fresh copy of the project (its scripts, eval files and workspace; the tested virtualenv), against
 a fresh instance: `bash scripts/main.sh`, the `dagster dev` of scripts/dev.sh (up and serving the
 code location), and the commands docs/dagster.md gives for materializing partitions. Each command
@@ -88,10 +88,10 @@ def test_readme_and_dagster_doc_commands_work_as_written(project):
     home = project / ".agent_health" / "dagster_home"
     assert (home / "dagster.yaml").exists()
 
-    # README: the UI on the same instance, as written (it serves on the default port 3000)
-    [(dev, _)] = commands(block("README.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"))
+    # docs/setup.md: the UI on the same instance, as written (it serves on the default port 3000)
+    [(dev, _)] = commands(block("setup.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"))
     if not port_free(3000):
-        pytest.skip("port 3000 is taken on this machine; the README's dagster dev command serves there")
+        pytest.skip("port 3000 is taken on this machine; docs/setup.md's dagster dev command serves there")
     server = subprocess.Popen(
         ["bash", "-c", dev],
         cwd=project,

@@ -68,7 +68,7 @@ def agent_modules(root: Any) -> None:
 
 def test_the_docs_hold_the_examples_this_file_checks():
     names = [name for name, _ in CONFIGS]
-    assert names.count("deploy.md") >= 2 and "README.md" in names and "traces.md" in names
+    assert names.count("deploy.md") >= 2 and "configuration.md" in names and "traces.md" in names
     launchers = [y for _, y in YAMLS if "run_launcher:" in y]
     # no run-config block selects an executor: the code location does ($AGENT_HEALTH_EXECUTOR)
     assert len(launchers) == 3 and not any("execution:" in y for _, y in YAMLS)

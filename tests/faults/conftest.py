@@ -77,8 +77,8 @@ def evals(tmp_path: Path):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test here is a fault case (but the check of README's count of them):
-    `pytest -m fault --collect-only -q tests/faults` counts them (README, Reliability)."""
+    """Every test here is a fault case (but the check of docs/reliability.md's count of them):
+    `pytest -m fault --collect-only -q tests/faults` counts them (docs/reliability.md)."""
     here = Path(__file__).parent
     for item in items:
         path = Path(str(item.path))

@@ -1,7 +1,7 @@
 """Nothing a test does can hang the process: a catastrophic regular expression on the event loop
 (which holds the interpreter lock and starved the watchdog thread), a non-daemon thread left
 running, a body that sends SIGTERM to its own process, and thousands of epochs on an agent that
-never awaits. Each keeps the README's promise: the process exits within a few seconds of the
+never awaits. Each keeps the promise of docs/cli.md: the process exits within a few seconds of the
 timeout or the signal, with the results it has, the tests cut short reported errored with the
 reason, and memory stays flat in the number of trials."""
 

@@ -276,14 +276,14 @@ def test_a_port_in_use_is_one_clear_error(runs_project):
 
 
 def test_the_documented_serve_commands_run(runs_project):
-    """docs/reports.md's and the README's `agent-health serve` lines as written (in a project whose
+    """docs/reports.md's and docs/cli.md's `agent-health serve` lines as written (in a project whose
     store holds the run the docs name): each serves what its comment says, then stops on SIGTERM."""
     store = LocalResultStore(runs_project / ".agent_health" / "results")
     documented = "20260104T000000-0000ddd0"
     store_run(store, documented, _results(2), started_at=4000.0)
     lines = [
         *block("reports.md", "agent-health serve --port 0").strip().splitlines(),
-        *block("README.md", "agent-health serve --port 0").strip().splitlines(),
+        *block("cli.md", "agent-health serve --port 0").strip().splitlines(),
     ]
     expected = [[documented, NEW, OLD], [documented, NEW, OLD], [documented], [documented, NEW, OLD]]
     assert len(lines) == len(expected), lines

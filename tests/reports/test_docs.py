@@ -1,4 +1,4 @@
-"""Every example in docs/reports.md (and the README's reports section) runs as written: shell lines
+"""Every example in docs/reports.md (and docs/cli.md's reports section) runs as written: shell lines
 through the real CLI, in order, with the exit code their comment states (`# exits N`, else 0),
 and the notebook session as a doctest, in a project whose store holds a demo@v1 and a demo@v2 run."""
 
@@ -25,8 +25,8 @@ def blocks(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in BLOCK.finditer(text)]
 
 
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text()
+def cli_reports_section() -> str:
+    text = (ROOT / "docs" / "cli.md").read_text()
     start = text.index("## Reports and comparisons")
     end = text.find("\n## ", start + 1)
     return text[start : end if end > 0 else None]
@@ -94,5 +94,5 @@ def test_every_example_in_docs_reports_runs(docs_project):
         (docs_project / f"shard-{i}.json").read_bytes()).results) for i in (1, 2, 3))  # fmt: skip
 
 
-def test_the_readme_reports_section_runs(docs_project):
-    assert run_blocks(readme_section(), docs_project, "README.md") >= 3
+def test_the_cli_reports_section_runs(docs_project):
+    assert run_blocks(cli_reports_section(), docs_project, "docs/cli.md") >= 3
