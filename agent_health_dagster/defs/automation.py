@@ -436,7 +436,7 @@ def build_automation(
         description="Keeps each suite's test partitions in step with its eval file, requests runs for added "
         "and changed tests, and a refresh when tests were removed.",
     )
-    def eval_files_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+    def eval_files_sensor(context: SensorEvaluationContext, **_called: Any) -> SensorResult | SkipReason:
         agent_health: AgentHealthResource = ns.resource(context)
         result, problems = sync_eval_files(
             context.instance, agent_health.project(), suites, json.loads(context.cursor or "{}"), context.log, ns
@@ -458,7 +458,7 @@ def build_automation(
         "new version gets every suite evaluated); keeps retired versions; removes versions added by hand that "
         "the configuration never had.",
     )
-    def agent_versions_sensor(context: SensorEvaluationContext) -> SensorResult:
+    def agent_versions_sensor(context: SensorEvaluationContext, **_called: Any) -> SensorResult:
         agent_health: AgentHealthResource = ns.resource(context)
         cursor = json.loads(context.cursor or "{}")
         return sync_agent_versions(context.instance, agent_health.project(), suites, cursor, ns)
@@ -500,7 +500,7 @@ def nightly_schedule(s: SuiteAssets, job: Any, cron: str, ns: Namespace = DEFAUL
         description=f"Materializes {s.source_file} for the configured agent versions ({cron}, UTC; "
         "$AGENT_HEALTH_SCHEDULE_CRON).",
     )
-    def nightly(context: ScheduleEvaluationContext) -> list[RunRequest] | SkipReason:
+    def nightly(context: ScheduleEvaluationContext, **_called: Any) -> list[RunRequest] | SkipReason:
         agent_health: AgentHealthResource = ns.resource(context)
         registered = list(context.instance.get_dynamic_partitions(ns.agent_versions))
         agents = configured_order(context.instance, agent_health.project(), ns)

@@ -193,7 +193,7 @@ def build_calibration_sensor(job: Any, interval: int, ns: Namespace = DEFAULT) -
         "stored, and calibrates the identities whose labels or labelled verdicts changed. Reads the stored labels, "
         "then only the results of labelled tests.",
     )
-    def calibration_sensor(context: SensorEvaluationContext) -> SensorResult:
+    def calibration_sensor(context: SensorEvaluationContext, **_called: Any) -> SensorResult:
         agent_health: AgentHealthResource = ns.resource(context)
         return sync_judge_identities(context.instance, agent_health.project(), json.loads(context.cursor or "{}"), ns)
 

@@ -74,7 +74,11 @@ class Namespace:
         return self.name(RESOURCE_KEY)
 
     def resource(self, context: Any) -> Any:
-        """This namespace's AgentHealthResource, from an op's, sensor's or schedule's context."""
+        """This namespace's AgentHealthResource, from an op's, sensor's or schedule's context: the
+        definitions name its key in `required_resource_keys` (a parameter's name cannot follow
+        the prefix). A sensor or schedule called directly (`sensor(build_sensor_context(...))`,
+        as tests call them) is also given its required resources as keywords, which the
+        functions take as `**_called` and leave: the context holds them either way."""
         return getattr(context.resources, self.resource_key)
 
     @property
