@@ -401,7 +401,9 @@ def plan_refresh(
         if run.run_id not in counted:
             pending.update(dict.fromkeys(run_agent_versions(run.tags, registered)))
     busy = {
-        v for r in _evaluation_runs(instance, IN_PROGRESS, ns=ns) for v in run_agent_versions(r.dagster_run.tags, registered)
+        v
+        for r in _evaluation_runs(instance, IN_PROGRESS, ns=ns)
+        for v in run_agent_versions(r.dagster_run.tags, registered)
     }
     # Hold every pending version while one of them is still being evaluated: the evaluation runs
     # of one change (several suites, blocks of versions) end in one refresh.

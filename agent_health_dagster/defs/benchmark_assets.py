@@ -10,7 +10,6 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
-    AssetKey,
     AssetSpec,
     Config,
     MaterializeResult,

@@ -206,9 +206,7 @@ def build_pipeline(
     jobs = build_jobs(suites, ns)
     sensors, schedules = build_automation(suites, jobs, ns)
     sensors.append(build_calibration_sensor(jobs[CALIBRATE_JOB], sensor_interval(), ns))
-    sensors.append(
-        build_missed_retry_sensor(list(jobs.values()), sensor_interval(), ns.name("missed_retries_sensor"))
-    )
+    sensors.append(build_missed_retry_sensor(list(jobs.values()), sensor_interval(), ns.name("missed_retries_sensor")))
     if ns.resource_key in (resources or {}):
         raise ConfigError(
             f"resource key {ns.resource_key!r} is agent-health's own for this eval root; name the other resource "

@@ -18,7 +18,6 @@ from dagster import (
     AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
-    AssetKey,
     AssetObservation,
     AssetSpec,
     BackfillPolicy,
@@ -169,9 +168,7 @@ def sync_judge_identities(
     ]
     events: list[Any] = []
     if cursor.get("labels", NO_LABELS) != found.digest:
-        events.append(
-            AssetObservation(ns.labels_key, metadata=found.numbers(), tags={DATA_VERSION_TAG: found.digest})
-        )
+        events.append(AssetObservation(ns.labels_key, metadata=found.numbers(), tags={DATA_VERSION_TAG: found.digest}))
     return SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=[AddDynamicPartitionsRequest(ns.judge_identities, add)] if add else [],

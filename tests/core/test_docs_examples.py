@@ -29,7 +29,7 @@ EXERCISED = {
     ("README.md", "DAGSTER_HOME=$PWD/.agent_health/dagster_home"): "tests/core/test_readme_commands.py (as written)",
     ("dagster.md", "# every suite, both demo versions"): "tests/core/test_readme_commands.py (as written)",
     ("dagster.md", "# my_project/definitions.py"): "tests/dagster/test_embedding.py (run as written)",
-    ("dagster.md", "# my_project/defs/support_evals/defs.yaml"): "tests/dagster/test_embedding.py (loaded by dg's loader)",
+    ("dagster.md", "# my_project/defs/support_evals/defs.yaml"): "tests/dagster/test_embedding.py (dg loader)",
     ("README.md", "# evals/payments.eval.py"): "test_the_readme_eval_file_runs_with_the_readme_command",
     ("README.md", ". .venv/bin/activate"): "test_the_readme_eval_file_runs_with_the_readme_command",
     ("README.md", "agent-health [--config FILE] run"): "synopsis (tests/cli/test_cli.py runs every option)",
