@@ -87,6 +87,9 @@ def team_project(tmp_path: Path) -> Path:
 def test_a_team_project_merges_two_eval_roots_and_materializes_each(team_project, instance):
     from dagster import AssetKey, Definitions
 
+    from agent_health_dagster.defs.automation import is_evaluation
+    from agent_health_dagster.defs.namespace import Namespace
+
     module = runpy.run_path(str(team_project / "definitions.py"))
     defs: Definitions = module["defs"]
     Definitions.validate_loadable(defs)  # one repository: no two jobs, ops or sensors share a name
@@ -106,6 +109,7 @@ def test_a_team_project_merges_two_eval_roots_and_materializes_each(team_project
     )
     assert team.success and team.output_for_node("orders") == "orders from postgresql://warehouse/analytics"
 
+    runs_of: dict[str, set[str]] = {}
     for prefix, expected in OUTCOMES.items():
         resource_key = f"{prefix}__agent_health"
         sensor_result(defs, instance, f"{prefix}__agent_versions_sensor", resource_key)
@@ -117,7 +121,8 @@ def test_a_team_project_merges_two_eval_roots_and_materializes_each(team_project
         assert result.run_requests and {r.job_name for r in result.run_requests} == {job}
         job_def = defs.resolve_job_def(job)
         assert job_def.executor_def is module["executor"]  # the team's executor runs the evaluations
-        run_ids = set()
+        run_ids: set[str] = set()
+        runs_of[prefix] = run_ids
         for request in result.run_requests:  # what the daemon launches for this sensor
             run = job_def.execute_in_process(instance=instance, tags=request.tags, raise_on_error=False)
             assert run.success
@@ -129,6 +134,12 @@ def test_a_team_project_merges_two_eval_roots_and_materializes_each(team_project
         # each root's results are in its own store, beside its configuration
         stored = list((team_project / prefix / ".agent_health").rglob("*.json*"))
         assert stored, f"{prefix}: no stored result"
+
+    # each root's refresh sensor counts only its own root's evaluation runs
+    for prefix, run_ids in runs_of.items():
+        for other, other_ids in runs_of.items():
+            for run_id in other_ids:
+                assert is_evaluation(instance.get_run_by_id(run_id), Namespace(prefix)) is (other == prefix)
 
     # nothing of the code location's own names was touched: the roots share no partition set
     assert list(instance.get_dynamic_partitions("agent_versions")) == []
