@@ -136,7 +136,7 @@ def test_a_team_project_merges_two_eval_roots_and_materializes_each(team_project
         assert stored, f"{prefix}: no stored result"
 
     # each root's refresh sensor counts only its own root's evaluation runs
-    for prefix, run_ids in runs_of.items():
+    for prefix in runs_of:
         for other, other_ids in runs_of.items():
             for run_id in other_ids:
                 assert is_evaluation(instance.get_run_by_id(run_id), Namespace(prefix)) is (other == prefix)
@@ -204,3 +204,22 @@ def test_the_repositorys_definitions_py_is_what_workspace_yaml_loads_and_is_not_
     assert "py-modules" not in setuptools  # a top-level module ships only when listed there
     packages = find_packages(str(ROOT), include=setuptools["packages"]["find"]["include"])
     assert "definitions" not in {p.split(".")[0] for p in packages}
+
+
+def test_the_public_names_are_importable_and_the_package_import_stays_light():
+    import subprocess
+    import sys
+
+    import agent_health_dagster
+    from agent_health_dagster.component import AgentHealthComponent
+    from agent_health_dagster.defs.resources import AgentHealthResource
+    from agent_health_dagster.embed import agent_health_definitions
+
+    assert agent_health_dagster.__all__ == ["AgentHealthComponent", "AgentHealthResource", "agent_health_definitions"]
+    assert agent_health_dagster.AgentHealthComponent is AgentHealthComponent
+    assert agent_health_dagster.AgentHealthResource is AgentHealthResource
+    assert agent_health_dagster.agent_health_definitions is agent_health_definitions
+    assert set(agent_health_dagster.__all__) <= set(dir(agent_health_dagster))
+    script = "import sys, agent_health_dagster; print('dagster' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
