@@ -51,11 +51,12 @@ def agent_health_definitions(
       (`agent_health_config.py`) and the results are; unset, they are found as the CLI finds them
       (the configuration file names the eval root and state folder).
     - `prefix` (letters, digits, underscores): the first part of every asset key
-      (`<prefix>/<suite>/results`) and the start of every job, sensor, schedule, group, dynamic
-      partition set and op name (`<prefix>__evaluate__<suite>`), and of the resource key
-      (`<prefix>__agent_health`). Give each eval root its own prefix and their Definitions, and
-      the team's, merge with `dagster.Definitions.merge` without a collision. "" (the default)
-      gives the names of agent-health's own code location.
+      (`<prefix>/<suite>/results`, `<prefix>/benchmark/leaderboard`); in every other name it
+      stands before the suite (`evaluate__<prefix>__<suite>`, `tests__<prefix>__<suite>`) or, for
+      what the eval root has once, first (`<prefix>__refresh`, `<prefix>__eval_files_sensor`,
+      `<prefix>__agent_versions`, the resource key `<prefix>__agent_health`). Give each eval root
+      its own prefix and their Definitions, and the team's, merge with `dagster.Definitions.merge`
+      without a collision. "" (the default) gives the names of agent-health's own code location.
     - `executor`: the executor of these jobs (None: the one of the Definitions they are merged
       into, else Dagster's default). Give every eval root the same executor object.
     - `resources`: more resources, under their keys, beside agent-health's own.

@@ -53,7 +53,6 @@ from agent_health_dagster.defs.suite_assets import OWNERS, SuiteAssets, clean, g
 from agent_health_dagster.defs.tables import table_value
 
 GROUP = "judges"
-CALIBRATION = DEFAULT.calibration_key
 
 
 def labels_spec(ns: Namespace = DEFAULT) -> AssetSpec:

@@ -44,8 +44,9 @@ def _dynamic(name: str) -> DynamicPartitionsDefinition:
 @dataclass(frozen=True)
 class Namespace:
     """`prefix` "" (the default): the code location's own names. A prefix ("team_a") is the first
-    part of every asset key, and `<prefix>__` starts every group, job, sensor, schedule, op,
-    dynamic partition set and the resource key."""
+    part of every asset key, and `<prefix>__` starts the name of everything the eval root has once
+    (its refresh job, sensors, agent versions, benchmark group, resource key). A suite's own names
+    carry it through the suite's key prefix (`SuiteNames`: `evaluate__team_a__<suite>`)."""
 
     prefix: str = ""
 
