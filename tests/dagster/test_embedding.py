@@ -223,3 +223,14 @@ def test_the_public_names_are_importable_and_the_package_import_stays_light():
     script = "import sys, agent_health_dagster; print('dagster' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_dg_finds_the_component_through_the_registry_entry_point():
+    """`dg list components` lists the component types of the modules under this entry-point group."""
+    import importlib
+
+    from dagster import Component
+
+    entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    module = importlib.import_module(entry["dagster_dg_cli.registry_modules"]["agent_health_dagster"])
+    assert issubclass(module.AgentHealthComponent, Component)
