@@ -102,6 +102,8 @@ def test_a_team_project_merges_two_eval_roots_and_materializes_each(team_project
     )
     assert set(defs.resources or {}) == {"warehouse", "support__agent_health", "billing__agent_health"}
     assert defs.resources["warehouse"] is module["warehouse"]  # the team's resource, once
+    # the team's executor runs every job: each eval root's and the implicit one of backfills and the UI
+    assert {j.name for j in defs.resolve_all_job_defs() if j.executor_def is not module["executor"]} == set()
 
     # the team's own asset, with its resource, in the same instance
     team = defs.resolve_implicit_global_asset_job_def().execute_in_process(
