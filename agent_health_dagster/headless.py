@@ -35,8 +35,7 @@ from agent_health.errors import AgentHealthError
 from agent_health_dagster.dagster_env import apply_dagster_env, dagster_env
 from agent_health_dagster.defs.automation import sync_agent_versions, sync_eval_files
 from agent_health_dagster.defs.build import build_pipeline, run_limit_seconds
-from agent_health_dagster.defs.names import REFRESH_JOB
-from agent_health_dagster.defs.partitions import AGENT_VERSIONS, PARTITION_TAG, contiguous_blocks, range_tags
+from agent_health_dagster.defs.partitions import PARTITION_TAG, contiguous_blocks, range_tags
 
 DEFAULT_HOME = Path(".agent_health") / "dagster_home"
 
@@ -127,9 +126,10 @@ def register(instance: Any, pipeline: Any, cursor_file: Path | None = None) -> l
     """Register agent versions and test partitions; returns the problems the eval sync found.
     `cursor_file` keeps the hashes seen last time (as the sensors keep theirs)."""
     saved = json.loads(cursor_file.read_text()) if cursor_file and cursor_file.is_file() else {}
-    agents = sync_agent_versions(instance, pipeline.project, pipeline.suites, saved.get("agents"))
+    ns = pipeline.namespace
+    agents = sync_agent_versions(instance, pipeline.project, pipeline.suites, saved.get("agents"), ns)
     apply_sensor_result(instance, agents)
-    result, problems = sync_eval_files(instance, pipeline.project, pipeline.suites, saved.get("evals", {}))
+    result, problems = sync_eval_files(instance, pipeline.project, pipeline.suites, saved.get("evals", {}), ns=ns)
     apply_sensor_result(instance, result)
     if cursor_file:
         cursor_file.write_text(
@@ -153,7 +153,7 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
     metrics, insights and rollup with its checks, the comparisons, the leaderboard: one run per
     version). Says what it is doing as it goes; returns the check evaluations of the refresh."""
     defs = pipeline.defs
-    order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
+    order = list(instance.get_dynamic_partitions(pipeline.namespace.agent_versions))
     agent_blocks = contiguous_blocks(order, agents)
     for s in pipeline.suites:
         tests = s.test_keys(instance)
@@ -176,7 +176,7 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
         print(f"  refreshing rollups, comparison and leaderboard for {agent} ...", end="", flush=True)
         start = time.perf_counter()
         wait_for_runs_of(instance, agent)
-        run = defs.resolve_job_def(REFRESH_JOB).execute_in_process(
+        run = defs.resolve_job_def(pipeline.namespace.refresh_job).execute_in_process(
             instance=instance, partition_key=agent, run_config=QUIET, raise_on_error=False
         )
         _check(run, f"refreshing {agent}")

@@ -53,10 +53,9 @@ from agent_health.pipeline import (
     freshness_description,
     plan_suite_sync,
 )
-from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY, REFRESH_JOB
+from agent_health_dagster.defs.names import REFRESH_JOB
+from agent_health_dagster.defs.namespace import DEFAULT, Namespace
 from agent_health_dagster.defs.partitions import (
-    AGENT_SETTINGS_KEY,
-    AGENT_VERSIONS,
     DATA_VERSION_TAG,
     contiguous_blocks,
     multi_key,
@@ -114,14 +113,19 @@ def observation(key: AssetKey, partition: str, version: str, **metadata: Any) ->
     return AssetObservation(asset_key=key, partition=partition, tags={DATA_VERSION_TAG: version}, metadata=metadata)
 
 
-def configured_order(instance: Any, project: Project) -> list[str]:
+def configured_order(instance: Any, project: Project, ns: Namespace = DEFAULT) -> list[str]:
     """Registered agent versions that the configuration still knows, in registration order."""
     known = set(project.config.agent_refs())
-    return [a for a in instance.get_dynamic_partitions(AGENT_VERSIONS) if a in known]
+    return [a for a in instance.get_dynamic_partitions(ns.agent_versions) if a in known]
 
 
 def sync_eval_files(
-    instance: Any, project: Project, suites: Sequence[SuiteAssets], cursor: dict[str, dict[str, str]], log: Any = None
+    instance: Any,
+    project: Project,
+    suites: Sequence[SuiteAssets],
+    cursor: dict[str, dict[str, str]],
+    log: Any = None,
+    ns: Namespace = DEFAULT,
 ) -> tuple[SensorResult, list[str]]:
     """The eval-files sensor's work as a function (the headless job applies it too).
 
@@ -137,7 +141,7 @@ def sync_eval_files(
     file_errors: dict[str, list[Any]] = {}
     for err in loaded_all.errors:
         file_errors.setdefault(getattr(err, "file", ""), []).append(err)
-    agents = configured_order(instance, project)
+    agents = configured_order(instance, project, ns)
     requests: list[Any] = []
     runs: list[RunRequest] = []
     events: list[Any] = []
@@ -188,7 +192,7 @@ def sync_eval_files(
             order = ordered_after(registered, add, remove)
             for block in contiguous_blocks(order, [test_key(t) for t in dirty]):
                 digest = _digest(agents, block, [plan.hashes[test_id_of(s.suite, t)] for t in block])
-                for agent_block in contiguous_blocks(list(instance.get_dynamic_partitions(AGENT_VERSIONS)), agents):
+                for agent_block in contiguous_blocks(list(instance.get_dynamic_partitions(ns.agent_versions)), agents):
                     runs.extend(
                         evaluate_requests(
                             s, agent_block, block, f"eval:{s.suite}:{digest}:{agent_block[0]}", "tests added or changed"
@@ -197,7 +201,7 @@ def sync_eval_files(
     for suite in sorted(set(project.suite_files()) - {s.suite for s in suites}):
         problems.append(f"new suite {suite!r}: reload the code location to create its assets")
     if refresh and agents:
-        runs.extend(refresh_requests(instance, agents, f"removed:{_digest(new_cursor)}", "tests removed"))
+        runs.extend(refresh_requests(instance, agents, f"removed:{_digest(new_cursor)}", "tests removed", ns))
     return SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=requests,
@@ -207,23 +211,27 @@ def sync_eval_files(
 
 
 def sync_agent_versions(
-    instance: Any, project: Project, suites: Sequence[SuiteAssets], cursor: Mapping[str, str] | None = None
+    instance: Any,
+    project: Project,
+    suites: Sequence[SuiteAssets],
+    cursor: Mapping[str, str] | None = None,
+    ns: Namespace = DEFAULT,
 ) -> SensorResult:
     """Register configured agent versions, report each version's settings data version when it
     changed, and request every suite for each new version. A version that was configured once and
     is no longer is retired: kept, with its history. A version the configuration never had (added
     by hand in the launch dialog: no settings were ever reported for it) is removed."""
     refs = project.config.agent_refs()
-    current = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
+    current = list(instance.get_dynamic_partitions(ns.agent_versions))
     add = [r for r in refs if r not in current]
-    requests: list[Any] = [AddDynamicPartitionsRequest(AGENT_VERSIONS, add)] if add else []
+    requests: list[Any] = [AddDynamicPartitionsRequest(ns.agent_versions, add)] if add else []
     known = dict(cursor or {})
     unconfigured = [v for v in current if v not in refs and v not in known]
     if any(r not in known for r in refs) or unconfigured:
-        known = {**observed_versions(instance, AGENT_SETTINGS_KEY), **known}
+        known = {**observed_versions(instance, ns.settings_key), **known}
     stray = [v for v in unconfigured if v not in known]
     if stray:
-        requests.append(DeleteDynamicPartitionsRequest(AGENT_VERSIONS, stray))
+        requests.append(DeleteDynamicPartitionsRequest(ns.agent_versions, stray))
     versions: dict[str, str] = {}
     events: list[Any] = []
     for ref in refs:
@@ -232,7 +240,7 @@ def sync_agent_versions(
         except AgentHealthError:
             continue
         if known.get(ref) != versions[ref]:
-            events.append(observation(AGENT_SETTINGS_KEY, ref, versions[ref]))
+            events.append(observation(ns.settings_key, ref, versions[ref]))
     changed = [ref for ref in versions if ref in known and known[ref] != versions[ref]]
     if changed:  # the results of these versions are out of date until rerun
         for s in suites:
@@ -248,7 +256,7 @@ def sync_agent_versions(
                     )
                 )
     if deployment_settings().evaluate_missing:
-        runs.extend(missing_requests(instance, project, suites, exclude=add))
+        runs.extend(missing_requests(instance, project, suites, exclude=add, ns=ns))
     return SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=requests,
@@ -258,16 +266,16 @@ def sync_agent_versions(
 
 
 def missing_requests(
-    instance: Any, project: Project, suites: Sequence[SuiteAssets], exclude: Sequence[str] = ()
+    instance: Any, project: Project, suites: Sequence[SuiteAssets], exclude: Sequence[str] = (), ns: Namespace = DEFAULT
 ) -> list[RunRequest]:
     """Runs for every configured agent version x registered test whose results partition was never
     materialized (a version registered before its suites were evaluated for it, a run that died),
     in contiguous blocks per suite and version. A suite being evaluated is left for the next tick
     (its runs may be the ones filling it in); each block is requested once (its run key)."""
-    agents = [a for a in configured_order(instance, project) if a not in exclude]
+    agents = [a for a in configured_order(instance, project, ns) if a not in exclude]
     if not agents:
         return []
-    running = [r.dagster_run for r in _evaluation_runs(instance, IN_PROGRESS)]
+    running = [r.dagster_run for r in _evaluation_runs(instance, IN_PROGRESS, ns=ns)]
     busy = {s.suite for s in suites for run in running if evaluates(run, s)}
     runs: list[RunRequest] = []
     for s in suites:
@@ -305,7 +313,8 @@ def out_of_date_events(
             f"the settings of {', '.join(agents)} (agent or judge) changed since the results of {s.suite}; rerun them"
         )
     text += " (seen by the sensor; the refresh after the rerun clears this)"
-    return [_stale(key, text) for key in (s.key("rollup"), AssetKey(COMPARISON_KEY), AssetKey(LEADERBOARD_KEY))]
+    ns = s.namespace
+    return [_stale(key, text) for key in (s.key("rollup"), ns.comparison_key, ns.leaderboard_key)]
 
 
 def _stale(key: AssetKey, description: str) -> AssetCheckEvaluation:
@@ -330,14 +339,16 @@ FINISHED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus
 REFRESH_LOOKBACK_S = 600.0  # on its first tick the refresh sensor looks this far back for finished runs
 
 
-def refresh_requests(instance: Any, agents: Sequence[str], run_key: str, reason: str) -> list[RunRequest]:
+def refresh_requests(
+    instance: Any, agents: Sequence[str], run_key: str, reason: str, ns: Namespace = DEFAULT
+) -> list[RunRequest]:
     """One `refresh` run per agent version of `agents`, in registration order: only a run of one
     version sets each rollup check's status on that version's partition."""
-    order = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
+    order = list(instance.get_dynamic_partitions(ns.agent_versions))
     return [
         RunRequest(
             run_key=f"refresh:{run_key}:{agent}",
-            job_name=REFRESH_JOB,
+            job_name=ns.refresh_job,
             partition_key=agent,
             tags={"agent_health/reason": reason},
         )
@@ -346,54 +357,60 @@ def refresh_requests(instance: Any, agents: Sequence[str], run_key: str, reason:
     ]
 
 
-def is_evaluation(run: Any) -> bool:
+def is_evaluation(run: Any, ns: Namespace = DEFAULT) -> bool:
     """A run that wrote results: an evaluate or rejudge job, or a run of the implicit asset job
-    (what a backfill or the UI's Materialize of results launches) whose selection has results."""
-    if run.job_name.startswith(EVALUATION_JOB_PREFIXES):
+    (what a backfill or the UI's Materialize of results launches) whose selection has results.
+    With a prefixed namespace, only the runs of its own eval root (its jobs, keys and steps)."""
+    ours = ns.name("")  # "" or "<prefix>__": every job, op and asset key of a prefixed eval root starts so
+    if run.job_name.startswith(tuple(f"{p}{ours}" for p in EVALUATION_JOB_PREFIXES)):
         return True
     steps = run.step_keys_to_execute or ()
-    return any(key.path[-1] == "results" for key in run.asset_selection or ()) or any(
-        step.endswith(EVALUATE_STEP_SUFFIX) for step in steps
-    )
+    return any(
+        key.path[-1] == "results" and (not ns.prefix or key.path[0] == ns.prefix) for key in run.asset_selection or ()
+    ) or any(step.startswith(ours) and step.endswith(EVALUATE_STEP_SUFFIX) for step in steps)
 
 
 def _evaluation_runs(
-    instance: Any, statuses: Sequence[DagsterRunStatus], updated_after: float | None = None
+    instance: Any, statuses: Sequence[DagsterRunStatus], updated_after: float | None = None, ns: Namespace = DEFAULT
 ) -> list[RunRecord]:
     filters = RunsFilter(
         statuses=list(statuses),
         updated_after=datetime.fromtimestamp(updated_after, UTC) if updated_after is not None else None,
     )
-    return [r for r in instance.get_run_records(filters=filters) if is_evaluation(r.dagster_run)]
+    return [r for r in instance.get_run_records(filters=filters) if is_evaluation(r.dagster_run, ns)]
 
 
-def plan_refresh(instance: Any, cursor: Mapping[str, Any], now: float) -> tuple[list[RunRequest], dict[str, Any]]:
+def plan_refresh(
+    instance: Any, cursor: Mapping[str, Any], now: float, ns: Namespace = DEFAULT
+) -> tuple[list[RunRequest], dict[str, Any]]:
     """The refresh sensor's work as a function: the agent versions whose results changed (evaluate
     and rejudge runs finished since the cursor, however they were launched), refreshed once none of
     them is still being evaluated (queued or running): one `refresh` run per block of versions, so a
     change that fans out into several evaluation runs gives one downstream run. Returns the run
     requests and the new cursor (`since`: the newest finished run seen; `pending`: versions waiting)."""
-    registered = list(instance.get_dynamic_partitions(AGENT_VERSIONS))
+    registered = list(instance.get_dynamic_partitions(ns.agent_versions))
     since = float(cursor.get("since", now - REFRESH_LOOKBACK_S))
     counted = set(cursor.get("seen", ()))
     pending = dict.fromkeys(v for v in cursor.get("pending", ()) if v in registered)
     latest = since
     fetched: list[tuple[str, float]] = []
-    for record in _evaluation_runs(instance, FINISHED, since - 1.0):
+    for record in _evaluation_runs(instance, FINISHED, since - 1.0, ns):
         run, stamp = record.dagster_run, record.update_timestamp.timestamp()
         fetched.append((run.run_id, stamp))
         latest = max(latest, stamp)
         if run.run_id not in counted:
             pending.update(dict.fromkeys(run_agent_versions(run.tags, registered)))
     busy = {
-        v for r in _evaluation_runs(instance, IN_PROGRESS) for v in run_agent_versions(r.dagster_run.tags, registered)
+        v
+        for r in _evaluation_runs(instance, IN_PROGRESS, ns=ns)
+        for v in run_agent_versions(r.dagster_run.tags, registered)
     }
     # Hold every pending version while one of them is still being evaluated: the evaluation runs
     # of one change (several suites, blocks of versions) end in one refresh.
     ready = [] if busy & set(pending) else [v for v in registered if v in pending]
     waiting = [v for v in pending if v not in ready]
     key = _digest(ready, latest, sorted(counted))
-    requests = refresh_requests(instance, ready, key, "results changed") if ready else []
+    requests = refresh_requests(instance, ready, key, "results changed", ns) if ready else []
     # runs at the newest update time may be fetched again next tick: remember them as counted
     recent = sorted(rid for rid, stamp in fetched if stamp >= latest - 1.0)
     return requests, {"since": latest, "seen": recent, "pending": waiting}
@@ -404,24 +421,27 @@ def sensor_interval() -> int:
     return deployment_settings().sensor_interval_s
 
 
-def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
-    """(sensors, schedules). `jobs`: suite -> its evaluate job, and the `refresh` job."""
+def build_automation(
+    suites: Sequence[SuiteAssets], jobs: Mapping[str, Any], ns: Namespace = DEFAULT
+) -> tuple[list[Any], list[Any]]:
+    """(sensors, schedules). `jobs`: suite -> its evaluate job, and the `refresh` job (under the key
+    `refresh`, whatever its name in `ns`)."""
     evaluate = [jobs[s.suite] for s in suites]
     interval = sensor_interval()
 
     @sensor(
-        name="eval_files_sensor",
+        name=ns.name("eval_files_sensor"),
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.RUNNING,
         jobs=[*evaluate, jobs[REFRESH_JOB]],
+        required_resource_keys={ns.resource_key},
         description="Keeps each suite's test partitions in step with its eval file, requests runs for added "
         "and changed tests, and a refresh when tests were removed.",
     )
-    def eval_files_sensor(
-        context: SensorEvaluationContext, agent_health: AgentHealthResource
-    ) -> SensorResult | SkipReason:
+    def eval_files_sensor(context: SensorEvaluationContext, **_called: Any) -> SensorResult | SkipReason:
+        agent_health: AgentHealthResource = ns.resource(context)
         result, problems = sync_eval_files(
-            context.instance, agent_health.project(), suites, json.loads(context.cursor or "{}"), context.log
+            context.instance, agent_health.project(), suites, json.loads(context.cursor or "{}"), context.log, ns
         )
         if not (result.run_requests or result.dynamic_partitions_requests or result.asset_events) and problems:
             context.update_cursor(result.cursor)
@@ -431,19 +451,22 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
     agent_jobs: dict[str, Any] = {"jobs": evaluate} if evaluate else {}
 
     @sensor(
-        name="agent_versions_sensor",
+        name=ns.name("agent_versions_sensor"),
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.RUNNING,
         **agent_jobs,
+        required_resource_keys={ns.resource_key},
         description="Registers the agent versions of the configuration and their settings data versions (a "
         "new version gets every suite evaluated); keeps retired versions; removes versions added by hand that "
         "the configuration never had.",
     )
-    def agent_versions_sensor(context: SensorEvaluationContext, agent_health: AgentHealthResource) -> SensorResult:
-        return sync_agent_versions(context.instance, agent_health.project(), suites, json.loads(context.cursor or "{}"))
+    def agent_versions_sensor(context: SensorEvaluationContext, **_called: Any) -> SensorResult:
+        agent_health: AgentHealthResource = ns.resource(context)
+        cursor = json.loads(context.cursor or "{}")
+        return sync_agent_versions(context.instance, agent_health.project(), suites, cursor, ns)
 
     @sensor(
-        name="refresh_sensor",
+        name=ns.name("refresh_sensor"),
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.RUNNING,
         job=jobs[REFRESH_JOB],
@@ -452,7 +475,7 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
         "comparison and the leaderboard.",
     )
     def refresh_sensor(context: SensorEvaluationContext) -> list[RunRequest] | SkipReason:
-        requests, cursor = plan_refresh(context.instance, json.loads(context.cursor or "{}"), time.time())
+        requests, cursor = plan_refresh(context.instance, json.loads(context.cursor or "{}"), time.time(), ns)
         context.update_cursor(json.dumps(cursor, sort_keys=True))
         if not requests:
             waiting = cursor["pending"]
@@ -460,11 +483,11 @@ def build_automation(suites: Sequence[SuiteAssets], jobs: Mapping[str, Any]) -> 
         return requests
 
     cron = deployment_settings().schedule_cron
-    schedules = [nightly_schedule(s, jobs[s.suite], cron) for s in suites]
+    schedules = [nightly_schedule(s, jobs[s.suite], cron, ns) for s in suites]
     return [eval_files_sensor, agent_versions_sensor, refresh_sensor], schedules
 
 
-def nightly_schedule(s: SuiteAssets, job: Any, cron: str) -> Any:
+def nightly_schedule(s: SuiteAssets, job: Any, cron: str, ns: Namespace = DEFAULT) -> Any:
     """One schedule per suite (a run covers one partitions definition): the configured agent
     versions x every current test of the suite, one run per contiguous block of versions; the
     refresh sensor follows once they are done."""
@@ -475,12 +498,14 @@ def nightly_schedule(s: SuiteAssets, job: Any, cron: str) -> Any:
         job=job,
         execution_timezone="UTC",
         default_status=DefaultScheduleStatus.RUNNING,
+        required_resource_keys={ns.resource_key},
         description=f"Materializes {s.source_file} for the configured agent versions ({cron}, UTC; "
         "$AGENT_HEALTH_SCHEDULE_CRON).",
     )
-    def nightly(context: ScheduleEvaluationContext, agent_health: AgentHealthResource) -> list[RunRequest] | SkipReason:
-        registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
-        agents = configured_order(context.instance, agent_health.project())
+    def nightly(context: ScheduleEvaluationContext, **_called: Any) -> list[RunRequest] | SkipReason:
+        agent_health: AgentHealthResource = ns.resource(context)
+        registered = list(context.instance.get_dynamic_partitions(ns.agent_versions))
+        agents = configured_order(context.instance, agent_health.project(), ns)
         tests = s.test_keys(context.instance)
         if not agents or not tests:
             return SkipReason(f"{s.suite}: no agent versions or tests registered yet (the sensors add them)")

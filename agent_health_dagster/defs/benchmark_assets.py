@@ -10,7 +10,6 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
-    AssetKey,
     AssetSpec,
     Config,
     MaterializeResult,
@@ -29,8 +28,7 @@ from agent_health.pipeline import (
     write_report,
 )
 from agent_health_dagster.defs.beta import beta_api
-from agent_health_dagster.defs.names import COMPARISON_KEY, LEADERBOARD_KEY
-from agent_health_dagster.defs.partitions import AGENT_VERSIONS, agent_versions
+from agent_health_dagster.defs.namespace import DEFAULT, Namespace
 from agent_health_dagster.defs.resources import AgentHealthResource
 from agent_health_dagster.defs.suite_assets import (
     OWNERS,
@@ -56,42 +54,46 @@ def suite_tests(context: AssetExecutionContext, suites: Sequence[SuiteAssets]) -
     return {s.suite: s.test_ids(context.instance) for s in suites}
 
 
-def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
+def build_benchmark_assets(suites: Sequence[SuiteAssets], ns: Namespace = DEFAULT) -> list[Any]:
     rollup_keys = [s.key("rollup") for s in suites]
+    leaderboard_key, comparison_key = ns.leaderboard_key, ns.comparison_key
+    agent_versions = ns.agent_versions_def
 
     @asset(
-        key=LEADERBOARD_KEY,
-        group_name=GROUP,
+        key=leaderboard_key,
+        group_name=ns.name(GROUP),
         owners=OWNERS,
         kinds={"python", "table"},
         tags={"agent_health/layer": "benchmark"},
         deps=rollup_keys,
-        check_specs=[AssetCheckSpec(UP_TO_DATE, asset=LEADERBOARD_KEY, description=UP_TO_DATE_TEXT)],
+        check_specs=[AssetCheckSpec(UP_TO_DATE, asset=leaderboard_key, description=UP_TO_DATE_TEXT)],
+        required_resource_keys={ns.resource_key},
         description="Every agent version x suite in one table (pass rate, mean score, cost, tokens, p95), a total "
         "per version first; versions no longer in the agent configuration stay, marked retired.",
     )
     # Bare MaterializeResult: Dagster takes only the bare class for an asset with check outputs (not [Any]).
-    def leaderboard(context: AssetExecutionContext, agent_health: AgentHealthResource) -> MaterializeResult:  # type: ignore[type-arg]
+    def leaderboard(context: AssetExecutionContext) -> MaterializeResult:  # type: ignore[type-arg]
+        agent_health: AgentHealthResource = ns.resource(context)
         project = agent_health.project()
-        agents = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
+        agents = list(context.instance.get_dynamic_partitions(ns.agent_versions))
         tests = suite_tests(context, suites)
         current = project.current_state(tests, agents)
         view = build_leaderboard(project.store, tests, agents, project.config.agent_refs(), current)
         write_report(project.config.state_path, "leaderboard", {**view.board.model_dump(), "retired": view.retired})
         return MaterializeResult(
             metadata=clean({"leaderboard": table_value(view.table()), **view.numbers()}),
-            check_results=[check_result(AssetKey(LEADERBOARD_KEY), view.freshness())],
+            check_results=[check_result(leaderboard_key, view.freshness())],
         )
 
     with beta_api("checks that belong to a version's partition (PreviewWarning)"):
-        freshness = AssetCheckSpec(UP_TO_DATE, asset=COMPARISON_KEY, description=UP_TO_DATE_TEXT)
+        freshness = AssetCheckSpec(UP_TO_DATE, asset=comparison_key, description=UP_TO_DATE_TEXT)
 
         @multi_asset(
-            name="benchmark__comparison",
+            name=ns.name("benchmark__comparison"),
             specs=[
                 AssetSpec(
-                    COMPARISON_KEY,
-                    group_name=GROUP,
+                    comparison_key,
+                    group_name=ns.name(GROUP),
                     owners=OWNERS,
                     kinds={"python", "table"},
                     tags={"agent_health/layer": "benchmark"},
@@ -106,12 +108,14 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             check_specs=[freshness],
             partitions_def=agent_versions,
             backfill_policy=None,  # a backfill runs one version per run, tagged with it, as the refresh sensor
+            required_resource_keys={ns.resource_key},
         )
         def comparison(
-            context: AssetExecutionContext, config: ComparisonConfig, agent_health: AgentHealthResource
+            context: AssetExecutionContext, config: ComparisonConfig
         ) -> Iterator[AssetCheckResult | AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
+            agent_health: AgentHealthResource = ns.resource(context)
             project = agent_health.project()
-            registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
+            registered = list(context.instance.get_dynamic_partitions(ns.agent_versions))
             tests = suite_tests(context, suites)
             metadata: dict[str, dict[str, Any]] = {}
             for cand in context.partition_keys:
@@ -123,13 +127,13 @@ def build_benchmark_assets(suites: Sequence[SuiteAssets]) -> list[Any]:
             stale = out_of_date_results(project.store, tests, current)
             gate = freshness_gate("the comparisons", stale)
             if context.has_partition_key:  # one version per run: its figures on its materialization
-                yield MaterializeResult(asset_key=AssetKey(COMPARISON_KEY), metadata=metadata[context.partition_key])
-                yield check_result(AssetKey(COMPARISON_KEY), gate)
+                yield MaterializeResult(asset_key=comparison_key, metadata=metadata[context.partition_key])
+                yield check_result(comparison_key, gate)
                 return
             for cand, meta in metadata.items():
                 context.add_asset_metadata(meta, partition_key=cand)
-            yield from gate_evaluations(AssetKey(COMPARISON_KEY), None, [gate])
-            yield MaterializeResult(asset_key=AssetKey(COMPARISON_KEY))
+            yield from gate_evaluations(comparison_key, None, [gate])
+            yield MaterializeResult(asset_key=comparison_key)
             yield Output(None, output_name=freshness.get_python_identifier())
 
     return [leaderboard, comparison]

@@ -20,15 +20,8 @@ from agent_health.pipeline import (
 from agent_health_dagster.defs.automation import build_automation, sensor_interval
 from agent_health_dagster.defs.benchmark_assets import build_benchmark_assets
 from agent_health_dagster.defs.calibration_assets import build_calibration_assets, build_calibration_sensor
-from agent_health_dagster.defs.names import (
-    CALIBRATE_JOB,
-    CALIBRATION_KEY,
-    COMPARISON_KEY,
-    LEADERBOARD_KEY,
-    REFRESH_JOB,
-    suite_names,
-)
-from agent_health_dagster.defs.partitions import AGENT_SETTINGS_KEY, agent_versions
+from agent_health_dagster.defs.names import CALIBRATE_JOB, REFRESH_JOB, suite_names
+from agent_health_dagster.defs.namespace import DEFAULT, Namespace
 from agent_health_dagster.defs.rejudge import build_rejudge_jobs
 from agent_health_dagster.defs.resources import AgentHealthResource, resource_from_env
 from agent_health_dagster.defs.retries import build_missed_retry_sensor
@@ -119,18 +112,18 @@ def build_executor(settings: DeploymentSettings | None = None) -> ExecutorDefini
     return executor
 
 
-def build_suites(project: Project) -> list[SuiteAssets]:
+def build_suites(project: Project, ns: Namespace = DEFAULT) -> list[SuiteAssets]:
     """One asset set per eval file under the eval root (files are discovered, not imported)."""
     files = project.suite_files()
-    names = suite_names(files)
+    names = suite_names(files, ns.key_prefix)
     limit = max_partitions_per_run()
-    return [build_suite_assets(names[s], files[s], project.eval_root, limit) for s in sorted(files)]
+    return [build_suite_assets(names[s], files[s], project.eval_root, limit, ns) for s in sorted(files)]
 
 
-def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
+def build_jobs(suites: list[SuiteAssets], ns: Namespace = DEFAULT) -> dict[str, Any]:
     """Per suite its evaluate job (results) keyed by suite; the `refresh` job (every suite's metrics,
-    insights and rollup, the comparison, and the leaderboard: one run for a range of agent versions)
-    and the `leaderboard` job keyed by their names."""
+    insights and rollup, the comparison, and the leaderboard: one run for a range of agent versions),
+    the `leaderboard` and `calibrate` jobs keyed by their names in the default namespace."""
     jobs: dict[str, Any] = {
         s.suite: define_asset_job(
             s.names.job,
@@ -142,33 +135,37 @@ def build_jobs(suites: list[SuiteAssets]) -> dict[str, Any]:
     }
     summaries = [k for s in suites for k in s.summary_keys]
     jobs[REFRESH_JOB] = define_asset_job(
-        REFRESH_JOB,
-        selection=AssetSelection.assets(*summaries, COMPARISON_KEY, LEADERBOARD_KEY),
+        ns.refresh_job,
+        selection=AssetSelection.assets(*summaries, ns.comparison_key, ns.leaderboard_key),
         description="Everything downstream of the results, in one run for a range of agent versions: every "
         "suite's metrics, insights and rollup (with its checks), each version's comparison, and the leaderboard.",
     )
     jobs["leaderboard"] = define_asset_job(
-        "leaderboard",
-        selection=AssetSelection.assets(LEADERBOARD_KEY),
+        ns.leaderboard_job,
+        selection=AssetSelection.assets(ns.leaderboard_key),
         description="The leaderboard across suites and agent versions.",
     )
     jobs[CALIBRATE_JOB] = define_asset_job(
-        CALIBRATE_JOB,
-        selection=AssetSelection.assets(CALIBRATION_KEY),
+        ns.calibrate_job,
+        selection=AssetSelection.assets(ns.calibration_key),
         description="Calibrate a range of judge identities (partitions of judges/calibration) against the stored "
         "human labels, in one run (docs/judges.md); the calibration sensor requests it when labels change.",
     )
     return jobs
 
 
-AGENT_SETTINGS = AssetSpec(
-    key=AGENT_SETTINGS_KEY,
-    partitions_def=agent_versions,
-    group_name="agents",
-    kinds={"python"},
-    description="Per agent version: its effective settings (secrets excluded) and the judge settings, reported "
-    "as a data version by the agent_versions sensor; results depend on it, so a change marks them stale.",
-)
+def agent_settings_spec(ns: Namespace = DEFAULT) -> AssetSpec:
+    return AssetSpec(
+        key=ns.settings_key,
+        partitions_def=ns.agent_versions_def,
+        group_name=ns.name("agents"),
+        kinds={"python"},
+        description="Per agent version: its effective settings (secrets excluded) and the judge settings, reported "
+        "as a data version by the agent_versions sensor; results depend on it, so a change marks them stale.",
+    )
+
+
+AGENT_SETTINGS = agent_settings_spec()
 
 
 @dataclass
@@ -179,33 +176,51 @@ class Pipeline:
     suites: list[SuiteAssets]
     resource: AgentHealthResource
     project: Project
+    namespace: Namespace = DEFAULT
 
 
-def build_pipeline(resource: AgentHealthResource | None = None) -> Pipeline:
+_FROM_ENV: Any = object()  # build_pipeline's executor when not given: $AGENT_HEALTH_EXECUTOR's
+
+
+def build_pipeline(
+    resource: AgentHealthResource | None = None,
+    namespace: Namespace = DEFAULT,
+    executor: ExecutorDefinition | None = _FROM_ENV,
+    resources: dict[str, Any] | None = None,
+) -> Pipeline:
     """The code location: eval root and configuration found like the CLI finds them, overridable
-    by environment variables (see `resources.resource_from_env`)."""
+    by environment variables (see `resources.resource_from_env`). `namespace`: the names of this
+    eval root's definitions (the default: the code location's own); `executor`: every job's
+    (default: $AGENT_HEALTH_EXECUTOR's, `build_executor`; None: the Definitions it is merged into
+    decide); `resources`: more resources beside the agent-health one."""
     resource = resource or resource_from_env()
     project = resource.project()
-    suites = build_suites(project)
+    ns = namespace
+    suites = build_suites(project, ns)
     assets = [
-        AGENT_SETTINGS,
+        agent_settings_spec(ns),
         *[a for s in suites for a in s.definitions],
-        *build_benchmark_assets(suites),
-        *build_calibration_assets(suites),
+        *build_benchmark_assets(suites, ns),
+        *build_calibration_assets(suites, ns),
     ]
-    jobs = build_jobs(suites)
-    sensors, schedules = build_automation(suites, jobs)
-    sensors.append(build_calibration_sensor(jobs[CALIBRATE_JOB], sensor_interval()))
-    sensors.append(build_missed_retry_sensor(list(jobs.values()), sensor_interval()))
+    jobs = build_jobs(suites, ns)
+    sensors, schedules = build_automation(suites, jobs, ns)
+    sensors.append(build_calibration_sensor(jobs[CALIBRATE_JOB], sensor_interval(), ns))
+    sensors.append(build_missed_retry_sensor(list(jobs.values()), sensor_interval(), ns.name("missed_retries_sensor")))
+    if ns.resource_key in (resources or {}):
+        raise ConfigError(
+            f"resource key {ns.resource_key!r} is agent-health's own for this eval root; name the other resource "
+            "differently, or pass the AgentHealthResource itself as `resource`"
+        )
     defs = Definitions(
         assets=assets,
         jobs=[*jobs.values(), *build_rejudge_jobs(suites)],
         sensors=sensors,
         schedules=schedules,
-        resources={"agent_health": resource},
-        executor=build_executor(),
+        resources={**(resources or {}), ns.resource_key: resource},
+        executor=build_executor() if executor is _FROM_ENV else executor,
     )
-    return Pipeline(defs=defs, suites=suites, resource=resource, project=project)
+    return Pipeline(defs=defs, suites=suites, resource=resource, project=project, namespace=ns)
 
 
 def build_definitions(resource: AgentHealthResource | None = None) -> Definitions:

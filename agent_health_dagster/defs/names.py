@@ -55,8 +55,9 @@ class SuiteNames:
         return f"{self.flat}__evaluate"
 
 
-def suite_names(suites: Iterable[str]) -> dict[str, SuiteNames]:
-    """Names for every suite; two suites that sanitize alike ('a-b', 'a_b') get a hash suffix."""
+def suite_names(suites: Iterable[str], namespace: tuple[str, ...] = ()) -> dict[str, SuiteNames]:
+    """Names for every suite; two suites that sanitize alike ('a-b', 'a_b') get a hash suffix.
+    `namespace`: the eval root's key prefix (`Namespace.key_prefix`), the first part of every name."""
     out: dict[str, SuiteNames] = {}
     taken: set[tuple[str, ...]] = set()
     for suite in sorted(suites):
@@ -64,5 +65,5 @@ def suite_names(suites: Iterable[str]) -> dict[str, SuiteNames]:
         if prefix in taken or prefix[0] in RESERVED_PREFIXES:
             prefix = (*prefix[:-1], f"{prefix[-1]}_{hashlib.sha1(suite.encode()).hexdigest()[:6]}")
         taken.add(prefix)
-        out[suite] = SuiteNames(suite, prefix)
+        out[suite] = SuiteNames(suite, (*namespace, *prefix))
     return out

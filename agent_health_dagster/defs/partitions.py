@@ -38,8 +38,10 @@ def tests_partitions(name: str) -> DynamicPartitionsDefinition:
     return DynamicPartitionsDefinition(name=name)
 
 
-def results_partitions(tests: DynamicPartitionsDefinition) -> MultiPartitionsDefinition:
-    return MultiPartitionsDefinition({AGENT_DIM: agent_versions, TEST_DIM: tests})
+def results_partitions(
+    tests: DynamicPartitionsDefinition, versions: DynamicPartitionsDefinition = agent_versions
+) -> MultiPartitionsDefinition:
+    return MultiPartitionsDefinition({AGENT_DIM: versions, TEST_DIM: tests})
 
 
 def test_key(test_id: str) -> str:

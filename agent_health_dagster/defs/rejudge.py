@@ -41,12 +41,12 @@ def build_rejudge_job(suite: SuiteAssets) -> JobDefinition:
     @op(
         name=f"{names.flat}__rejudge",
         out={},
+        required_resource_keys={suite.namespace.resource_key},
         description=f"Re-judge the stored results of `{suite.source_file}` for the run's partitions: test bodies "
         "run again against the stored agent runs (the agent is never called); earlier verdicts are kept.",
     )
-    def rejudge_step(
-        context: OpExecutionContext, config: RejudgeConfig, agent_health: AgentHealthResource
-    ) -> Iterator[AssetMaterialization]:
+    def rejudge_step(context: OpExecutionContext, config: RejudgeConfig) -> Iterator[AssetMaterialization]:
+        agent_health: AgentHealthResource = suite.namespace.resource(context)
         by_agent = {
             agent: [test_id_of(suite.suite, t) for t in tests]
             for agent, tests in split_keys(context.partition_keys).items()

@@ -55,12 +55,12 @@ def missed_retry_request(run: Any, end_time: float | None, now: float, jobs: set
     )
 
 
-def build_missed_retry_sensor(jobs: Sequence[Any], interval: int) -> Any:
+def build_missed_retry_sensor(jobs: Sequence[Any], interval: int, name: str = "missed_retries_sensor") -> Any:
     """The sensor that retries the failed runs of `jobs` that Dagster's run retries missed."""
     names = {job.name for job in jobs}
 
     @sensor(
-        name="missed_retries_sensor",
+        name=name,
         jobs=list(jobs),
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.RUNNING,

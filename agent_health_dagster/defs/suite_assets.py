@@ -54,10 +54,8 @@ from agent_health.pipeline import (
 from agent_health_dagster.dagster_env import DAGSTER_ENV
 from agent_health_dagster.defs.beta import beta_api
 from agent_health_dagster.defs.names import SuiteNames
+from agent_health_dagster.defs.namespace import DEFAULT, Namespace
 from agent_health_dagster.defs.partitions import (
-    AGENT_SETTINGS_KEY,
-    AGENT_VERSIONS,
-    agent_versions,
     bounded_ranges,
     multi_key,
     results_partitions,
@@ -125,6 +123,7 @@ class SuiteAssets:
     evaluate: Any
     summarize: Any
     max_partitions_per_run: int | None = None
+    namespace: Namespace = DEFAULT
 
     def run_ranges(self, agents: list[str], tests: list[str]) -> list[tuple[list[str], list[str]]]:
         """agents x tests (test partition keys, each contiguous in registration order) as the
@@ -157,15 +156,22 @@ class SuiteAssets:
 
 
 def build_suite_assets(
-    names: SuiteNames, source_file: str, eval_root: Path, max_partitions_per_run: int | None = None
+    names: SuiteNames,
+    source_file: str,
+    eval_root: Path,
+    max_partitions_per_run: int | None = None,
+    ns: Namespace = DEFAULT,
 ) -> SuiteAssets:
     """`max_partitions_per_run` None: a backfill of any size is one run (the engine runs its tests
-    concurrently); a number splits larger backfills into runs of at most that many partitions."""
+    concurrently); a number splits larger backfills into runs of at most that many partitions.
+    `ns`: the eval root's names (its agent versions, settings asset and resource key); `names`
+    carry its key prefix already."""
     suite = names.suite
     prefix = list(names.prefix)
     group = names.group
     tests_def = tests_partitions(names.tests_partitions)
-    multi = results_partitions(tests_def)
+    agent_versions = ns.agent_versions_def
+    multi = results_partitions(tests_def, agent_versions)
 
     def key(name: str) -> AssetKey:
         return AssetKey([*prefix, name])
@@ -191,7 +197,7 @@ def build_suite_assets(
         kinds={"python", "json"},
         tags={"agent_health/layer": "results"},
         metadata=base_meta,
-        deps=[key("cases"), AGENT_SETTINGS_KEY],
+        deps=[key("cases"), ns.settings_key],
         description=f"One TestResult per (agent version x test) of `{source_file}`, stored by the result store. "
         "Each partition's materialization says how its test ended: status (passed, failed, errored), score, "
         "why it failed or the error, tokens, cost in USD and duration.",
@@ -210,12 +216,12 @@ def build_suite_assets(
             can_subset=False,
             backfill_policy=policy,
             pool=AGENT_POOL,
+            required_resource_keys={ns.resource_key},
             description=f"Evaluate `{source_file}`: run the engine for exactly the partitions of the run, "
             "concurrently under one limit, and store each result as it finishes.",
         )
-        def evaluate(
-            context: AssetExecutionContext, config: EvaluateConfig, agent_health: AgentHealthResource
-        ) -> Iterator[MaterializeResult[Any]]:
+        def evaluate(context: AssetExecutionContext, config: EvaluateConfig) -> Iterator[MaterializeResult[Any]]:
+            agent_health: AgentHealthResource = ns.resource(context)
             project = agent_health.project()
             by_agent = {
                 agent: [test_id_of(suite, k) for k in keys]
@@ -321,15 +327,17 @@ def build_suite_assets(
             # materialization it checked, which is what the check's Partitions tab and the asset's
             # overview show (docs/dagster.md#checks-and-the-partition-they-belong-to).
             backfill_policy=None,
+            required_resource_keys={ns.resource_key},
             description=f"Summarize `{source_file}` for one agent version, from the stored summaries: "
             "metrics, insights and the rollup with its checks.",
         )
         def summarize(
-            context: AssetExecutionContext, agent_health: AgentHealthResource
+            context: AssetExecutionContext,
         ) -> Iterator[AssetCheckResult | AssetCheckEvaluation | MaterializeResult[Any] | Output[None]]:
+            agent_health: AgentHealthResource = ns.resource(context)
             project = agent_health.project()
             tests = [test_id_of(suite, k) for k in context.instance.get_dynamic_partitions(names.tests_partitions)]
-            registered = list(context.instance.get_dynamic_partitions(AGENT_VERSIONS))
+            registered = list(context.instance.get_dynamic_partitions(ns.agent_versions))
             configured = project.config.agent_refs()
             current = project.current_state([suite], configured)
             stale: dict[str, list[str]] = {}
@@ -384,6 +392,7 @@ def build_suite_assets(
         evaluate=evaluate,
         summarize=summarize,
         max_partitions_per_run=max_partitions_per_run or None,
+        namespace=ns,
     )
 
 

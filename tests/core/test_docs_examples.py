@@ -41,6 +41,8 @@ EXERCISED = {
         )
     },
     ("cli.md", "agent-health [--config FILE] run"): "synopsis (tests/cli/test_cli.py runs every option)",
+    ("dagster.md", "# my_project/definitions.py"): "tests/dagster/test_embedding.py (run as written)",
+    ("dagster.md", "# my_project/defs/support_evals/defs.yaml"): "tests/dagster/test_embedding.py (dg loader)",
     (
         "cli.md",
         "agent-health run evals --agent demo@v1",

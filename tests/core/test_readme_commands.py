@@ -55,7 +55,7 @@ def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fresh")
     for name in ("scripts", "evals", "deploy"):
         shutil.copytree(ROOT / name, root / name)
-    for name in ("workspace.yaml", "pyproject.toml", "constraints.txt"):
+    for name in ("workspace.yaml", "definitions.py", "pyproject.toml", "constraints.txt"):
         if (ROOT / name).exists():
             shutil.copy(ROOT / name, root / name)
     (root / ".venv").symlink_to(venv)
