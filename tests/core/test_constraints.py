@@ -72,6 +72,15 @@ def test_every_dependency_of_the_project_and_its_dev_tools_is_pinned():
     assert sorted(needed - set(pins())) == [], "add them with scripts/update_constraints.sh"
 
 
+def test_the_default_install_is_the_missions_packages_without_scipy():
+    """Issue 36: statsmodels (with scipy, 213 MB of the 674 MB install) served Cohen's kappa alone,
+    now computed in agent_health.analysis.calibration; the packages the mission keeps stay default."""
+    default = dependencies("agent-health", frozenset())
+    kept = {"dagster", "dagster-webserver", "pandas", "pydantic", "httpx", "opensearch-py", "boto3"}
+    assert kept <= default
+    assert {"statsmodels", "scipy", "patsy"} & default == set()
+
+
 STUB_PYTHON = """#!/bin/sh
 echo "$*" >> "$(dirname "$0")/../calls.log"
 """
