@@ -114,3 +114,18 @@ def test_the_calibration_interval_is_clipped_to_the_range_of_kappa():
 def test_a_table_that_is_not_square_is_an_error():
     with pytest.raises(ValueError, match="square table"):
         cohens_kappa([[1, 2], [3]])
+
+
+def test_a_calibration_loads_no_numerical_library():
+    """The interval is plain Python: calibrating judges loads neither numpy nor statsmodels (a
+    fresh interpreter, as `agent-health calibrate` starts)."""
+    from tests.engine.test_import_cost import python
+
+    out = python(
+        "import sys\n"
+        "from agent_health.analysis.calibration import kappa_interval\n"
+        "from agent_health.model.calibration import Confusion\n"
+        "print(kappa_interval(Confusion(tp=5, fn=1, fp=2, tn=4))[0])\n"
+        "print(sorted(m for m in ('numpy', 'scipy', 'statsmodels', 'pandas') if m in sys.modules))\n"
+    )
+    assert out.stdout.split("\n")[:2] == ["0.5", "[]"], out.stdout + out.stderr
