@@ -4,15 +4,27 @@
 # and pins exactly what got installed. Then run `bash scripts/test.sh`: it reinstalls .venv from
 # the new file (its install stamp covers constraints.txt) and tests against it. Commit the file
 # once the suite passes.
+#
+# `--keep` re-pins without moving anything: the same fresh install, constrained by the current
+# file, so only what pyproject.toml changed moves (a dependency dropped leaves with the packages
+# only it needed; one added comes in at its newest release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+constrain=()
+how="unconstrained"
+if [ "${1:-}" = "--keep" ]; then
+  constrain=(-c "$PWD/constraints.txt")
+  how="with the current pins (--keep)"
+elif [ -n "${1:-}" ]; then
+  echo "usage: $0 [--keep]" >&2; exit 2
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "==> installing agent-health[dev] unconstrained into a temporary venv (a few minutes)"
+echo "==> installing agent-health[dev] $how into a temporary venv (a few minutes)"
 "$PY" -m venv "$tmp/venv"
-if ! { "$tmp/venv/bin/python" -m pip install --upgrade pip && "$tmp/venv/bin/python" -m pip install -e '.[dev]'; } \
-  >"$tmp/install.log" 2>&1; then
+if ! { "$tmp/venv/bin/python" -m pip install "${constrain[@]}" --upgrade pip \
+    && "$tmp/venv/bin/python" -m pip install "${constrain[@]}" -e '.[dev]'; } >"$tmp/install.log" 2>&1; then
   tail -n 40 "$tmp/install.log"; echo "install failed" >&2; exit 1
 fi
 {

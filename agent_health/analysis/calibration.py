@@ -4,9 +4,9 @@ A label matches a verdict when the test id is the same, its agent version and/or
 result's, and its criterion (when given) and judge key (when given) are the verdict's. Every
 matched label-verdict pair is one comparison; positive means pass.
 
-Cohen's kappa and its 95% interval come from statsmodels (`cohens_kappa`: the asymptotic variance
-of Fleiss, Cohen and Everitt 1969, the interval clipped to [-1, 1]); kappa is undefined (None)
-when judge and human both answered one class only, where chance agreement is 1.
+Cohen's kappa and its 95% interval are computed here (`cohens_kappa`: the asymptotic variance of
+Fleiss, Cohen and Everitt 1969, the interval clipped to [-1, 1]); kappa is undefined (None) when
+judge and human both answered one class only, where chance agreement is 1.
 """
 
 from __future__ import annotations
@@ -14,31 +14,22 @@ from __future__ import annotations
 import ast
 import math
 import time
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_health.lazy import deferred
 from agent_health.model import JudgeIdentity, Signal, TestResult
 from agent_health.model.calibration import Calibration, Confusion, Disagreement, Label, judge_key
 
-# kappa's interval (statsmodels, numpy) loads when judges are calibrated
-if TYPE_CHECKING:
-    import numpy as np
-    import statsmodels.stats.inter_rater as inter_rater
-else:
-    np = deferred("numpy")
-    inter_rater = deferred("statsmodels.stats.inter_rater")
-
-
 __all__ = [
     "CalibrationReport",
+    "Kappa",
     "Pair",
     "calibrate",
+    "cohens_kappa",
     "criterion_of",
     "kappa_interval",
     "latest_calibrations",
@@ -111,20 +102,78 @@ def match_labels(results: Iterable[TestResult], labels: Sequence[Label]) -> tupl
     return pairs, [lab for lab in labels if id(lab) not in used]
 
 
+# The 97.5% point of the standard normal as scipy's `norm.isf(0.025)` gives it (statsmodels' factor;
+# the exact quantile is 1.95996398454005424): the same double, so the intervals are the same.
+Z_975 = 1.9599639845400545
+
+
+class Kappa(NamedTuple):
+    """Cohen's kappa, its asymptotic standard error and its 95% interval (not clipped)."""
+
+    kappa: float
+    se: float
+    low: float
+    high: float
+
+
+def _total(values: Iterable[float]) -> float:
+    """Left-to-right sum, as numpy sums fewer than eight numbers (Python 3.12's `sum` compensates)."""
+    s = 0.0
+    for v in values:
+        s += v
+    return s
+
+
+def cohens_kappa(table: Sequence[Sequence[float]]) -> Kappa | None:
+    """Cohen's kappa of a square table of counts (rows one rater, columns the other, in the same
+    category order), with the large-sample standard error of Fleiss, Cohen and Everitt (1969) and
+    the interval kappa +- 1.96 SE; None when kappa is undefined (no counts, or chance agreement 1:
+    both raters used one and the same category).
+
+    With p_ij the cell proportions, r_i and c_j the row and column margins, p_o = sum p_ii and
+    p_e = sum r_i c_i: kappa = (p_o - p_e) / (1 - p_e) and
+
+        var = [ sum_i p_ii (1 - (r_i + c_i)(1 - kappa))^2
+                + (1 - kappa)^2 sum_{i != j} p_ij (c_i + r_j)^2
+                - (kappa - p_e (1 - kappa))^2 ] / ((1 - p_e)^2 n)
+
+    the variance statsmodels' `cohens_kappa` uses, in its order of operations: a 2x2 table gives
+    the same doubles. A variance that rounding makes a hair below zero (perfect agreement) is 0.
+    """
+    k = len(table)
+    if any(len(row) != k for row in table):
+        raise ValueError(f"Cohen's kappa needs a square table of counts (got rows of {[len(r) for r in table]})")
+    n = float(_total(_total(row) for row in table))
+    if not n > 0:
+        return None
+    p = [[float(c) / n for c in row] for row in table]
+    rows = [_total(row) / n for row in table]
+    cols = [_total(row[j] for row in table) / n for j in range(k)]
+    p_e = _total(cols[i] * rows[i] for i in range(k))
+    if p_e == 1.0:
+        return None
+    kappa = (_total(float(table[i][i]) for i in range(k)) / n - p_e) / (1 - p_e)
+    # statsmodels squares the per-cell factors as numpy squares an array (x * x) and the scalars
+    # with pow (x ** 2); the two can differ in the last bit, so each is squared the same way here
+    diag = [1 - (rows[i] + cols[i]) * (1 - kappa) for i in range(k)]
+    term_a = _total(p[i][i] * (diag[i] * diag[i]) for i in range(k))
+    margins = [[cols[i] + rows[j] for j in range(k)] for i in range(k)]
+    off = _total(p[i][j] * (margins[i][j] * margins[i][j]) for i in range(k) for j in range(k) if i != j)
+    term_b = (1 - kappa) ** 2 * off
+    term_c = (kappa - p_e * (1 - kappa)) ** 2
+    var = (term_a + term_b - term_c) / (1 - p_e) ** 2 / n
+    se = math.sqrt(max(var, 0.0))
+    return Kappa(kappa, se, kappa - Z_975 * se, kappa + Z_975 * se)
+
+
 def kappa_interval(confusion: Confusion) -> tuple[float | None, float | None, float | None]:
-    """Cohen's kappa with its 95% interval (statsmodels), or Nones when kappa is undefined."""
-    if confusion.n == 0:
-        return None, None, None
+    """Cohen's kappa of judge against human with its 95% interval clipped to [-1, 1], or Nones
+    when kappa is undefined."""
     # rows: the human (pass, fail); columns: the judge (pass, fail)
-    table = np.array([[confusion.tp, confusion.fn], [confusion.fp, confusion.tn]], dtype=float)
-    with warnings.catch_warnings():  # 0/0 when both answered one class: reported as None below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = inter_rater.cohens_kappa(table)
-    kappa = float(res.kappa)
-    if math.isnan(kappa):
+    res = cohens_kappa([[confusion.tp, confusion.fn], [confusion.fp, confusion.tn]])
+    if res is None:
         return None, None, None
-    low, high = float(res.kappa_low), float(res.kappa_upp)
-    return kappa, max(-1.0, low), min(1.0, high)
+    return res.kappa, max(-1.0, res.low), min(1.0, res.high)
 
 
 def _rate(num: int, den: int) -> float | None:

@@ -72,6 +72,15 @@ def test_every_dependency_of_the_project_and_its_dev_tools_is_pinned():
     assert sorted(needed - set(pins())) == [], "add them with scripts/update_constraints.sh"
 
 
+def test_the_default_install_is_the_missions_packages_without_scipy():
+    """Issue 36: statsmodels (with scipy, 213 MB of the 674 MB install) served Cohen's kappa alone,
+    now computed in agent_health.analysis.calibration; the packages the mission keeps stay default."""
+    default = dependencies("agent-health", frozenset())
+    kept = {"dagster", "dagster-webserver", "pandas", "pydantic", "httpx", "opensearch-py", "boto3"}
+    assert kept <= default
+    assert {"statsmodels", "scipy", "patsy"} & default == set()
+
+
 STUB_PYTHON = """#!/bin/sh
 echo "$*" >> "$(dirname "$0")/../calls.log"
 """
@@ -112,3 +121,51 @@ def test_venv_script_installs_with_the_constraints_and_again_when_they_change(tm
     assert "-m pip install -c constraints.txt -e .[dev]" in source_venv_script()  # a new pin reinstalls
     new_stamps = list((tmp_path / ".venv").glob(".installed-*"))
     assert len(stamps) == len(new_stamps) == 1 and stamps != new_stamps
+
+
+STUB_INTERPRETER = """#!/bin/sh
+# `python -m venv DIR` makes DIR/bin/python a recorder that answers `pip freeze` with one pin
+if [ "$1 $2" = "-m venv" ]; then
+  mkdir -p "$3/bin"
+  printf '#!/bin/sh\\necho "$*" >> "%s"\\n' "$CALLS" > "$3/bin/python"
+  echo 'case "$*" in *"pip freeze"*) echo "only==1.0";; esac' >> "$3/bin/python"
+  chmod +x "$3/bin/python"
+fi
+"""
+
+
+def test_update_constraints_keep_installs_with_the_current_pins(tmp_path):
+    """scripts/update_constraints.sh with an interpreter whose venvs record what pip is asked to do:
+    `--keep` installs the fresh venv constrained by the current file (only what pyproject.toml
+    changed can move), a plain run unconstrained; both write the fresh venv's freeze."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "update_constraints.sh", tmp_path / "scripts" / "update_constraints.sh")
+    shutil.copy(CONSTRAINTS, tmp_path / "constraints.txt")
+    interpreter = tmp_path / "python3"
+    interpreter.write_text(STUB_INTERPRETER)
+    interpreter.chmod(0o755)
+    calls = tmp_path / "calls.log"
+
+    def update(*args: str) -> list[str]:
+        calls.write_text("")
+        subprocess.run(
+            ["bash", "scripts/update_constraints.sh", *args],
+            cwd=tmp_path,
+            env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHON": str(interpreter), "CALLS": str(calls)},
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        return [c for c in calls.read_text().splitlines() if "pip install" in c]
+
+    pinned = f"-c {tmp_path}/constraints.txt"
+    installs = update("--keep")
+    assert len(installs) == 2 and all(pinned in c for c in installs), installs
+    assert installs[-1].endswith("-e .[dev]")
+    assert (tmp_path / "constraints.txt").read_text().splitlines()[-1] == "only==1.0"
+    installs = update()
+    assert len(installs) == 2 and not any("-c " in c for c in installs), installs
+    bad = subprocess.run(
+        ["bash", "scripts/update_constraints.sh", "--newest"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert bad.returncode == 2 and "usage" in bad.stderr

@@ -74,7 +74,6 @@ NOT_FOR_A_RUN = [
     "agent_health.traces.opensearch",  # trace sources that were not configured
     "agent_health.stores.summary",  # what rollups read; a run only writes
     "numpy",  # third-party libraries only some calls need, deferred where they are used (agent_health.lazy)
-    "statsmodels",
     "jsonschema",  # to_match_schema with a JSON schema
     "genai_prices",  # a model no price table names
     "boto3",
