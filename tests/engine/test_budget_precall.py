@@ -10,12 +10,14 @@ tokenizer would (its body's bytes / 4) and answers in 50 tokens."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
 
-from agent_health.model import RunReport
-from agent_health.spend import estimate_tokens
+from agent_health.engine.budget import Budget
+from agent_health.model import BudgetSettings, RunReport, Usage
+from agent_health.spend import NOTHING, SpendRefused, estimate_tokens
 from agent_health.stores import LocalResultStore
 from tests.conftest import run_cli
 from tests.engine.test_budget import ENV, _load, _run, project
@@ -91,6 +93,35 @@ def test_longer_later_judge_prompts_never_take_the_run_past_its_budget(sized_jud
     assert [t.name for t in report.not_run_tests] == [f"case {i:02d}" for i in range(10, 20)]
     assert report.budget.reached == "max_cost_usd" and report.summaries[0].pass_rate == 1.0
     assert "- not run many::case-10  budget reached" in p.stdout
+
+
+def test_room_made_at_once_goes_to_the_earliest_test_waiting_not_to_the_first_to_look():
+    """On a busy machine several calls settle before the calls waiting for room run again, and the
+    first waiter to look again would take the room: the test above once saw case 10's long call
+    take the room cases 08 and 09 waited for, and those two ended not run. Waiting calls take room
+    in the order their tests were admitted, so the tests that run are the plan's first ones."""
+
+    async def scenario() -> str:
+        budget = Budget(BudgetSettings(max_judge_cost_usd=0.10), prices={"judge": (1.0, 0.0)})  # $1e-6 a token
+        holder, early, late = (budget.open(name) for name in ("holder", "early", "late"))
+        held = await holder.hold("judge", 90_000, 0)  # $0.09 of the $0.10
+        # the later test's call waits first, so it is the first to look again when room is made
+        late_call = asyncio.ensure_future(late.hold("judge", 60_000, 0))
+        await asyncio.sleep(0)
+        early_call = asyncio.ensure_future(early.hold("judge", 50_000, 0))
+        await asyncio.sleep(0)
+        assert late.waiting == early.waiting == 1
+        held.settle(Usage(input_tokens=30_000, model="judge"))  # room for one of them: $0.07 free
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert early.reserved.cost_usd == pytest.approx(0.05) and late.reserved == NOTHING
+        (await early_call).settle(Usage(input_tokens=50_000, model="judge"))  # $0.08 counted: no room for $0.06
+        with pytest.raises(SpendRefused) as refused:
+            await late_call
+        return str(refused.value)
+
+    refusal = asyncio.run(scenario())
+    assert "budget reached" in refusal and "max_judge_cost_usd" in refusal
 
 
 def test_judge_spend_alone_is_held_call_by_call_from_the_first_test(sized_judge, tmp_path):
