@@ -4,7 +4,8 @@ it exits), without the ~0.3-1 s of a new interpreter and its imports per call.
 
 `cli_in_process` takes and returns what `tests.conftest.run_cli` does (a `CompletedProcess` with
 text stdout and stderr), and leaves the test process as it found it: working folder, environment
-(`AGENT_HEALTH_CONFIG` removed as for a child process), stdin/stdout/stderr, sys.path, the modules
+(`AGENT_HEALTH_CONFIG` removed as for a child process), stdin/stdout/stderr, the root logger's
+handlers (none during the call, so warnings reach stderr as in a new process), sys.path, the modules
 eval files, configurations and python agents imported (a second project's `agent.py` is not the
 first one's), the span store's open files and indexes, the warnings said once per process, and the
 garbage collector (`run` freezes it). Output is written to real files, as a child's is to its pipes
@@ -22,6 +23,7 @@ import contextlib
 import gc
 import importlib
 import io
+import logging
 import os
 import signal
 import subprocess
@@ -81,11 +83,15 @@ def _isolated(cwd: Path, env: dict[str, str] | None) -> Iterator[tuple[IO[bytes]
     saved_path = list(sys.path)
     saved_modules = set(sys.modules)
     saved_handlers = {s: signal.getsignal(s) for s in _SIGNALS}
+    root = logging.getLogger()
+    saved_logging = root.handlers[:]  # pytest's capture handlers
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null:
         try:
             os.environ.update(env or {})
             os.environ.pop("AGENT_HEALTH_CONFIG", None)
             os.chdir(cwd)
+            # as in a new process, no handler: the library's warnings reach stderr (logging's last resort)
+            root.handlers[:] = []
             importlib.invalidate_caches()  # files the test just wrote in a folder already imported from
             # a child's standard streams: UTF-8, stdout strict and stderr backslashreplace
             sys.stdin = io.TextIOWrapper(null, encoding="utf-8")
@@ -97,6 +103,7 @@ def _isolated(cwd: Path, env: dict[str, str] | None) -> Iterator[tuple[IO[bytes]
                 with contextlib.suppress(Exception):
                     stream.flush()
             sys.stdin, sys.stdout, sys.stderr = saved_streams
+            root.handlers[:] = saved_logging
             _reset_process_state()
             gc.unfreeze()
             os.chdir(saved_cwd)
