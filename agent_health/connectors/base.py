@@ -9,8 +9,8 @@ from __future__ import annotations
 import abc
 import random
 import time
-from contextlib import nullcontext
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 from agent_health.connectors.conversation import OnTurn, UserCodeRaised, UserSide, hold_conversation
