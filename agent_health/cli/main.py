@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
@@ -81,23 +82,33 @@ def _leave(code: int) -> NoReturn:
     sys.exit(code)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point: user errors become one clear line and exit code 2."""
+def invoke(argv: Sequence[str] | None = None) -> int:
+    """Run one `agent-health` command in this process and return its exit code, without leaving
+    the process: what `main` runs before it exits (user errors become one clear line on stderr and
+    code 2, Ctrl-C code 130). For callers that only need a command's output, exit code and files,
+    such as a test suite; output goes to this process's `sys.stdout` and `sys.stderr` as they are
+    when it is called. The process is the caller's: its working folder, environment, signal
+    handlers (restored after a run) and the modules eval files and agents import stay as the
+    command leaves them, and threads test code left running are not waited for (`main` does)."""
     try:
-        code = cli.main(args=argv, prog_name="agent-health", standalone_mode=False)
-        code = code if isinstance(code, int) else 0
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="agent-health", standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except click.exceptions.Exit as exc:
-        code = exc.exit_code
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
-        code = 2
+        return 2
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        code = 130
+        return 130
     except AgentHealthError as exc:
         click.echo(f"error: {exc}", err=True)
-        code = 2
+        return 2
     except (KeyboardInterrupt, Interrupted):
         click.echo("interrupted", err=True)
-        code = 130
-    _leave(code)
+        return 130
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: `invoke(argv)`, then exit with its code."""
+    _leave(invoke(argv))

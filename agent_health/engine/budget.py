@@ -9,7 +9,9 @@ Two checks hold a run to its budget:
   call that fits is reserved and made, and its usage replaces the reservation once it returns. A
   call that does not fit waits while calls in flight might make room (they may spend less than
   their estimate); when none can, it is not made: its test ends not run, "budget reached", and
-  the run starts no more tests.
+  the run starts no more tests. Waiting calls take the room made in the order their tests were
+  admitted (the plan's order): a later test's call never takes room an earlier test's call waits
+  for, however late the loop runs the waiters, so the tests that run are the plan's first ones.
 - Before a test starts, `admit` estimates what it and the tests still in flight will spend, each
   at the most one finished test spent so far, and refuses when that could pass a limit: it waits
   for the tests in flight, and once none is left and the next test could still pass it, the run
@@ -52,7 +54,8 @@ class Budget:
         self.reached: str | None = None
         self._finished = 0
         self._in_flight = 0
-        self._tabs: set[Tab] = set()  # the tabs of the tests in flight
+        self._tabs: dict[Tab, int] = {}  # the tabs of the tests in flight, with their admission number
+        self._opened = 0
         # the most one test spent so far (cost, judge cost, tokens): the estimate of the next test
         self._most = (0.0, 0.0, 0)
         self._most_run = NOTHING  # the most one agent run spent: the estimate of an agent run to come
@@ -86,7 +89,8 @@ class Budget:
     def open(self, test_id: str, cap_usd: float | None = None) -> Tab:
         """The tab of a test admitted: its judge calls are held against this budget (and its cap)."""
         tab = Tab(test_id, cap_usd=cap_usd, prices=self.prices, pool=self)
-        self._tabs.add(tab)
+        self._tabs[tab] = self._opened
+        self._opened += 1
         return tab
 
     def _over(self) -> str | None:
@@ -134,9 +138,19 @@ class Budget:
         agent run to come of a test that is not itself waiting for room."""
         return any(t.reserved or (not t.waiting and self._pending(t)) for t in self._tabs)
 
+    def _earlier_waiting(self, tab: Tab) -> bool:
+        """Whether a test admitted before `tab`'s has a call waiting for room (it takes room first)."""
+        mine = self._tabs.get(tab, self._opened)
+        return any(t.waiting and n < mine for t, n in self._tabs.items())
+
     async def reserve(self, tab: Tab, estimate: Spend, unpriced: str | None = None) -> None:
-        """Reserve a judge call's `estimate` on `tab` once it fits every limit; wait while calls in
-        flight may make room; raise `SpendRefused` (and stop the run starting tests) when none can."""
+        """Reserve a judge call's `estimate` on `tab` once it fits every limit and no test admitted
+        before it has a call waiting; wait while calls in flight may make room; raise `SpendRefused`
+        (and stop the run starting tests) when none can.
+
+        The order matters when room comes at once (several calls settle before the waiters run, as
+        on a busy machine): the first waiter to look again would take it, and a later test's long
+        call could take the room an earlier test's short one needs, which then is not made."""
         unknown = f"no price for {unpriced}" if unpriced else tab.unknown
         counts_tokens = self.settings.max_tokens is not None
         if (
@@ -156,8 +170,8 @@ class Budget:
             )
         tab.waiting += 1
         try:
-            while (over := self._over_call(estimate)) is not None:
-                if not self._may_make_room():
+            while (over := self._over_call(estimate)) is not None or self._earlier_waiting(tab):
+                if over is not None and not self._may_make_room():
                     name, limit = over
                     self.reached = self.reached or name
                     amount = f"{estimate.tokens:,} tokens" if name == "max_tokens" else f"${estimate.cost_usd:.6f}"
@@ -171,6 +185,8 @@ class Budget:
             tab.reserved += estimate
         finally:
             tab.waiting -= 1
+            if not tab.waiting and any(t.waiting for t in self._tabs):
+                self.changed()  # the calls of later tests held back behind this one look again
 
     def changed(self) -> None:
         """A tab's spend or reservations changed: whoever waits looks again."""
@@ -227,7 +243,7 @@ class Budget:
         """A test admitted ended without a result to charge (cancelled), or was charged."""
         self._in_flight = max(0, self._in_flight - 1)
         if tab is not None:
-            self._tabs.discard(tab)
+            self._tabs.pop(tab, None)
         self.changed()
 
     def spend(self) -> BudgetSpend:

@@ -10,8 +10,8 @@ import pytest
 
 from agent_health.model.calibration import judge_key
 from agent_health.stores import LocalResultStore
+from tests.support.cli import cli_in_process
 
-from ..conftest import run_cli
 from .conftest import case_id
 
 # Human labels: cases 0-5 pass, 6-11 fail. The judge passes 0-4 and 6-7: it misses case 5 (a
@@ -37,13 +37,13 @@ def labels(project, **extra):
 
 
 def run(project, *args):
-    p = run_cli("run", "evals", "--agent", "sre@v1", *args, cwd=project.root)
+    p = cli_in_process("run", "evals", "--agent", "sre@v1", *args, cwd=project.root)
     assert "Traceback" not in p.stderr, p.stderr
     return p
 
 
 def calibrate(project, *args, expect=0):
-    p = run_cli("calibrate", *args, cwd=project.root)
+    p = cli_in_process("calibrate", *args, cwd=project.root)
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == expect, p.stdout + p.stderr
     return p

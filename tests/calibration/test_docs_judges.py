@@ -11,7 +11,8 @@ import shlex
 import pytest
 
 from agent_health import load_config
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT
+from tests.support.cli import cli_in_process
 
 from .test_calibrate_cli import JUDGE_PASS
 
@@ -35,7 +36,7 @@ def commands(code: str) -> list[tuple[list[str], int]]:
 
 
 def run_doc_command(project, argv, code):
-    p = run_cli(*argv, cwd=project.root)
+    p = cli_in_process(*argv, cwd=project.root)
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == code, p.stdout + p.stderr
     return p
@@ -45,7 +46,7 @@ def test_the_worked_example_matches_what_calibrate_prints(calib_project):
     project = calib_project
     project.judge.passes = JUDGE_PASS  # "The judge passed cases 0-4, 6 and 7"
     assert "The judge passed cases 0-4, 6 and 7" in DOC.read_text()
-    assert run_cli("run", "evals", cwd=project.root).returncode == 1
+    assert cli_in_process("run", "evals", cwd=project.root).returncode == 1
     (project.root / "labels.csv").write_text(block("csv"))
 
     (table_cmd, table_code), (json_cmd, json_code) = commands(block("bash", 0))
@@ -82,7 +83,7 @@ def test_the_jsonl_labels_load_and_the_documented_error_is_the_real_one(calib_pr
     bad = json.loads(lines[1])
     del bad["agent"]
     (calib_project.root / "labels.jsonl").write_text(lines[0] + "\n" + json.dumps(bad) + "\n")
-    p = run_cli("calibrate", "--labels", "labels.jsonl", cwd=calib_project.root)
+    p = cli_in_process("calibrate", "--labels", "labels.jsonl", cwd=calib_project.root)
     assert p.returncode == 2 and p.stderr.strip() == block("text", 0).strip()
 
 
@@ -97,7 +98,7 @@ def test_the_gate_warning_and_require_calibrated_are_the_real_ones(calib_project
     project = calib_project
     project.judge.passes = JUDGE_PASS
     project.configure(calibration={"min_kappa": 0.6, "min_labels": 30}, cache=False)
-    p = run_cli("run", "evals", cwd=project.root)
+    p = cli_in_process("run", "evals", cwd=project.root)
     assert p.returncode == 0, p.stdout + p.stderr  # the failing verdicts only observed
     assert block("text", 2).strip() in p.stdout
     ((argv, code),) = commands(block("bash", 1))

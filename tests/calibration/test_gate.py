@@ -9,8 +9,8 @@ import json
 import pytest
 
 from agent_health.stores import LocalResultStore
+from tests.support.cli import cli_in_process
 
-from ..conftest import run_cli
 from .conftest import case_id
 from .test_calibrate_cli import HUMAN_PASS, JUDGE_PASS, labels
 
@@ -18,7 +18,7 @@ GATE = {"min_kappa": 0.6, "min_labels": 10}
 
 
 def run(project, *args, expect):
-    p = run_cli("run", "evals", "--agent", "sre@v1", "--no-cache", "--reporter", "json=report.json", *args,
+    p = cli_in_process("run", "evals", "--agent", "sre@v1", "--no-cache", "--reporter", "json=report.json", *args,
                 cwd=project.root)  # fmt: skip
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == expect, p.stdout + p.stderr
@@ -52,7 +52,7 @@ def test_an_uncalibrated_gating_judge_only_observes_and_every_output_says_so(cal
     assert summary.uncalibrated_judges == ("openai:judge-a (builtin:contextual): " + failed["evidence"]["calibration"],)
 
     # a calibration with kappa 0.5 (hand-computed in test_calibrate_cli) is below min_kappa 0.6
-    assert run_cli("calibrate", "--labels", str(labels(project)), cwd=project.root).returncode == 0
+    assert cli_in_process("calibrate", "--labels", str(labels(project)), cwd=project.root).returncode == 0
     p, report = run(project, expect=0)
     assert "kappa 0.500 is below min_kappa 0.6" in p.stdout
     assert verdicts(report)[case_id(9)]["role"] == "observe"
@@ -63,7 +63,7 @@ def test_a_calibrated_judge_gates(calib_project):
     project.judge.passes = HUMAN_PASS  # agrees with every label: kappa 1
     project.configure(calibration=GATE)
     run(project, expect=0)  # uncalibrated yet: observes
-    assert run_cli("calibrate", "--labels", str(labels(project)), cwd=project.root).returncode == 0
+    assert cli_in_process("calibrate", "--labels", str(labels(project)), cwd=project.root).returncode == 0
 
     p, report = run(project, expect=1)  # now its failing verdicts fail their tests
     assert report["warnings"] == [] and "not calibrated" not in p.stdout + p.stderr
@@ -121,7 +121,7 @@ def test_a_damaged_calibrations_file_stops_the_run_before_any_test_naming_the_li
     folder = project.store_root / "_calibration"
     folder.mkdir(parents=True)
     (folder / "calibrations.jsonl").write_text('{"judge_key": "x"}\n')
-    p = run_cli("run", "evals", cwd=project.root)
+    p = cli_in_process("run", "evals", cwd=project.root)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "calibrations.jsonl, line 1" in p.stderr
     assert project.agent.calls == 0  # nothing ran
@@ -132,7 +132,7 @@ def test_require_calibrated_from_the_environment_as_from_the_flag(calib_project)
     project = calib_project
     project.judge.passes = JUDGE_PASS
     project.configure(calibration=GATE)
-    p = run_cli("run", "evals", "--agent", "sre@v1", "--no-cache", cwd=project.root,
+    p = cli_in_process("run", "evals", "--agent", "sre@v1", "--no-cache", cwd=project.root,
                 env={"AGENT_HEALTH_REQUIRE_CALIBRATED": "1"})  # fmt: skip
     assert p.returncode == 2, p.stdout + p.stderr
     assert "error: judge openai:judge-a (builtin:contextual) is not calibrated" in p.stderr

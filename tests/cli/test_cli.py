@@ -1,4 +1,6 @@
-"""The CLI as a subprocess: exit codes, reporters, filters, file errors."""
+"""The CLI: exit codes, reporters, filters, file errors. Run in the test process through the CLI's own
+entry (tests/support/cli.py), but for the first test, which runs `python -m agent_health` as a user
+does, in a process of its own."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from agent_health import RunReport
+from tests.support.cli import cli_in_process
 
 from ..conftest import ROOT, run_cli
 
@@ -39,7 +42,7 @@ def infra():
 
 def test_all_passed_exits_0_and_prints_a_summary(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
-    p = run_cli("run", "evals", cwd=tmp_path)
+    p = run_cli("run", "evals", cwd=tmp_path)  # the console entry in a process of its own
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Running 2 test(s) against demo@v2" in p.stdout
     assert "demo@v2" in p.stdout and "100%" in p.stdout and "tokens" in p.stdout and "cost" in p.stdout
@@ -48,7 +51,7 @@ def test_all_passed_exits_0_and_prints_a_summary(write_eval, tmp_path):
 def test_failures_exit_1_and_reports_are_machine_readable(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
     write_eval("bad.eval.py", FAILING)
-    p = run_cli(
+    p = cli_in_process(
         "run",
         "evals",
         "--agent",
@@ -99,7 +102,7 @@ def test_failures_exit_1_and_reports_are_machine_readable(write_eval, tmp_path):
 
 def test_json_reporter_on_stdout_keeps_stdout_clean(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
-    p = run_cli("run", "evals", "--reporter", "json", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--reporter", "json", cwd=tmp_path)
     assert p.returncode == 0
     report = RunReport.model_validate(json.loads(p.stdout))
     assert len(report.results) == 2 and "Running 2 test(s)" in p.stderr
@@ -108,7 +111,7 @@ def test_json_reporter_on_stdout_keeps_stdout_clean(write_eval, tmp_path):
 def test_broken_file_next_to_good_ones_exits_2_and_the_rest_runs(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
     write_eval("broken.eval.py", "from agent_health import test\n\nimport not_a_module_anywhere\n")
-    p = run_cli("run", "evals", "--reporter", "json=r.json", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--reporter", "json=r.json", cwd=tmp_path)
     assert p.returncode == 2
     assert "broken.eval.py:3" in p.stdout and "not_a_module_anywhere" in p.stdout
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
@@ -118,41 +121,43 @@ def test_broken_file_next_to_good_ones_exits_2_and_the_rest_runs(write_eval, tmp
 
 def test_usage_errors_exit_2(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
-    p = run_cli("run", "evals", "--agent", "nobody@v9", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--agent", "nobody@v9", cwd=tmp_path)
     assert p.returncode == 2 and "unknown agent 'nobody@v9'; known: demo@v1, demo@v2" in p.stderr
-    p = run_cli("run", "evals", "--agent", "demo@v7", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--agent", "demo@v7", cwd=tmp_path)
     assert p.returncode == 2 and "unknown version 'v7'" in p.stderr
-    p = run_cli("run", "evals", "--grep", "nothing-matches-this", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--grep", "nothing-matches-this", cwd=tmp_path)
     assert p.returncode == 2 and "no tests found matching the filters" in p.stderr
-    p = run_cli("run", "nowhere", cwd=tmp_path)
+    p = cli_in_process("run", "nowhere", cwd=tmp_path)
     assert p.returncode == 2 and "nowhere: no such file or directory" in p.stderr
-    p = run_cli("run", "evals", "--reporter", "yaml", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--reporter", "yaml", cwd=tmp_path)
     assert p.returncode == 2 and "unknown reporter 'yaml'" in p.stderr
-    p = run_cli("run", "evals", "--concurrency", "0", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--concurrency", "0", cwd=tmp_path)
     assert p.returncode == 2
 
 
 def test_list_label_grep_and_default_eval_root(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
     write_eval("bad.eval.py", FAILING)
-    p = run_cli("run", "--list", cwd=tmp_path)  # default path: evals/ under the project root
+    p = cli_in_process("run", "--list", cwd=tmp_path)  # default path: evals/ under the project root
     assert p.returncode == 0
     assert "good::passes" in p.stdout and "bad::infra" in p.stdout and "4 test(s) in 2 file(s)" in p.stdout
-    p = run_cli("run", "--list", "--label", "fast", "--label", "category:RCA", cwd=tmp_path)
+    p = cli_in_process("run", "--list", "--label", "fast", "--label", "category:RCA", cwd=tmp_path)
     assert p.stdout.splitlines()[0].startswith("good::passes") and "1 test(s)" in p.stdout
-    p = run_cli("run", "evals", "--grep", "^good::", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--grep", "^good::", cwd=tmp_path)
     assert p.returncode == 0 and "Running 2 test(s)" in p.stdout
 
 
 def test_no_judge_epochs_and_fail_fast(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
     write_eval("bad.eval.py", FAILING)
-    p = run_cli("run", "evals/good.eval.py", "--no-judge", "--epochs", "3", "--reporter", "json=r.json", cwd=tmp_path)
+    p = cli_in_process(
+        "run", "evals/good.eval.py", "--no-judge", "--epochs", "3", "--reporter", "json=r.json", cwd=tmp_path
+    )
     assert p.returncode == 0
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
     r = next(r for r in report.results if r.test_id == "good::passes")
     assert r.epochs == 3 and r.pass_hat_k == 1.0 and any(s.skipped for s in r.signals)
-    p = run_cli("run", "evals", "--fail-fast", "--concurrency", "1", "--reporter", "json=r.json", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--fail-fast", "--concurrency", "1", "--reporter", "json=r.json", cwd=tmp_path)
     assert p.returncode == 1
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
     assert len(report.results) == 1 and report.not_run == 3 and "not run" in p.stdout
@@ -160,14 +165,14 @@ def test_no_judge_epochs_and_fail_fast(write_eval, tmp_path):
 
 def test_skip_judge_env_var(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
-    p = run_cli("run", "evals", "--reporter", "json", cwd=tmp_path, env={"AGENT_HEALTH_SKIP_JUDGE": "1"})
+    p = cli_in_process("run", "evals", "--reporter", "json", cwd=tmp_path, env={"AGENT_HEALTH_SKIP_JUDGE": "1"})
     report = RunReport.model_validate(json.loads(p.stdout))
     assert any(s.skipped for r in report.results for s in r.signals)
 
 
 def test_demo_suite_runs_honestly():
     """The shipped demo evals: v2 mostly passes, v1 fails more, neither is perfect."""
-    p = run_cli("run", "--agent", "demo@v1", "--agent", "demo@v2", "--reporter", "json", cwd=ROOT)
+    p = cli_in_process("run", "--agent", "demo@v1", "--agent", "demo@v2", "--reporter", "json", cwd=ROOT)
     assert p.returncode == 1
     report = RunReport.model_validate(json.loads(p.stdout))
     v1, v2 = report.summaries
@@ -198,11 +203,11 @@ def test_cli_startup_does_not_import_heavy_modules(tmp_path):
 
 def test_replay_flag_and_agents_command(write_eval, tmp_path):
     write_eval("good.eval.py", GOOD)
-    p = run_cli("run", "evals", "--replay", "strict", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--replay", "strict", cwd=tmp_path)
     assert p.returncode == 1 and "no recording" in p.stdout.lower()
-    assert run_cli("run", "evals", "--replay", "record", cwd=tmp_path).returncode == 0
-    p = run_cli("run", "evals", "--replay", "strict", "--reporter", "json", cwd=tmp_path)
+    assert cli_in_process("run", "evals", "--replay", "record", cwd=tmp_path).returncode == 0
+    p = cli_in_process("run", "evals", "--replay", "strict", "--reporter", "json", cwd=tmp_path)
     report = RunReport.model_validate(json.loads(p.stdout))
     assert p.returncode == 0 and [r.run.replayed for r in report.results if r.run] == [True]
-    p = run_cli("agents", cwd=tmp_path)
+    p = cli_in_process("agents", cwd=tmp_path)
     assert p.returncode == 0 and "demo@v1" in p.stdout and "demo@v2" in p.stdout

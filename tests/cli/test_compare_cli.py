@@ -9,8 +9,7 @@ from agent_health import RunReport
 from agent_health.analysis.compare import compare_results
 from agent_health.stores import LocalResultStore
 from tests.reports.helpers import result, store_run
-
-from ..conftest import run_cli
+from tests.support.cli import cli_in_process
 
 
 def _json(p) -> dict:
@@ -22,7 +21,9 @@ def test_json_reports_compare_like_the_library_function(report_project):
     v1 = RunReport.model_validate_json(report_project.v1.read_bytes())
     v2 = RunReport.model_validate_json(report_project.v2.read_bytes())
     expected = compare_results(v1.results, v2.results)
-    got = _json(run_cli("compare", str(report_project.v1), str(report_project.v2), "--json", cwd=report_project.root))
+    got = _json(
+        cli_in_process("compare", str(report_project.v1), str(report_project.v2), "--json", cwd=report_project.root)
+    )
     assert got["flip_counts"] == expected.flip_counts and got["regressed_tests"] == expected.regressed_tests
     assert got["stats"] == expected.stats.model_dump(mode="json")  # same seed, same bootstrap interval
     assert got["baseline"].startswith("demo@v1") and got["candidate"].startswith("demo@v2")
@@ -32,10 +33,12 @@ def test_json_reports_compare_like_the_library_function(report_project):
 
 def test_run_ids_agent_versions_and_picked_agents_give_the_same_comparison(report_project):
     cwd = report_project.store.root.parents[1]
-    runs = _json(run_cli("compare", report_project.run_ids["v1"], report_project.run_ids["v2"], "--json", cwd=cwd))
-    agents = _json(run_cli("compare", "demo@v1", "demo@v2", "--json", cwd=cwd))
+    runs = _json(
+        cli_in_process("compare", report_project.run_ids["v1"], report_project.run_ids["v2"], "--json", cwd=cwd)
+    )
+    agents = _json(cli_in_process("compare", "demo@v1", "demo@v2", "--json", cwd=cwd))
     both = report_project.run_ids["both"]
-    picked = _json(run_cli("compare", f"{both}#demo@v1", f"{both}#demo@v2", "--json", cwd=cwd))
+    picked = _json(cli_in_process("compare", f"{both}#demo@v1", f"{both}#demo@v2", "--json", cwd=cwd))
     for other in (agents, picked):
         assert other["flip_counts"] == runs["flip_counts"] and other["stats"]["mcnemar"] == runs["stats"]["mcnemar"]
     assert runs["baseline"] == f"demo@v1 (run {report_project.run_ids['v1']})" and agents["baseline"] == "demo@v1"
@@ -43,7 +46,9 @@ def test_run_ids_agent_versions_and_picked_agents_give_the_same_comparison(repor
 
 def test_table_output_and_the_html_page(report_project, tmp_path):
     page = tmp_path / "cmp.html"
-    p = run_cli("compare", str(report_project.v1), str(report_project.v2), "--html", str(page), cwd=report_project.root)
+    p = cli_in_process(
+        "compare", str(report_project.v1), str(report_project.v2), "--html", str(page), cwd=report_project.root
+    )
     assert p.returncode == 0, p.stderr
     assert "McNemar exact p" in p.stdout and "Wilson" in p.stdout and "bootstrap" in p.stdout
     assert "regressed" in p.stdout and "fixed" in p.stdout and f"comparison page: {page}" in p.stdout
@@ -53,9 +58,9 @@ def test_table_output_and_the_html_page(report_project, tmp_path):
 
 def test_fail_on_regression_and_significant(report_project, tmp_path):
     args = ("compare", str(report_project.v1), str(report_project.v2))
-    assert run_cli(*args, cwd=report_project.root).returncode == 0  # informative by default
-    assert run_cli(*args, "--fail-on", "regression", cwd=report_project.root).returncode == 1
-    same = run_cli(
+    assert cli_in_process(*args, cwd=report_project.root).returncode == 0  # informative by default
+    assert cli_in_process(*args, "--fail-on", "regression", cwd=report_project.root).returncode == 1
+    same = cli_in_process(
         "compare", str(report_project.v2), str(report_project.v2), "--fail-on", "regression", cwd=report_project.root
     )
     assert same.returncode == 0
@@ -68,30 +73,30 @@ def test_fail_on_regression_and_significant(report_project, tmp_path):
     for n, rs in enumerate((base, worse, slightly)):
         store_run(store, f"20260102T00000{n}-0000bbb{n}", rs, started_at=float(n))
     sig = ("--fail-on", "significant")
-    assert run_cli("compare", f"{store.root}#a@v1", f"{store.root}#a@v2", *sig, cwd=tmp_path).returncode == 1
+    assert cli_in_process("compare", f"{store.root}#a@v1", f"{store.root}#a@v2", *sig, cwd=tmp_path).returncode == 1
     # one regression of ten is no evidence (p = 1): significant passes, regression fails
-    assert run_cli("compare", f"{store.root}#a@v1", f"{store.root}#a@v3", *sig, cwd=tmp_path).returncode == 0
+    assert cli_in_process("compare", f"{store.root}#a@v1", f"{store.root}#a@v3", *sig, cwd=tmp_path).returncode == 0
     assert (
-        run_cli(
+        cli_in_process(
             "compare", f"{store.root}#a@v1", f"{store.root}#a@v3", "--fail-on", "regression", cwd=tmp_path
         ).returncode
         == 1
     )
     # alpha decides: at 0.01 the six regressions are not significant
-    loose = run_cli("compare", f"{store.root}#a@v1", f"{store.root}#a@v2", *sig, "--alpha", "0.01", cwd=tmp_path)
+    loose = cli_in_process("compare", f"{store.root}#a@v1", f"{store.root}#a@v2", *sig, "--alpha", "0.01", cwd=tmp_path)
     assert loose.returncode == 0
 
 
 def test_bad_input_exits_2_with_one_clear_message(report_project):
     cwd = report_project.store.root.parents[1]
-    missing = run_cli("compare", "gone/v1.json", str(report_project.v2), cwd=cwd)
+    missing = cli_in_process("compare", "gone/v1.json", str(report_project.v2), cwd=cwd)
     assert missing.returncode == 2 and "BASELINE 'gone/v1.json': no such file" in missing.stderr
-    unknown = run_cli("compare", "demo@v1", "20990101T000000-deadbeef", cwd=cwd)
+    unknown = cli_in_process("compare", "demo@v1", "20990101T000000-deadbeef", cwd=cwd)
     assert unknown.returncode == 2 and "CANDIDATE '20990101T000000-deadbeef'" in unknown.stderr
     assert "agent versions with results: demo@v1, demo@v2" in unknown.stderr
-    several = run_cli("compare", str(report_project.both), str(report_project.v2), cwd=cwd)
+    several = cli_in_process("compare", str(report_project.both), str(report_project.v2), cwd=cwd)
     assert several.returncode == 2 and f"pick one with {report_project.both}#demo@v1" in several.stderr
-    wrong = run_cli("compare", f"{report_project.both}#demo@v9", str(report_project.v2), cwd=cwd)
+    wrong = cli_in_process("compare", f"{report_project.both}#demo@v9", str(report_project.v2), cwd=cwd)
     assert wrong.returncode == 2 and "has no results of demo@v9; it holds: demo@v1, demo@v2" in wrong.stderr
     for p in (missing, unknown, several, wrong):
         assert "Traceback" not in p.stderr and p.stdout == ""

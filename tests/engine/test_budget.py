@@ -23,8 +23,9 @@ from agent_health.model import RunReport
 from agent_health.reporters.json_report import read_jsonl
 from agent_health.session import build_settings, run_evaluation
 from agent_health.session.settings import RunSettings
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT
 from tests.judges.helpers import ScriptedServer, chat, verdict_json
+from tests.support.cli import cli_in_process
 
 JUDGE_USAGE = (1000, 100)  # tokens of every judge answer
 JUDGE_PRICE = (1.0, 2.0)  # USD per 1M input, output tokens: $0.0012 a judge call
@@ -78,7 +79,7 @@ ENV = {"AGENT_HEALTH_DEMO_LATENCY_MS": "0"}
 def test_a_200_test_run_stops_within_one_tests_cost_and_every_reporter_lists_the_rest(judge_server, tmp_path):
     root = project(tmp_path, judge_server)
     budget = 0.05
-    p = run_cli(
+    p = cli_in_process(
         "run",
         "evals",
         "--no-store",
@@ -137,7 +138,9 @@ def test_a_200_test_run_stops_within_one_tests_cost_and_every_reporter_lists_the
     html = (root / "out.html").read_text()
     assert 'id="not-run"' in html and html.count("<td>budget reached</td>") == report.not_run
 
-    again = run_cli("run", "evals", "--no-store", "--max-cost", str(budget), "--budget-exit", "0", cwd=root, env=ENV)
+    again = cli_in_process(
+        "run", "evals", "--no-store", "--max-cost", str(budget), "--budget-exit", "0", cwd=root, env=ENV
+    )
     assert again.returncode == 0, again.stdout + again.stderr
     assert "budget reached" in again.stdout
 
@@ -148,7 +151,7 @@ def test_a_budget_stopped_run_resumes_with_only_missing_running_exactly_the_rest
     from agent_health.stores import LocalResultStore
 
     root = project(tmp_path, judge_server, evals=MANY.replace("range(200)", "range(40)"))
-    first = run_cli("run", "evals", "--max-cost", "0.02", "--reporter", "json=first.json", cwd=root, env=ENV)
+    first = cli_in_process("run", "evals", "--max-cost", "0.02", "--reporter", "json=first.json", cwd=root, env=ENV)
     assert first.returncode == 1, first.stdout + first.stderr
     stopped = RunReport.model_validate_json((root / "first.json").read_text())
     done = {r.test_id for r in stopped.results}
@@ -159,7 +162,7 @@ def test_a_budget_stopped_run_resumes_with_only_missing_running_exactly_the_rest
     store = LocalResultStore(root / "state" / "results")
     before = {r.test_id: r.eval_run_id for r in store.get_many(store.list())}
     assert set(before) == done
-    resumed = run_cli("run", "evals", "--only", "missing", "--reporter", "json=resumed.json", cwd=root, env=ENV)
+    resumed = cli_in_process("run", "evals", "--only", "missing", "--reporter", "json=resumed.json", cwd=root, env=ENV)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     report = RunReport.model_validate_json((root / "resumed.json").read_text())
     assert {r.test_id for r in report.results} == never, resumed.stdout  # exactly the rest
@@ -264,7 +267,7 @@ async def once(agent, judge):
 
 def test_a_model_without_a_price_is_an_error_at_start_with_a_budget(judge_server, tmp_path):
     root = project(tmp_path, judge_server, model="mystery-model-x1")
-    p = run_cli("run", "evals", "--no-store", "--max-cost", "1", cwd=root, env=ENV)
+    p = cli_in_process("run", "evals", "--no-store", "--max-cost", "1", cwd=root, env=ENV)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "'mystery-model-x1' (judge.model) has no price" in p.stderr and "prices=" in p.stderr
     assert judge_server.posts() == []  # nothing ran
@@ -349,7 +352,7 @@ def test_the_budgets_doc_examples_run_as_written(judge_server, tmp_path):
         for line in code.splitlines():
             args = shlex.split(line.split("#")[0])
             assert args[0] == "agent-health", line
-            p = run_cli(*args[1:], "--no-store", cwd=tmp_path, env=env)
+            p = cli_in_process(*args[1:], "--no-store", cwd=tmp_path, env=env)
             assert p.returncode == int(_EXIT.search(line).group(1)), line + "\n" + p.stdout + p.stderr
             printed += (p.stdout + p.stderr).splitlines()
     assert (tmp_path / "budget.xml").exists()
@@ -387,12 +390,12 @@ def test_dagster_run_config_budget_wins_over_the_resource_limit_by_limit(judge_s
 
 def test_rejudging_respects_the_budget_and_counts_only_new_judge_spend(judge_server, tmp_path):
     root = project(tmp_path, judge_server, evals=MANY.replace("range(200)", "range(20)"))
-    first = run_cli("run", "evals", cwd=root, env=ENV)  # stored in state/, no budget: all 20 run
+    first = cli_in_process("run", "evals", cwd=root, env=ENV)  # stored in state/, no budget: all 20 run
     assert first.returncode == 0, first.stdout + first.stderr
     assert len(judge_server.posts()) == 20
 
     budget = JUDGE_CALL_USD * 5.5  # room for five re-judgements: the agent runs are replayed, free
-    p = run_cli("rejudge", "--max-cost", str(budget), "--reporter", "json=re.json", cwd=root, env=ENV)
+    p = cli_in_process("rejudge", "--max-cost", str(budget), "--reporter", "json=re.json", cwd=root, env=ENV)
     assert p.returncode == 1, p.stdout + p.stderr
     report = RunReport.model_validate_json((root / "re.json").read_text())
     assert len(report.results) == 5 and report.not_run == 15 and report.not_run_reason == "budget reached"

@@ -10,16 +10,18 @@ tokenizer would (its body's bytes / 4) and answers in 50 tokens."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
 
-from agent_health.model import RunReport
-from agent_health.spend import estimate_tokens
+from agent_health.engine.budget import Budget
+from agent_health.model import BudgetSettings, RunReport, Usage
+from agent_health.spend import NOTHING, SpendRefused, estimate_tokens
 from agent_health.stores import LocalResultStore
-from tests.conftest import run_cli
 from tests.engine.test_budget import ENV, _load, _run, project
 from tests.judges.helpers import ScriptedServer, chat, verdict_json
+from tests.support.cli import cli_in_process
 
 PRICE = (20.0, 40.0)  # USD per 1M input, output tokens: a judge call costs cents here
 
@@ -62,13 +64,15 @@ def test_the_token_estimate_is_utf8_bytes_over_three_rounded_up():
 
 def test_longer_later_judge_prompts_never_take_the_run_past_its_budget(sized_judge, tmp_path):
     root = growing(tmp_path, sized_judge)
-    free = run_cli("run", "evals", "--no-store", "--grep", "case 10", "--reporter", "json=free.json", cwd=root, env=ENV)
+    free = cli_in_process(
+        "run", "evals", "--no-store", "--grep", "case 10", "--reporter", "json=free.json", cwd=root, env=ENV
+    )
     assert free.returncode == 0, free.stdout + free.stderr
     [long_test] = RunReport.model_validate_json((root / "free.json").read_text()).results
     asked = len(sized_judge.posts())
 
     budget = 0.32
-    p = run_cli(
+    p = cli_in_process(
         "run", "evals", "--no-store", "--max-cost", str(budget), "--reporter", "json=out.json", cwd=root, env=ENV
     )
     assert p.returncode == 1, p.stdout + p.stderr
@@ -91,6 +95,35 @@ def test_longer_later_judge_prompts_never_take_the_run_past_its_budget(sized_jud
     assert [t.name for t in report.not_run_tests] == [f"case {i:02d}" for i in range(10, 20)]
     assert report.budget.reached == "max_cost_usd" and report.summaries[0].pass_rate == 1.0
     assert "- not run many::case-10  budget reached" in p.stdout
+
+
+def test_room_made_at_once_goes_to_the_earliest_test_waiting_not_to_the_first_to_look():
+    """On a busy machine several calls settle before the calls waiting for room run again, and the
+    first waiter to look again would take the room: the test above once saw case 10's long call
+    take the room cases 08 and 09 waited for, and those two ended not run. Waiting calls take room
+    in the order their tests were admitted, so the tests that run are the plan's first ones."""
+
+    async def scenario() -> str:
+        budget = Budget(BudgetSettings(max_judge_cost_usd=0.10), prices={"judge": (1.0, 0.0)})  # $1e-6 a token
+        holder, early, late = (budget.open(name) for name in ("holder", "early", "late"))
+        held = await holder.hold("judge", 90_000, 0)  # $0.09 of the $0.10
+        # the later test's call waits first, so it is the first to look again when room is made
+        late_call = asyncio.ensure_future(late.hold("judge", 60_000, 0))
+        await asyncio.sleep(0)
+        early_call = asyncio.ensure_future(early.hold("judge", 50_000, 0))
+        await asyncio.sleep(0)
+        assert late.waiting == early.waiting == 1
+        held.settle(Usage(input_tokens=30_000, model="judge"))  # room for one of them: $0.07 free
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert early.reserved.cost_usd == pytest.approx(0.05) and late.reserved == NOTHING
+        (await early_call).settle(Usage(input_tokens=50_000, model="judge"))  # $0.08 counted: no room for $0.06
+        with pytest.raises(SpendRefused) as refused:
+            await late_call
+        return str(refused.value)
+
+    refusal = asyncio.run(scenario())
+    assert "budget reached" in refusal and "max_judge_cost_usd" in refusal
 
 
 def test_judge_spend_alone_is_held_call_by_call_from_the_first_test(sized_judge, tmp_path):
@@ -118,18 +151,20 @@ async def judged(judge):
     root = growing(tmp_path, sized_judge, evals=evals)
     config = root / "agent_health_config.py"
     config.write_text(config.read_text().replace('"cache": False', '"cache": True'))
-    first = run_cli("run", "evals", "--no-store", cwd=root, env=ENV)
+    first = cli_in_process("run", "evals", "--no-store", cwd=root, env=ENV)
     assert first.returncode == 0, first.stdout + first.stderr
     assert len(sized_judge.posts()) == 1
 
     tiny = "0.000001"  # less than any judge call's estimate
-    p = run_cli("run", "evals", "--no-store", "--max-cost", tiny, "--reporter", "json=hit.json", cwd=root, env=ENV)
+    p = cli_in_process(
+        "run", "evals", "--no-store", "--max-cost", tiny, "--reporter", "json=hit.json", cwd=root, env=ENV
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     hit = RunReport.model_validate_json((root / "hit.json").read_text())
     assert [r.status for r in hit.results] == ["passed"] and hit.budget.judge_cache_hits == 1
     assert hit.budget.cost_usd == 0 and hit.budget.reached is None and len(sized_judge.posts()) == 1
 
-    p = run_cli(
+    p = cli_in_process(
         "run",
         "evals",
         "--no-store",
@@ -149,7 +184,7 @@ async def judged(judge):
 
 def test_rejudging_holds_each_judge_call_to_the_budget(sized_judge, tmp_path):
     root = growing(tmp_path, sized_judge)
-    first = run_cli("run", "evals", cwd=root, env=ENV)  # stored in state/, no budget: all 20 run
+    first = cli_in_process("run", "evals", cwd=root, env=ENV)  # stored in state/, no budget: all 20 run
     assert first.returncode == 0, first.stdout + first.stderr
     store = LocalResultStore(root / "state" / "results")
     stored = {r.test_id: r for r in store.get_many(store.list())}
@@ -157,7 +192,7 @@ def test_rejudging_holds_each_judge_call_to_the_budget(sized_judge, tmp_path):
     short = stored["many::case-00"].judge_cost_usd
 
     budget = 12 * short  # the agent runs are replayed, free: room for the short judge calls
-    p = run_cli("rejudge", "--max-cost", str(budget), "--reporter", "json=re.json", cwd=root, env=ENV)
+    p = cli_in_process("rejudge", "--max-cost", str(budget), "--reporter", "json=re.json", cwd=root, env=ENV)
     assert p.returncode == 1, p.stdout + p.stderr
     report = RunReport.model_validate_json((root / "re.json").read_text())
     assert report.budget.cost_usd <= budget and report.budget.reached == "max_cost_usd"

@@ -1,5 +1,7 @@
 """Shared helpers of the fault tests: the CLI and short Python scripts as real processes (so a
-crash, an exit code or a umask is the process's own), and eval files written as bytes."""
+crash, an exit code or a umask is the process's own), and eval files written as bytes. A case whose
+subject is only the CLI's message, exit code or files runs it in-process instead
+(`tests.support.cli.cli_in_process`): the same entry, without a new interpreter per case."""
 
 from __future__ import annotations
 

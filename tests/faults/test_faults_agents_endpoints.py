@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from agent_health.errors import ConfigError
-from tests.conftest import run_cli
 from tests.connectors.servers import invoke, invoke_error, runtime
 from tests.support import LocalHTTPServer, QuietHandler
+from tests.support.cli import cli_in_process
 
 HTML = b"<!DOCTYPE html>\n<html><head><title>Sign in - Corp SSO</title></head><body><form>...</form></body></html>"
 SSE_OK = (
@@ -214,13 +214,13 @@ def test_the_cli_refuses_a_bad_endpoint_before_any_test_runs(tmp_path):
     (tmp_path / "evals" / "smoke.eval.py").write_text(
         'from agent_health import test\n\n@test("smoke", prompt="hi")\nasync def smoke(agent):\n    await agent.run()\n'
     )
-    p = run_cli("run", "evals", cwd=tmp_path)
+    p = cli_in_process("run", "evals", cwd=tmp_path)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "agents.rca.settings.endpoint" in p.stderr and "scheme ftp:// is not supported" in p.stderr
     assert "Traceback" not in p.stderr
     assert not (tmp_path / ".agent_health" / "results").exists()  # nothing ran
 
-    p = run_cli("agents", "--check", "--json", cwd=tmp_path)
+    p = cli_in_process("agents", "--check", "--json", cwd=tmp_path)
     assert p.returncode == 2
     (row,) = [r for r in json.loads(p.stdout) if r["ref"] == "rca@v1"]
     assert "agents.rca.settings.endpoint" in row["status"] and "scheme ftp:// is not supported" in row["status"]

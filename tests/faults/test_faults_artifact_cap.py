@@ -15,7 +15,7 @@ import agent_health.engine.runner as runner
 from agent_health import define_config, load_tests, run_tests
 from agent_health.model import RunSettings
 from agent_health.model.limits import ARTIFACTS_RUN_MAX
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 WRITER = """
 import os
@@ -53,7 +53,9 @@ def test_a_run_stores_artifact_copies_up_to_its_cap_and_says_what_it_left_out(tm
     (tmp_path / "writer.py").write_text(textwrap.dedent(WRITER))
     (tmp_path / "agent_health_config.py").write_text(CONFIG)
     evals("writes.eval.py", SEES_EVERY_COPY)
-    proc = cli("run", "evals", "--no-judge", "--concurrency", "1", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process(
+        "run", "evals", "--no-judge", "--concurrency", "1", "--reporter", "json=report.json", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     artifacts = [a for r in report["results"] for a in r["run"]["artifacts"]]

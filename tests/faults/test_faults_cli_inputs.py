@@ -9,7 +9,7 @@ import json
 import secrets as random_secrets
 
 from agent_health.config.secrets import REDACTED
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 from tests.support.http import LocalHTTPServer, QuietHandler
 
 ONE = """
@@ -26,7 +26,7 @@ def test_a_file_of_an_unknown_type_is_unsupported_not_invalid_yaml(tmp_path, eva
     evals("ok.eval.py", ONE)
     evals("checkout.eval.js", "test('checkout', async ({ agent }) => { await agent.run(); });\n")
     evals("notes.py", "print('not an eval file')\n")
-    proc = cli(
+    proc = cli_in_process(
         "run",
         "evals/checkout.eval.js",
         "evals/notes.py",
@@ -51,16 +51,16 @@ def test_report_reads_the_store_that_run_wrote_under_agent_health_store(tmp_path
     no run there (or an older one)."""
     evals("ok.eval.py", ONE)
     env = {"AGENT_HEALTH_STORE": json.dumps({"type": "local", "settings": {"path": "elsewhere"}})}
-    ran = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path, env=env)
+    ran = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run_id = json.loads((tmp_path / "report.json").read_text())["eval_run_id"]
     assert (tmp_path / "elsewhere").is_dir() and not (tmp_path / ".agent_health" / "results").exists()
-    proc = cli("report", "-o", "page.html", cwd=tmp_path, env=env)
+    proc = cli_in_process("report", "-o", "page.html", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"(1 test result(s) from run {run_id})" in proc.stdout, proc.stdout
-    compared = cli("compare", run_id, run_id, "--json", cwd=tmp_path, env=env)
+    compared = cli_in_process("compare", run_id, run_id, "--json", cwd=tmp_path, env=env)
     assert compared.returncode == 0, compared.stdout + compared.stderr
-    off = cli("report", "-o", "page.html", cwd=tmp_path, env={"AGENT_HEALTH_STORE": "none"})
+    off = cli_in_process("report", "-o", "page.html", cwd=tmp_path, env={"AGENT_HEALTH_STORE": "none"})
     assert off.returncode == 2, off.stdout + off.stderr
     assert "$AGENT_HEALTH_STORE turns storing off, so no run is stored to read" in off.stdout + off.stderr
 
@@ -102,7 +102,7 @@ def test_a_port_given_through_a_variable_is_an_address_not_a_short_secret(tmp_pa
     key = "k-" + random_secrets.token_urlsafe(24)
     with LocalHTTPServer(EchoPath) as server:
         env = {"FAULTS_HOST": "127.0.0.1", "FAULTS_PORT": str(server.port), "FAULTS_KEY": key}
-        proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path, env=env)
+        proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "short or a common word" not in proc.stderr, proc.stderr
     [result] = json.loads((tmp_path / "report.json").read_text())["results"]

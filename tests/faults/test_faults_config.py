@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 PROMPT = "Diagnose why the payment service is failing."
 CASES = f"tests:\n  - name: payment outage\n    prompt: {PROMPT}\n"
@@ -72,7 +72,7 @@ def project(tmp_path, evals, config_body: str | None) -> None:
 )
 def test_a_configuration_typo_is_one_error_naming_the_key(tmp_path, evals, config_body, expected):
     project(tmp_path, evals, config_body)
-    proc = cli("run", "evals", "--no-judge", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -93,7 +93,7 @@ def test_a_configuration_typo_is_one_error_naming_the_key(tmp_path, evals, confi
 def test_a_typo_in_the_environment_is_an_error_naming_the_variable(tmp_path, evals, variable, value, expected):
     """`AGENT_HEALTH_JUDGE_MODEL=nope:xyz` was judged by the demo heuristic without a word."""
     project(tmp_path, evals, None)
-    proc = cli("run", "evals", cwd=tmp_path, env={variable: value})
+    proc = cli_in_process("run", "evals", cwd=tmp_path, env={variable: value})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / ".agent_health" / "results").exists()
@@ -102,7 +102,7 @@ def test_a_typo_in_the_environment_is_an_error_naming_the_variable(tmp_path, eva
 def test_a_judge_model_of_a_configured_provider_still_runs(tmp_path, evals):
     """The check is no broader than the typo: a known provider (or `demo`) by name is accepted."""
     project(tmp_path, evals, None)
-    proc = cli("run", "evals", "--judge-model", "demo", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--judge-model", "demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -124,7 +124,7 @@ def test_an_agent_key_without_a_version_runs_its_default_version(tmp_path, evals
     """`--agent demo` printed a 54-line ExceptionGroup traceback ending in KeyError: 'demo@v2'."""
     project(tmp_path, evals, config_body)
     flags = [arg for ref in agents for arg in ("--agent", ref)]
-    proc = cli("run", "evals", *flags, "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", *flags, "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     assert sorted(r["agent"] for r in report["results"]) == ran
@@ -133,7 +133,7 @@ def test_an_agent_key_without_a_version_runs_its_default_version(tmp_path, evals
 
 def test_an_unknown_agent_key_lists_the_known_versions(tmp_path, evals):
     project(tmp_path, evals, AGENTS)
-    proc = cli("run", "evals", "--agent", "shp", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--agent", "shp", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip() == (
         "error: unknown agent 'shp'; known: demo@v1, demo@v2, shop@v1, shop@v2, shop@v3; did you mean 'shop'?"

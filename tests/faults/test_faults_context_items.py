@@ -10,8 +10,8 @@ import json
 import pytest
 
 from agent_health import load_tests
-from tests.faults.conftest import cli
 from tests.faults.lifecycle import budget, jsonl_results
+from tests.support.cli import cli_in_process
 
 SHAPES = "(a context item is {description, value}, or {type, content} as in agent-health's sample test cases)"
 
@@ -52,7 +52,7 @@ def test_agent_health_sample_items_reach_the_agent_and_other_keys_are_errors(tmp
     bad = {"name": "bad exported", "initialPrompt": "p", "context": [{"type": "log", "body": "x"}]}
     evals("bad.json", json.dumps([bad, {**exported, "name": "fine"}]))
     evals("bad.yaml", "tests:\n  - name: bad native\n    prompt: p\n    context: [{description: log, valu: x}]\n")
-    p = cli("run", "evals", "--no-judge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
+    p = cli_in_process("run", "evals", "--no-judge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
     assert p.returncode == 2, p.stdout + p.stderr  # load errors
     assert "Traceback" not in p.stdout + p.stderr
     results = jsonl_results(tmp_path / "r.jsonl")

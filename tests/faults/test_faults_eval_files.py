@@ -14,7 +14,7 @@ import pytest
 
 from agent_health import load_tests
 from agent_health.model.limits import NAME_MAX, STORED_TEXT_MAX
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 PROMPT = "Diagnose why the payment service is failing."
 
@@ -47,7 +47,7 @@ async def plain(agent):
     await agent.run()
 """,
     )
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "gen.eval.py:4: test 'generator body': the body is a generator" in proc.stdout, proc.stdout
     report = json.loads((tmp_path / "report.json").read_text())
@@ -67,7 +67,7 @@ def test_a_huge_assertion_message_is_stored_cut_not_copied(tmp_path, evals):
             assert False, "payment " * 2_500_000
         """,
     )
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     [stored] = list((tmp_path / ".agent_health" / "results").rglob("huge*.json"))
     assert stored.stat().st_size < 6 * STORED_TEXT_MAX  # every copy bounded, the whole file too
@@ -162,7 +162,7 @@ def test_one_test_id_in_several_files_is_a_load_error_naming_every_file(tmp_path
         f"from agent_health import test\n\n\n@test('good one', prompt={PROMPT!r})\nasync def t(agent):\n"
         "    await agent.run()\n",
     )
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert (
         "smoke.eval.py:4: test id 'smoke::good-one' is defined in 3 files (smoke.eval.py:4, smoke.json, smoke.yaml:2)"

@@ -9,7 +9,7 @@ import pytest
 
 from agent_health import load_tests
 from agent_health.model import RunReport
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 # The examples of wrong types, one case each.
 MIXED = (
@@ -152,7 +152,7 @@ def test_jsonl_bad_lines_are_reported_by_line_and_the_good_lines_run(tmp_path, e
         b'{"name": "typed", "prompt": "p", "epochs": "x"}\n'
         b'{"id": "last", "initialPrompt": "kafka consumer lag"}\n',
     )
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     report = RunReport.model_validate_json((tmp_path / "report.json").read_text())
     assert sorted(r.name for r in report.results) == ["first", "last"]
@@ -190,7 +190,7 @@ def test_cli_runs_every_valid_case_and_exits_2(tmp_path, evals):
     evals("latin.json", b'[{"name": "x", "prompt": "caf\xe9"}]')
     evals("list-defaults.yaml", "defaults: [a]\ntests:\n" + GOOD_CASE)
     evals("fine.yaml", "tests:\n  - name: fine\n    prompt: checkout is slow, p99 latency above 4 seconds\n")
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     report = RunReport.model_validate_json((tmp_path / "report.json").read_text())

@@ -9,7 +9,7 @@ import textwrap
 
 from markdown_it import MarkdownIt
 
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 HOSTILE = (
     '<img src=x onerror="alert(1)"> <script>alert(document.cookie)</script> '
@@ -47,7 +47,7 @@ def test_the_job_summary_shows_agent_output_as_text_never_as_html(tmp_path, eval
     evals("hostile.eval.py", EVAL)
     summary = tmp_path / "summary.md"
     env = {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": str(tmp_path)}
-    proc = cli("run", "evals", "--no-store", "--reporter", "github", cwd=tmp_path, env=env)
+    proc = cli_in_process("run", "evals", "--no-store", "--reporter", "github", cwd=tmp_path, env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = summary.read_text()
     assert "onerror" in text  # the message is there, quoted

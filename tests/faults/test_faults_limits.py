@@ -16,7 +16,7 @@ from agent_health.errors import ConfigError
 from agent_health.model import limits
 from agent_health.model.limits import PLANNED_WORK_MAX
 from agent_health.session.settings import build_settings, check_planned_work
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Diagnose why the payment service is failing."
@@ -38,7 +38,7 @@ GOOD = f'  {{"name": "fine", "prompt": "{PROMPT}"}}'
 def test_a_data_case_number_past_its_bound_is_a_load_error(tmp_path, evals, field, expected):
     """`"epochs": 1000000000` grew past 2 GB and ran for 30 minutes; `"timeout": Infinity` never timed out."""
     evals("cases.json", f'[\n{GOOD},\n  {{"name": "huge", "prompt": "{PROMPT}", {field}}}\n]\n')
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"cases.json: case #2 'huge': {expected}" in proc.stdout, proc.stdout
     assert "1 result(s) stored" in proc.stderr  # the file's other case ran
@@ -106,7 +106,7 @@ def test_a_configuration_number_past_its_bound_is_an_error(tmp_path, evals, conf
     (tmp_path / "agent_health_config.py").write_text(
         f"from agent_health import define_config\n\nconfig = define_config({config_body})\n"
     )
-    proc = cli("run", "evals", "--no-judge", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / ".agent_health" / "results").exists()
@@ -127,7 +127,7 @@ def test_an_agent_setting_past_its_bound_is_an_error_before_any_test(tmp_path, e
         f'"key": "shop", "connector": "http", "settings": {{"endpoint": "http://127.0.0.1:9/a", **{settings}}}'
         '}], default_agent="shop@default")\n'
     )
-    proc = cli("run", "evals", "--no-judge", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
@@ -151,7 +151,7 @@ def test_an_environment_number_past_its_bound_is_exit_2_naming_the_variable(tmp_
     """`AGENT_HEALTH_TIMEOUT=inf` was accepted; `AGENT_HEALTH_DEMO_LATENCY_MS=abc` errored every
     test with a bare ValueError and exit 1."""
     evals("smoke.json", f"[\n{GOOD},\n{GOOD.replace('fine', 'also fine')}\n]\n")
-    proc = cli("run", "evals", "--no-judge", cwd=tmp_path, env={variable: value})
+    proc = cli_in_process("run", "evals", "--no-judge", cwd=tmp_path, env={variable: value})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], proc.stderr
@@ -175,7 +175,7 @@ def test_an_environment_number_past_its_bound_is_exit_2_naming_the_variable(tmp_
 def test_a_flag_past_its_bound_is_a_usage_error(tmp_path, evals, flag, expected):
     evals("smoke.json", f"[\n{GOOD}\n]\n")
     command = ("run", "evals", *flag) if flag[0].startswith("--") else flag
-    proc = cli(*command, cwd=tmp_path)
+    proc = cli_in_process(*command, cwd=tmp_path)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
 
 
@@ -187,7 +187,7 @@ def many_cases(count: int, extra: str = "") -> str:
 def test_a_run_planning_more_trials_than_the_limit_needs_allow_large_run(tmp_path, evals):
     count = PLANNED_WORK_MAX // 1000 + 1  # at --epochs 1000, one trial past the limit
     evals("many.json", many_cases(count))
-    proc = cli("run", "evals", "--no-judge", "--epochs", "1000", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--epochs", "1000", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip() == (
         f"error: this run plans {count * 1000:,} trials ({count} test(s) x epochs x 1 agent version(s)), above the "
@@ -197,12 +197,12 @@ def test_a_run_planning_more_trials_than_the_limit_needs_allow_large_run(tmp_pat
     assert not (tmp_path / ".agent_health" / "results").exists()
     # two agent versions count twice; a test's own epochs count instead of the run's
     evals("many.json", many_cases(count // 2 + 1))
-    proc = cli(
+    proc = cli_in_process(
         "run", "evals", "--no-judge", "--epochs", "1000", "--agent", "demo@v1", "--agent", "demo@v2", cwd=tmp_path
     )
     assert proc.returncode == 2 and "2 agent version(s)" in proc.stderr, proc.stderr
     evals("many.json", many_cases(count, ', "epochs": 1000'))
-    proc = cli("run", "evals", "--no-judge", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", cwd=tmp_path)
     assert proc.returncode == 2 and f"plans {count * 1000:,} trials" in proc.stderr, proc.stderr
 
 

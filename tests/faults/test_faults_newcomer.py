@@ -14,8 +14,7 @@ import pytest
 from agent_health.reporters.registry import REGISTRY as REPORTERS
 from agent_health.stores import LocalResultStore
 from tests.reports.helpers import epochs, result, store_run
-
-from .conftest import cli
+from tests.support.cli import cli_in_process
 
 GOOD = """
 from agent_health import test, expect
@@ -48,7 +47,7 @@ def test_a_run_with_load_errors_ends_naming_the_files_that_did_not_load(case, ev
     if case == "a-test-fails-too":
         evals("failing.eval.py", FAILING)
     args = ("--reporter", "json") if case == "json-on-stdout" else ()
-    p = cli("run", "evals", "--no-store", *args, cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--no-store", *args, cwd=tmp_path)
     assert p.returncode == 2, p.stdout + p.stderr  # never success (nor a mere failure) while files failed to load
     summary = p.stderr if case == "json-on-stdout" else p.stdout
     tail = _after_table(summary)
@@ -88,14 +87,14 @@ def two_versions(tmp_path: Path) -> Path:
 
 
 def test_compare_piped_keeps_every_test_id_whole(two_versions):
-    p = cli("compare", "demo@v1", "demo@v2", cwd=two_versions, env={"COLUMNS": ""})
+    p = cli_in_process("compare", "demo@v1", "demo@v2", cwd=two_versions, env={"COLUMNS": ""})
     assert p.returncode == 0, p.stderr
     for tid in (f"s::{LONG}", "s::disk-full-answer-stays-within-the-token-budget", "s::checkout-latency"):
         assert any(tid in line for line in p.stdout.splitlines()), p.stdout
 
 
 def test_compare_explains_why_mcnemar_counts_more_fixes_than_the_flip_counts(two_versions):
-    p = cli("compare", "demo@v1", "demo@v2", cwd=two_versions)
+    p = cli_in_process("compare", "demo@v1", "demo@v2", cwd=two_versions)
     assert "2 regressed, 2 fixed, 1 noise" in p.stdout, p.stdout
     mcnemar = next(line for line in p.stdout.splitlines() if "McNemar" in line)
     assert "(2 regressed, 3 fixed; 1 noise flip counted as fixed by McNemar" in mcnemar, mcnemar
@@ -103,7 +102,7 @@ def test_compare_explains_why_mcnemar_counts_more_fixes_than_the_flip_counts(two
 
 
 def test_the_comparison_page_explains_the_mcnemar_counts_too(two_versions):
-    p = cli("compare", "demo@v1", "demo@v2", "--html", "comparison.html", cwd=two_versions)
+    p = cli_in_process("compare", "demo@v1", "demo@v2", "--html", "comparison.html", cwd=two_versions)
     assert p.returncode == 0, p.stderr
     page = (two_versions / "comparison.html").read_text()
     note = re.search(r'<span id="mcnemar-note">([^<]*)</span>', page)
@@ -112,7 +111,7 @@ def test_the_comparison_page_explains_the_mcnemar_counts_too(two_versions):
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
 def test_compare_fail_on_regression_names_the_regressed_tests(as_json, two_versions):
-    p = cli(
+    p = cli_in_process(
         "compare", "demo@v1", "demo@v2", "--fail-on", "regression", *(["--json"] if as_json else []), cwd=two_versions
     )
     assert p.returncode == 1
@@ -171,7 +170,7 @@ def verbose_lines(tmp_path_factory) -> list[str]:
     root = tmp_path_factory.mktemp("verbose")
     (root / "evals").mkdir()
     (root / "evals" / "m.eval.py").write_text(MATCHERS)
-    p = cli("run", "evals", "--no-store", "-v", cwd=root)
+    p = cli_in_process("run", "evals", "--no-store", "-v", cwd=root)
     assert p.returncode == 1, p.stdout + p.stderr
     return p.stdout.splitlines()
 
@@ -185,7 +184,7 @@ def test_verbose_shows_actual_and_expected_for_every_matcher(matcher, verbose_li
 
 
 def test_run_help_names_every_reporter(tmp_path):
-    p = cli("run", "--help", cwd=tmp_path)
+    p = cli_in_process("run", "--help", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     for name in ("summary", *(f"{r}[=FILE]" for r in REPORTERS.builtins)):
         assert name in p.stdout, (name, p.stdout)

@@ -10,7 +10,7 @@ import pytest
 
 from agent_health import load_tests
 from agent_health.model import RunReport
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 PROMPT = "Diagnose why the payment service is failing."
 
@@ -56,7 +56,7 @@ def test_single_required_tool_is_checked_by_its_whole_name(tmp_path, evals):
         f"tests:\n  - name: called\n    prompt: {PROMPT}\n    expected_tools: search_logs\n"
         f"  - name: not called\n    prompt: {PROMPT}\n    expected_tools: restart_service\n",
     )
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=r.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=r.json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     results = {r.name: r for r in RunReport.model_validate_json((tmp_path / "r.json").read_text()).results}
     assert results["called"].status == "passed"
@@ -143,7 +143,7 @@ def test_configuration_rejects_bad_numbers_naming_the_setting(tmp_path, evals, s
     (tmp_path / "agent_health_config.py").write_text(
         f"from agent_health import define_config\n\nconfig = define_config({setting})\n"
     )
-    proc = cli("run", "evals", "--no-judge", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert f"invalid configuration: {field}: " in line and words in line, line
@@ -157,7 +157,7 @@ def test_secret_in_a_rejected_setting_is_not_echoed(tmp_path):
         "config = define_config(judge={'provider': 'openai', 'model': 'm',\n"
         "                              'settings': {'api_key': 'sk-live-0123456789'}})\n"
     )
-    proc = cli("agents", cwd=tmp_path)
+    proc = cli_in_process("agents", cwd=tmp_path)
     assert proc.returncode == 2 and "api_key" in proc.stderr
     assert "sk-live-0123456789" not in proc.stdout + proc.stderr
 
@@ -165,7 +165,7 @@ def test_secret_in_a_rejected_setting_is_not_echoed(tmp_path):
 def test_report_json_is_valid_when_options_are_rejected(tmp_path, evals):
     evals("opts.eval.py", 'from agent_health import test\n\n\n@test("bad", timeout=-5)\ndef bad():\n    pass\n')
     evals("ok.yaml", f"tests:\n  - name: t\n    prompt: {PROMPT}\n")
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=r.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=r.json", cwd=tmp_path)
     assert proc.returncode == 2
     report = json.loads((tmp_path / "r.json").read_text())
     assert [r["test_id"] for r in report["results"]] == ["ok::t"]

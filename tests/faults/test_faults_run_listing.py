@@ -16,10 +16,10 @@ import pytest
 from agent_health.config import Config
 from agent_health.model import EvalRun
 from agent_health.stores import LocalResultStore, ResultStore, open_store
-from tests.faults.conftest import cli
 from tests.reporters.test_serve import CONFIG, _results, start_serve
 from tests.reports.helpers import store_run
 from tests.stores.conftest import STORE_TYPES, new_store_settings
+from tests.support.cli import cli_in_process
 
 OLD, NEW, TORN, EMPTY = (
     "20260101T000000-0000aaa1",
@@ -51,7 +51,7 @@ def _warnings(text: str, path) -> list[str]:
 
 def test_report_without_a_source_reports_the_newest_readable_run(tmp_path):
     _, bad = damaged_project(tmp_path)
-    done = cli("report", "-o", "page.html", cwd=tmp_path)
+    done = cli_in_process("report", "-o", "page.html", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"from run {NEW}" in done.stdout  # the newest run that can be read
     assert "Traceback" not in done.stderr

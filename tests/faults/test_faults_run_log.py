@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tests.faults.conftest import cli
 from tests.faults.lifecycle import budget, manifests
+from tests.support.cli import cli_in_process
 
 TEN = """
 from agent_health import expect, test
@@ -24,7 +24,7 @@ for i in range(10):
 
 def _stored_run(evals, tmp_path):
     evals("ten.eval.py", TEN)
-    p = cli("run", "evals", cwd=tmp_path, timeout=budget(30))
+    p = cli_in_process("run", "evals", cwd=tmp_path, timeout=budget(30))
     assert p.returncode == 0, p.stdout + p.stderr
     (run,) = manifests(tmp_path)
     log = tmp_path / ".agent_health" / "results" / "_runs" / run["id"] / "results.jsonl"
@@ -48,7 +48,7 @@ def test_a_damaged_line_is_named_and_the_report_exits_2(damage, evals, tmp_path)
     lines[3] = DAMAGE[damage](lines[3])
     lines[6] = DAMAGE[damage](lines[6])
     log.write_bytes(b"".join(lines))
-    p = cli("report", run_id, "-o", "r.html", cwd=tmp_path, timeout=budget(30))
+    p = cli_in_process("report", run_id, "-o", "r.html", cwd=tmp_path, timeout=budget(30))
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
     assert f"results.jsonl of run {run_id}: skipped line(s) 4, 7, not valid results" in p.stderr
@@ -60,6 +60,6 @@ def test_the_torn_last_line_of_a_killed_writer_is_skipped_silently(evals, tmp_pa
     run_id, log = _stored_run(evals, tmp_path)
     data = log.read_bytes()
     log.write_bytes(data + data.splitlines()[0][:50])  # a batch cut short by a kill: no newline
-    p = cli("report", run_id, "-o", "r.html", cwd=tmp_path, timeout=budget(30))
+    p = cli_in_process("report", run_id, "-o", "r.html", cwd=tmp_path, timeout=budget(30))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "10 test result(s)" in p.stdout

@@ -23,8 +23,8 @@ from agent_health.config import Config
 from agent_health.config.secrets import REDACTED, SecretSet
 from agent_health.model import RunReport, RunResult, StoreSettings, TestResult
 from agent_health.stores import open_store
-from tests.faults.conftest import cli
 from tests.faults.test_faults_secrets import every_artifact, leaks
+from tests.support.cli import cli_in_process
 from tests.support.net import free_port
 from tests.support.s3 import all_objects, new_bucket
 
@@ -109,7 +109,9 @@ def test_default_credentials_never_rewrite_ids_and_a_long_key_is_scrubbed(tmp_pa
         "AWS_ACCESS_KEY_ID": word,
         "AWS_SECRET_ACCESS_KEY": secret,
     }
-    proc = cli("run", "evals", "--no-judge", "-v", "--reporter", "json=out/report.json", cwd=tmp_path, env=env)
+    proc = cli_in_process(
+        "run", "evals", "--no-judge", "-v", "--reporter", "json=out/report.json", cwd=tmp_path, env=env
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert "2 result(s) stored" in proc.stderr, proc.stderr
 
@@ -223,11 +225,11 @@ def test_url_userinfo_never_reaches_a_result_or_a_message(tmp_path, evals):
     """A literal `http://user:pw@host` endpoint was printed in errors and stored in results."""
     evals("smoke.yaml", "tests:\n  - name: outage\n    prompt: Diagnose why the payment service is failing.\n")
     (tmp_path / "agent_health_config.py").write_text(textwrap.dedent(HTTP_CONFIG.format(port=free_port())))
-    proc = cli("run", "evals", "--no-judge", "-v", "--reporter", "json=out/report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "-v", "--reporter", "json=out/report.json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # nothing listens: the test errors
     [result] = RunReport.model_validate_json((tmp_path / "out" / "report.json").read_text()).results
     assert result.status == "errored" and f"http://{REDACTED}@127.0.0.1:" in (result.error or ""), result.error
-    listing = cli("agents", cwd=tmp_path)
+    listing = cli_in_process("agents", cwd=tmp_path)
     assert listing.returncode == 0, listing.stderr
     blob = every_artifact(tmp_path, proc.stdout, proc.stderr, listing.stdout, listing.stderr)
     assert b"Lit3ral-Pa55word" not in blob and b"svc-user" not in blob
@@ -240,7 +242,7 @@ def test_url_userinfo_in_an_agent_answer_is_removed(tmp_path, evals):
         ', "kwargs": {"token": {"env": "FAULTS_AGENT_TOKEN"}}', ""
     )
     (tmp_path / "agent_health_config.py").write_text(textwrap.dedent(config))
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=out/report.json", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=out/report.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [result] = RunReport.model_validate_json((tmp_path / "out" / "report.json").read_text()).results
     assert result.run is not None

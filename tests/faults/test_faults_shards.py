@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from tests.core.test_docs_examples import block
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 
 THREE = """tests:
   - name: payments
@@ -25,7 +25,7 @@ THREE = """tests:
 def test_a_matrix_with_more_shards_than_tests_merges_and_shows_the_budget(tmp_path, evals):
     evals("outages.yaml", THREE)
     for i in range(1, 5):
-        shard = cli(
+        shard = cli_in_process(
             "run", "evals", "--no-judge", "--shard", f"{i}/4", "--max-tokens", "1000",
             "--reporter", f"json=shard-{i}.json", cwd=tmp_path,
         )  # fmt: skip
@@ -33,7 +33,7 @@ def test_a_matrix_with_more_shards_than_tests_merges_and_shows_the_budget(tmp_pa
     assert "shard 4/4 holds none of the 3 selected test(s): nothing to run" in shard.stderr, shard.stderr
     empty = json.loads((tmp_path / "shard-4.json").read_text())
     assert empty["shard"] == {"index": 4, "count": 4} and empty["results"] == []
-    merged = cli("merge", *(f"shard-{i}.json" for i in range(1, 5)), "-o", "merged.json", cwd=tmp_path)
+    merged = cli_in_process("merge", *(f"shard-{i}.json" for i in range(1, 5)), "-o", "merged.json", cwd=tmp_path)
     assert merged.returncode == 0, merged.stdout + merged.stderr
     report = json.loads((tmp_path / "merged.json").read_text())
     assert sorted(r["name"] for r in report["results"]) == ["orders", "payments", "search"]
@@ -47,5 +47,5 @@ def test_a_matrix_with_more_shards_than_tests_merges_and_shows_the_budget(tmp_pa
 
 def test_a_selection_without_tests_still_exits_2_whatever_the_shard(tmp_path, evals):
     evals("outages.yaml", THREE)
-    proc = cli("run", "evals", "--no-judge", "--grep", "nothing-matches", "--shard", "1/4", cwd=tmp_path)
+    proc = cli_in_process("run", "evals", "--no-judge", "--grep", "nothing-matches", "--shard", "1/4", cwd=tmp_path)
     assert proc.returncode == 2 and "no tests found matching the filters" in proc.stdout + proc.stderr

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from tests.faults.conftest import cli
 from tests.faults.dagster_project import dagster_instance, evaluate, keys_of, pipeline_for, register
 from tests.faults.lifecycle import budget, jsonl_results
+from tests.support.cli import cli_in_process
 
 CODE = """
 from agent_health import expect, test
@@ -25,7 +25,7 @@ def test_every_file_of_a_suite_is_registered_and_run_as_the_cli_runs_it(tmp_path
     evals("one.eval.py", CODE)
     evals("one.yaml", DATA)
     evals("one.json", json.dumps([{"name": "json check", "prompt": "Why is checkout slow?"}]))
-    p = cli("run", "evals", "--no-judge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
+    p = cli_in_process("run", "evals", "--no-judge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
     assert p.returncode in (0, 1), p.stdout + p.stderr
     ran = {r["test_id"] for r in jsonl_results(tmp_path / "r.jsonl").values()}
     assert ran == {"one::code-check", "one::data-check", "one::json-check"}
@@ -56,7 +56,7 @@ def test_a_broken_second_file_keeps_its_partitions_and_is_named(tmp_path, evals)
 def test_one_test_id_in_two_files_of_a_suite_runs_nowhere_and_is_named(tmp_path, evals):
     evals("one.eval.py", CODE.replace("code check", "check"))
     evals("one.yaml", DATA.replace("data check", "check") + "  - name: data only\n    prompt: p\n")
-    p = cli("run", "evals", "--no-judge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
+    p = cli_in_process("run", "evals", "--no-judge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
     assert p.returncode == 2, p.stdout + p.stderr
     ran = {r["test_id"] for r in jsonl_results(tmp_path / "r.jsonl").values()}
     assert ran == {"one::data-only"}

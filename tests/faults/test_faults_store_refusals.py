@@ -22,7 +22,7 @@ import pytest
 
 from agent_health.backends.opensearch import OpenSearchIndex
 from agent_health.errors import StoreError
-from tests.faults.conftest import cli
+from tests.support.cli import cli_in_process
 from tests.support.http import LocalHTTPServer, QuietHandler
 
 PASSWORD = "proxy-pa55word-7c1e"
@@ -53,7 +53,9 @@ def test_a_missing_bucket_stops_the_run_before_any_test(tmp_path, evals, s3_endp
     evals("outages.yaml", "tests:\n" + cases)
     missing = f"ah-missing-{uuid.uuid4().hex[:8]}"
     store = json.dumps({"type": "s3", "settings": {"bucket": missing, "endpoint_url": s3_endpoint}})
-    proc = cli("run", "evals", "--no-judge", "--store", store, "--reporter", "json=report.json", cwd=tmp_path)
+    proc = cli_in_process(
+        "run", "evals", "--no-judge", "--store", store, "--reporter", "json=report.json", cwd=tmp_path
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert not (tmp_path / "calls.txt").exists(), "the agent was called though nothing could be stored"
@@ -61,7 +63,7 @@ def test_a_missing_bucket_stops_the_run_before_any_test(tmp_path, evals, s3_endp
     assert "--no-store" in out and "Traceback" not in out
     assert not (tmp_path / "report.json").exists()  # no report of a run that did not run
     # what the message offers: the same run without a store runs every test
-    unstored = cli("run", "evals", "--no-judge", "--no-store", cwd=tmp_path)
+    unstored = cli_in_process("run", "evals", "--no-judge", "--no-store", cwd=tmp_path)
     assert unstored.returncode == 0, unstored.stdout + unstored.stderr
     assert (tmp_path / "calls.txt").read_text().count("call") == 5
 

@@ -13,9 +13,9 @@ import pytest
 
 from agent_health.config import Config
 from agent_health.stores import open_store
-from tests.faults.conftest import cli
 from tests.faults.lifecycle import budget, manifests
 from tests.stores.conftest import new_store_settings
+from tests.support.cli import cli_in_process
 
 AGENT = """
 import json
@@ -53,7 +53,7 @@ def _run(tmp_path, evals, store: str, kwargs: str = "", env: dict[str, str] | No
     (tmp_path / "agent_health_config.py").write_text(CONFIG.format(kwargs=kwargs))
     evals("pay.eval.py", EVALS)
     args = [a for r in REPORTS for a in ("--reporter", r)]
-    return cli("run", "evals", "--store", store, *args, cwd=tmp_path, env=env, timeout=budget(60))
+    return cli_in_process("run", "evals", "--store", store, *args, cwd=tmp_path, env=env, timeout=budget(60))
 
 
 def _check_reports(tmp_path) -> None:

@@ -13,8 +13,8 @@ import textwrap
 import pytest
 
 from agent_health import define_config, load_tests, run_tests
-from tests.faults.conftest import cli
 from tests.judges.helpers import ScriptedServer, chat
+from tests.support.cli import cli_in_process
 
 SILENT = """
 def run(prompt):
@@ -58,7 +58,7 @@ def project(tmp_path, evals):
     ],
 )
 def test_a_budget_stops_after_an_agent_run_that_reported_no_usage(project, limit, reason):
-    proc = cli("run", "evals", "--no-judge", *limit, "--reporter", "json=report.json", cwd=project)
+    proc = cli_in_process("run", "evals", "--no-judge", *limit, "--reporter", "json=report.json", cwd=project)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     report = json.loads((project / "report.json").read_text())
@@ -70,13 +70,13 @@ def test_a_budget_stops_after_an_agent_run_that_reported_no_usage(project, limit
 
 
 def test_without_a_budget_the_summary_says_the_spend_is_unknown_and_a_reported_zero_is_zero(project):
-    proc = cli("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=project)
+    proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [summary] = json.loads((project / "report.json").read_text())["summaries"]
     assert (summary["unreported"], summary["unpriced"], summary["cost_usd"]) == (4, 4, 0.0)
     assert "unknown for 4 agent run(s) that reported no usage" in proc.stdout, proc.stdout
     # an agent that says it used no tokens (no model called) costs nothing, and a budget lets it run
-    said = cli("run", "evals", "--no-judge", "--agent", "counted@v1", "--max-cost", "0.000001", cwd=project)
+    said = cli_in_process("run", "evals", "--no-judge", "--agent", "counted@v1", "--max-cost", "0.000001", cwd=project)
     assert said.returncode == 0 and "unknown" not in said.stdout, said.stdout + said.stderr
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from agent_health.model import RunReport
-from tests.conftest import run_cli
+from tests.support.cli import cli_in_process
 
 from .helpers import ScriptedServer, chat, strings, verdict_json
 
@@ -176,7 +176,7 @@ def report(tmp_path_factory):
     (root / "evals" / "kit.eval.py").write_text(EVALS)
     (root / "evals" / "suite.eval.py").write_text(SUITE)
     try:
-        p = run_cli(
+        p = cli_in_process(
             "run",
             "evals",
             "--no-store",
@@ -319,7 +319,7 @@ def test_the_eval_files_doc_example_runs_with_the_demo_agent_and_judge(tmp_path)
 
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "judged.eval.py").write_text(block("eval-files.md", "# evals/judged.eval.py"))
-    p = run_cli(
+    p = cli_in_process(
         "run",
         "evals",
         "--agent",
@@ -420,7 +420,7 @@ def test_named_judges_share_the_cache_skip_mode_and_report_bad_input(tmp_path):
     env = {"AGENT_HEALTH_DEMO_LATENCY_MS": "0"}
 
     def run(*flags):
-        p = run_cli("run", "evals", "--no-store", "--reporter", "json=out.json", *flags, cwd=tmp_path, env=env)
+        p = cli_in_process("run", "evals", "--no-store", "--reporter", "json=out.json", *flags, cwd=tmp_path, env=env)
         assert p.returncode in (0, 1, 2), p.stdout + p.stderr
         report = RunReport.model_validate_json((tmp_path / "out.json").read_text())
         return {r.name: r for r in report.results}
@@ -476,7 +476,7 @@ def test_the_calibration_gate_leaves_deterministic_judges_gating(tmp_path):
         "async def deterministic(agent, judge):\n"
         '    await judge(await agent.run(), ToolCallJudge(["refund"]))\n'
     )
-    p = run_cli(
+    p = cli_in_process(
         "run",
         "evals",
         "--no-store",

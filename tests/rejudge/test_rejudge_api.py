@@ -10,8 +10,7 @@ import builtins
 from agent_health import load_config, rejudge
 from agent_health.model import TestResult
 from agent_health.stores import LocalResultStore, ResultKey
-
-from ..conftest import run_cli
+from tests.support.cli import cli_in_process
 
 PAYMENT = "rca::payment-outage"
 
@@ -27,7 +26,7 @@ class FullDiskStore(LocalResultStore):
 
 
 def first_run(project):
-    p = run_cli("run", "evals", "--agent", "sre@v1", cwd=project.root)
+    p = cli_in_process("run", "evals", "--agent", "sre@v1", cwd=project.root)
     assert p.returncode == 0, p.stdout + p.stderr
     store = LocalResultStore(project.store_root)
     (run,) = store.list_runs()

@@ -10,21 +10,20 @@ import pytest
 
 from agent_health.model import JudgeIdentity, RunReport
 from agent_health.stores import LocalResultStore, ResultKey
-
-from ..conftest import run_cli
+from tests.support.cli import cli_in_process
 
 PAYMENT = "rca::payment-outage"
 
 
 def run(project, *args):
-    p = run_cli("run", "evals", "--agent", "sre@v1", *args, cwd=project.root)
+    p = cli_in_process("run", "evals", "--agent", "sre@v1", *args, cwd=project.root)
     assert p.returncode in (0, 1), p.stdout + p.stderr
     assert "Traceback" not in p.stderr, p.stderr
     return p
 
 
 def rejudge(project, *args, expect=None):
-    p = run_cli("rejudge", *args, cwd=project.root)
+    p = cli_in_process("rejudge", *args, cwd=project.root)
     assert "Traceback" not in p.stderr, p.stderr
     if expect is not None:
         assert p.returncode == expect, p.stdout + p.stderr

@@ -18,8 +18,9 @@ from agent_health import RunReport
 from agent_health.model import RunSummary, TestResult, Usage
 from agent_health.reporters.github import escape_data, escape_property
 from agent_health.reporters.summary import cost_text, tokens_text
+from tests.support.cli import cli_in_process
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT
 
 # A test that fails with a message GitHub's command syntax must not read as syntax: `%`, `,`, `:`,
 # a newline and what would be a second workflow command on the next line.
@@ -52,7 +53,7 @@ def ci(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def full(ci) -> RunReport:
     """The unsharded run of both demo versions: what every other figure is checked against."""
-    p = run_cli("run", "evals", *AGENTS, "--no-store", "--reporter", "json=full.json", cwd=ci)
+    p = cli_in_process("run", "evals", *AGENTS, "--no-store", "--reporter", "json=full.json", cwd=ci)
     assert p.returncode == 1, p.stderr
     return RunReport.model_validate_json((ci / "full.json").read_bytes())
 
@@ -76,7 +77,7 @@ def test_github_reporter_annotates_each_failure_at_its_file_and_line_and_writes_
     summary = ci / "step-summary.md"
     summary.write_text("output of an earlier step\n")
     env = {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": str(ci)}
-    p = run_cli("run", "evals", *AGENTS, "--no-store", "--reporter", "github", cwd=ci, env=env)
+    p = cli_in_process("run", "evals", *AGENTS, "--no-store", "--reporter", "github", cwd=ci, env=env)
     assert p.returncode == 1, p.stderr
     notes = parse_annotations(p.stdout)
     failing = [r for r in full.results if r.status != "passed"]
@@ -107,15 +108,15 @@ def test_github_reporter_annotates_each_failure_at_its_file_and_line_and_writes_
 
 
 def test_github_reporter_refuses_a_file_and_writes_no_summary_outside_actions(ci):
-    p = run_cli("run", "evals/smoke.yaml", "--no-store", "--reporter", "github=out.md", cwd=ci)
+    p = cli_in_process("run", "evals/smoke.yaml", "--no-store", "--reporter", "github=out.md", cwd=ci)
     assert p.returncode == 2 and "github reporter takes no FILE" in p.stderr and "Traceback" not in p.stderr
-    p = run_cli(
+    p = cli_in_process(
         "run", "evals/odd.eval.py", "--no-store", "--reporter", "github", cwd=ci, env={"GITHUB_STEP_SUMMARY": ""}
     )
     assert p.returncode == 1 and len(parse_annotations(p.stdout)) == 2 and "Traceback" not in p.stderr
     # a summary file that cannot be written: said, exit 2, the annotations still printed
     unwritable = {"GITHUB_STEP_SUMMARY": str(ci / "evals")}
-    p = run_cli("run", "evals/odd.eval.py", "--no-store", "--reporter", "github", cwd=ci, env=unwritable)
+    p = cli_in_process("run", "evals/odd.eval.py", "--no-store", "--reporter", "github", cwd=ci, env=unwritable)
     assert p.returncode == 2 and f"cannot write the job summary {ci / 'evals'}" in p.stderr
     assert len(parse_annotations(p.stdout)) == 2 and "Traceback" not in p.stderr
 
@@ -151,7 +152,9 @@ def _comparable(r: TestResult) -> str:
 def test_shards_partition_the_tests_and_merge_gives_the_unsharded_figures(ci, full):
     shards = []
     for i in range(1, 5):
-        p = run_cli("run", "evals", *AGENTS, "--no-store", "--shard", f"{i}/4", "--reporter", f"json=s{i}.json", cwd=ci)
+        p = cli_in_process(
+            "run", "evals", *AGENTS, "--no-store", "--shard", f"{i}/4", "--reporter", f"json=s{i}.json", cwd=ci
+        )
         assert p.returncode in (0, 1), p.stderr
         shards.append(RunReport.model_validate_json((ci / f"s{i}.json").read_bytes()))
         assert str(shards[-1].shard) == f"{i}/4"
@@ -159,10 +162,10 @@ def test_shards_partition_the_tests_and_merge_gives_the_unsharded_figures(ci, fu
     assert all(keys) and sum(map(len, keys)) == len(set().union(*keys))  # disjoint, none empty
     assert set().union(*keys) == {_key(r) for r in full.results}  # covering every test
     # deterministic: the same shard lists the same tests again
-    listed = run_cli("run", "evals", "--shard", "2/4", "--list", cwd=ci).stdout.splitlines()
+    listed = cli_in_process("run", "evals", "--shard", "2/4", "--list", cwd=ci).stdout.splitlines()
     assert {line.split()[0] for line in listed[:-1]} == {tid for _, tid in keys[1]}
 
-    p = run_cli("merge", *(f"s{i}.json" for i in (3, 1, 4, 2)), "-o", "merged.json", cwd=ci)
+    p = cli_in_process("merge", *(f"s{i}.json" for i in (3, 1, 4, 2)), "-o", "merged.json", cwd=ci)
     assert p.returncode == 1, p.stderr  # as the unsharded run: tests failed
     merged = RunReport.model_validate_json((ci / "merged.json").read_bytes())
     figures = {"duration_ms"}
@@ -173,14 +176,14 @@ def test_shards_partition_the_tests_and_merge_gives_the_unsharded_figures(ci, fu
     assert sorted(map(_comparable, merged.results)) == sorted(map(_comparable, full.results))
     assert merged.merged_from == [s.eval_run_id for s in shards] and merged.shard is None
 
-    missing = run_cli("merge", "s1.json", "s2.json", "s4.json", cwd=ci)
+    missing = cli_in_process("merge", "s1.json", "s2.json", "s4.json", cwd=ci)
     assert missing.returncode == 2 and "shard(s) 3/4 missing" in missing.stderr
-    twice = run_cli("merge", "s1.json", "s1.json", "s2.json", "s3.json", cwd=ci)
+    twice = cli_in_process("merge", "s1.json", "s1.json", "s2.json", "s3.json", cwd=ci)
     assert twice.returncode == 2 and "are both shard 1/4" in twice.stderr
     (ci / "bad.json").write_text("{not json")
-    bad = run_cli("merge", "bad.json", cwd=ci)
+    bad = cli_in_process("merge", "bad.json", cwd=ci)
     assert bad.returncode == 2 and "bad.json: not an agent-health JSON report" in bad.stderr
-    wrong = run_cli("run", "evals", "--shard", "5/4", cwd=ci)
+    wrong = cli_in_process("run", "evals", "--shard", "5/4", cwd=ci)
     assert wrong.returncode == 2 and "INDEX must be at most COUNT" in wrong.stderr
 
 
@@ -212,7 +215,7 @@ def check_tap14(text: str) -> list[dict[str, Any]]:
 
 
 def test_tap_reporter_writes_tap_14(ci, full):
-    p = run_cli("run", "evals", *AGENTS, "--no-store", "--reporter", "tap", cwd=ci)
+    p = cli_in_process("run", "evals", *AGENTS, "--no-store", "--reporter", "tap", cwd=ci)
     assert p.returncode == 1, p.stderr
     points = check_tap14(p.stdout)
     assert len(points) == len(full.results)
@@ -244,21 +247,21 @@ def test_summary_splits_prompt_and_completion_tokens_and_agent_and_judge_cost(ci
     compact = RunSummary.of("a@v1", [ResultSummary.of(res("x", 5.0, 1.25)), ResultSummary.of(res("y", 1.0, None))])
     assert compact.model_dump(exclude={"duration_ms"}) == s.model_dump(exclude={"duration_ms"})
     # through the CLI: the totals line of the real run
-    p = run_cli("run", "evals", *AGENTS, "--no-store", cwd=ci)
+    p = cli_in_process("run", "evals", *AGENTS, "--no-store", cwd=ci)
     assert f"Tokens: {tokens_text(full.summaries)} (agent + judge)" in p.stdout
     assert f"Est. cost: {cost_text(full.summaries)}" in p.stdout
 
 
 def test_f_names_eval_files_and_folders_like_path_arguments(ci):
-    by_f = run_cli("run", "-f", "evals/smoke.yaml", "-f", "evals/runbooks.eval.py", "--list", cwd=ci)
-    by_path = run_cli("run", "evals/smoke.yaml", "evals/runbooks.eval.py", "--list", cwd=ci)
+    by_f = cli_in_process("run", "-f", "evals/smoke.yaml", "-f", "evals/runbooks.eval.py", "--list", cwd=ci)
+    by_path = cli_in_process("run", "evals/smoke.yaml", "evals/runbooks.eval.py", "--list", cwd=ci)
     assert by_f.returncode == 0 and by_f.stdout == by_path.stdout
     ids = {line.split()[0] for line in by_f.stdout.splitlines()[:-1]}
     assert {i.split("::")[0] for i in ids} == {"smoke", "runbooks"}
-    mixed = run_cli("run", "evals/odd.eval.py", "-f", "evals/smoke.yaml", "--list", cwd=ci)
+    mixed = cli_in_process("run", "evals/odd.eval.py", "-f", "evals/smoke.yaml", "--list", cwd=ci)
     assert mixed.stdout.endswith("4 test(s) in 2 file(s)\n") and "smoke::oom-triage" in mixed.stdout
-    folder = run_cli("run", "-f", "evals", "--list", cwd=ci)
-    assert folder.stdout == run_cli("run", "evals", "--list", cwd=ci).stdout and "rca::" in folder.stdout
+    folder = cli_in_process("run", "-f", "evals", "--list", cwd=ci)
+    assert folder.stdout == cli_in_process("run", "evals", "--list", cwd=ci).stdout and "rca::" in folder.stdout
 
 
 def _docs_block(head: str, lang: str = r"\w*") -> str:
@@ -270,7 +273,7 @@ def _docs_block(head: str, lang: str = r"\w*") -> str:
 
 def test_the_documented_annotation_is_what_the_run_prints(ci):
     line = _docs_block("::error file=evals/rca.eval.py").strip()
-    p = run_cli("run", "evals", "--agent", "demo@v2", "--no-store", "--reporter", "github", cwd=ci,
+    p = cli_in_process("run", "evals", "--agent", "demo@v2", "--no-store", "--reporter", "github", cwd=ci,
                 env={"GITHUB_WORKSPACE": str(ci), "GITHUB_STEP_SUMMARY": ""})  # fmt: skip
     assert line in p.stdout.splitlines()
 
@@ -297,11 +300,11 @@ def test_the_documented_workflow_runs_as_written(tmp_path):
                 words = []
                 for word in shlex.split(run.replace("${{ matrix.shard }}", str(shard)))[1:]:
                     words += sorted(str(p.name) for p in tmp_path.glob(word)) if "*" in word else [word]
-                p = run_cli(*words, cwd=tmp_path, env=env)
+                p = cli_in_process(*words, cwd=tmp_path, env=env)
                 assert p.returncode in (0, 1) and "Traceback" not in p.stderr, (run, p.stderr)
                 outputs.append(p)
     assert len(outputs) == 5  # four shards, one merge
-    full = run_cli("run", "evals", "--no-store", "--reporter", "json=full.json", cwd=tmp_path)
+    full = cli_in_process("run", "evals", "--no-store", "--reporter", "json=full.json", cwd=tmp_path)
     report = RunReport.model_validate_json((tmp_path / "full.json").read_bytes())
     merged = RunReport.model_validate_json((tmp_path / "merged.json").read_bytes())
     assert [s.model_dump(exclude={"duration_ms"}) for s in merged.summaries] == [
@@ -341,7 +344,7 @@ def test_every_summary_shows_the_judge_cost_apart_from_the_agent_cost(tmp_path):
         (tmp_path / "evals" / "judged.eval.py").write_text(JUDGED)
         env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "AGENT_HEALTH_DEMO_LATENCY_MS": "0"}
         args = ("run", "evals", "--no-store", "--reporter", "json=r.json", "--reporter", "tap=r.tap")
-        p = run_cli(*args, "--reporter", "github", cwd=tmp_path, env=env)
+        p = cli_in_process(*args, "--reporter", "github", cwd=tmp_path, env=env)
     finally:
         server.close()
     assert p.returncode == 0, p.stderr
@@ -358,10 +361,10 @@ def test_every_summary_shows_the_judge_cost_apart_from_the_agent_cost(tmp_path):
 
 def test_merge_reads_json_lines_shards_too(ci):
     one = ("run", "evals/rca.eval.py", "--agent", "demo@v2", "--no-store")
-    assert run_cli(*one, "--reporter", "json=rca.json", cwd=ci).returncode == 1
-    run_cli(*one, "--shard", "1/2", "--reporter", "jsonl=rca-1.jsonl", cwd=ci)
-    run_cli(*one, "--shard", "2/2", "--reporter", "json=rca-2.json", cwd=ci)
-    p = run_cli("merge", "rca-1.jsonl", "rca-2.json", cwd=ci)  # the merged report on stdout
+    assert cli_in_process(*one, "--reporter", "json=rca.json", cwd=ci).returncode == 1
+    cli_in_process(*one, "--shard", "1/2", "--reporter", "jsonl=rca-1.jsonl", cwd=ci)
+    cli_in_process(*one, "--shard", "2/2", "--reporter", "json=rca-2.json", cwd=ci)
+    p = cli_in_process("merge", "rca-1.jsonl", "rca-2.json", cwd=ci)  # the merged report on stdout
     merged, full = (
         RunReport.model_validate_json(p.stdout),
         RunReport.model_validate_json((ci / "rca.json").read_bytes()),

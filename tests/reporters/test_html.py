@@ -10,9 +10,8 @@ from html import unescape
 from agent_health import RunReport
 from agent_health.reporters.html import ReportBuilder, script_json, write_run_report
 from tests.reports.helpers import result
+from tests.support.cli import cli_in_process
 from tests.support.report_project import HOSTILE
-
-from ..conftest import run_cli
 
 
 def test_script_json_cannot_close_its_script_element():
@@ -63,12 +62,12 @@ def test_file_size_grows_linearly_with_the_tests(tmp_path):
 
 def test_reporter_writes_the_page_of_a_cli_run(report_project, tmp_path):
     out = tmp_path / "run.html"
-    p = run_cli("run", "evals/smoke.yaml", "--reporter", f"html={out}", cwd=report_project.root)
+    p = cli_in_process("run", "evals/smoke.yaml", "--reporter", f"html={out}", cwd=report_project.root)
     assert p.returncode in (0, 1), p.stderr
     html = out.read_text()
     assert html.count('<div class="test"') == 2 and "oom triage" in html
     # without FILE the page goes to stdout and the summary to stderr
-    p = run_cli("run", "evals/smoke.yaml", "--reporter", "html", cwd=report_project.root)
+    p = cli_in_process("run", "evals/smoke.yaml", "--reporter", "html", cwd=report_project.root)
     assert p.stdout.startswith("<!doctype html>") and "oom triage" in p.stdout and "demo@v2" in p.stderr
 
 
@@ -83,7 +82,7 @@ def test_report_command_reads_every_kind_of_source(report_project, tmp_path):
     }
     counts = {}
     for name, args in cases.items():
-        p = run_cli("report", *args, "-o", str(tmp_path / name), cwd=report_project.store.root.parents[1])
+        p = cli_in_process("report", *args, "-o", str(tmp_path / name), cwd=report_project.store.root.parents[1])
         assert p.returncode == 0, p.stdout + p.stderr
         counts[name] = (tmp_path / name).read_text().count('<div class="test"')
     assert counts == {
@@ -99,23 +98,23 @@ def test_report_command_reads_every_kind_of_source(report_project, tmp_path):
 
 def test_report_command_bad_sources_exit_2_with_one_clear_message(report_project, tmp_path):
     cwd = report_project.store.root.parents[1]
-    missing = run_cli("report", "nope/missing.json", "-o", str(tmp_path / "x.html"), cwd=cwd)
+    missing = cli_in_process("report", "nope/missing.json", "-o", str(tmp_path / "x.html"), cwd=cwd)
     assert missing.returncode == 2 and "'nope/missing.json': no such file" in missing.stderr
-    unknown = run_cli("report", "20990101T000000-deadbeef", "-o", str(tmp_path / "x.html"), cwd=cwd)
+    unknown = cli_in_process("report", "20990101T000000-deadbeef", "-o", str(tmp_path / "x.html"), cwd=cwd)
     assert unknown.returncode == 2 and "is not a JSON report file, a store folder, a run id" in unknown.stderr
     assert report_project.run_ids["both"] in unknown.stderr  # names what does exist
     junk = tmp_path / "junk.json"
     junk.write_text('{"results": 3}')
-    bad = run_cli("report", str(junk), "-o", str(tmp_path / "x.html"), cwd=cwd)
+    bad = cli_in_process("report", str(junk), "-o", str(tmp_path / "x.html"), cwd=cwd)
     assert bad.returncode == 2 and "is not an agent-health JSON report" in bad.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "agent_health_config.py").write_text("from agent_health import define_config\nconfig = define_config()\n")
-    none = run_cli("report", "-o", str(tmp_path / "x.html"), cwd=empty)
+    none = cli_in_process("report", "-o", str(tmp_path / "x.html"), cwd=empty)
     assert none.returncode == 2 and "no runs in store" in none.stderr
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    unwritable = run_cli("report", str(report_project.v1), "-o", str(blocked / "x.html"), cwd=cwd)
+    unwritable = cli_in_process("report", str(report_project.v1), "-o", str(blocked / "x.html"), cwd=cwd)
     assert unwritable.returncode == 2 and f"cannot write HTML report {blocked / 'x.html'}" in unwritable.stderr
     assert "Traceback" not in missing.stderr + unknown.stderr + bad.stderr + none.stderr + unwritable.stderr
     assert not (tmp_path / "x.html").exists()

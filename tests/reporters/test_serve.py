@@ -226,9 +226,9 @@ def test_a_store_folder_is_served_from_anywhere(runs_project, tmp_path_factory):
 
 
 def test_a_source_that_names_nothing_is_one_clear_error(runs_project):
-    from ..conftest import run_cli
+    from tests.support.cli import cli_in_process
 
-    p = run_cli("serve", "no-such-run", cwd=runs_project)
+    p = cli_in_process("serve", "no-such-run", cwd=runs_project)
     assert p.returncode == 2
     assert "serve 'no-such-run' is not a store folder, a run folder or a run id" in p.stderr
     assert NEW in p.stderr and "Traceback" not in p.stderr
@@ -263,7 +263,7 @@ def test_damaged_runs_are_named_and_the_server_keeps_serving(runs_project):
 
 
 def test_a_port_in_use_is_one_clear_error(runs_project):
-    from ..conftest import run_cli
+    from ..conftest import run_cli  # a separate process: were the port taken, its server would serve
 
     server = start_serve(cwd=runs_project)
     try:

@@ -14,8 +14,9 @@ import pytest
 
 from agent_health import RunReport
 from agent_health.stores import LocalResultStore
+from tests.support.cli import cli_in_process
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT
 from .helpers import store_run
 
 BLOCK = re.compile(r"```(bash|pycon)\n(.*?)```", re.S)
@@ -55,7 +56,7 @@ def run_shell_line(line: str, cwd: Path) -> None:
         i = words.index(">")
         words, out = words[:i], words[i + 1]
     assert words[0] == "agent-health", line
-    p = run_cli(*words[1:], cwd=cwd)
+    p = cli_in_process(*words[1:], cwd=cwd)
     assert p.returncode == expected, f"{line!r} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
     assert "Traceback" not in p.stderr, p.stderr
     if out:

@@ -10,8 +10,7 @@ from jsonschema import Draft202012Validator
 from agent_health import RunReport
 from agent_health.analysis.compare import compare_results
 from agent_health.cli.schema import NAMES, published_path, schema_for, schema_text
-
-from ..conftest import run_cli
+from tests.support.cli import cli_in_process
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -55,11 +54,11 @@ def test_the_schemas_reject_what_agent_health_never_writes(report_project):
 
 
 def test_schema_command_prints_or_writes_each_schema(tmp_path):
-    p = run_cli("schema", "result", cwd=tmp_path)
+    p = cli_in_process("schema", "result", cwd=tmp_path)
     assert p.returncode == 0 and json.loads(p.stdout) == schema_for("result")
     assert json.loads(p.stdout)["$id"] == "urn:agent-health:schema:result:v1"
     out = tmp_path / "report.schema.json"
-    assert run_cli("schema", "-o", str(out), cwd=tmp_path).returncode == 0
+    assert cli_in_process("schema", "-o", str(out), cwd=tmp_path).returncode == 0
     assert json.loads(out.read_text())["title"] == "RunReport"
-    bad = run_cli("schema", "nonsense", cwd=tmp_path)
+    bad = cli_in_process("schema", "nonsense", cwd=tmp_path)
     assert bad.returncode == 2 and "nonsense" in bad.stderr

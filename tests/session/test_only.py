@@ -21,8 +21,9 @@ from agent_health.errors import ConfigError
 from agent_health.session import build_settings
 from agent_health.stores import LocalResultStore, ResultKey
 from tests.support import LocalHTTPServer, QuietHandler
+from tests.support.cli import cli_in_process
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT
 
 EVAL = """
 from agent_health import expect, fixture, test
@@ -119,7 +120,7 @@ class Project:
 
     def run(self, *args: str, code: int | None = None, env: dict[str, str] | None = None) -> str:
         """`agent-health run evals --no-judge ARGS`; its stderr and stdout."""
-        p = run_cli("run", "evals", "--no-judge", *args, cwd=self.root, env=env)
+        p = cli_in_process("run", "evals", "--no-judge", *args, cwd=self.root, env=env)
         out = p.stdout + p.stderr
         assert "Traceback" not in out, out
         if code is not None:
@@ -282,7 +283,7 @@ def test_the_docs_example_runs_as_written(tmp_path):
         command, _, comment = line.partition("  #")
         words = shlex.split(command)
         assert words[0] == "agent-health", line
-        p = run_cli(*words[1:], cwd=tmp_path)
+        p = cli_in_process(*words[1:], cwd=tmp_path)
         out = p.stdout + p.stderr
         m = re.search(r"exits (\d)", comment)
         assert p.returncode == (int(m.group(1)) if m else 0), f"{line!r}:\n{out}"

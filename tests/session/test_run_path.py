@@ -20,8 +20,9 @@ from agent_health.pipeline import Project, run_partitions
 from agent_health.reporters.base import Reporter
 from agent_health.reporters.json_report import read_jsonl
 from agent_health.stores import LocalResultStore
+from tests.support.cli import cli_in_process
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT
 
 TWO = """
 from agent_health import test, expect
@@ -42,7 +43,7 @@ def _store(root: Path, sub: str = ".agent_health/results") -> LocalResultStore:
 
 def test_the_cli_stores_every_result_and_the_run_by_default(write_eval, tmp_path):
     write_eval("two.eval.py", TWO)
-    p = run_cli("run", "evals", "--agent", "demo@v1", "--agent", "demo@v2", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--agent", "demo@v1", "--agent", "demo@v2", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     store = _store(tmp_path)
     assert len(store.list()) == 4
@@ -56,11 +57,11 @@ def test_the_cli_stores_every_result_and_the_run_by_default(write_eval, tmp_path
 
 def test_no_store_and_another_store(write_eval, tmp_path):
     write_eval("two.eval.py", TWO)
-    assert run_cli("run", "evals", "--no-store", cwd=tmp_path).returncode == 0
-    assert run_cli("run", "evals", cwd=tmp_path, env={"AGENT_HEALTH_STORE": "none"}).returncode == 0
+    assert cli_in_process("run", "evals", "--no-store", cwd=tmp_path).returncode == 0
+    assert cli_in_process("run", "evals", cwd=tmp_path, env={"AGENT_HEALTH_STORE": "none"}).returncode == 0
     assert not (tmp_path / ".agent_health" / "results").exists()
     spec = json.dumps({"type": "local", "settings": {"path": "shared/results"}})
-    assert run_cli("run", "evals", "--store", spec, cwd=tmp_path).returncode == 0
+    assert cli_in_process("run", "evals", "--store", spec, cwd=tmp_path).returncode == 0
     assert len(_store(tmp_path, "shared/results").list()) == 2
     assert not (tmp_path / ".agent_health" / "results").exists()
 
@@ -171,9 +172,9 @@ def test_every_agent_version_is_resolved_before_any_test_runs(write_eval, tmp_pa
     )
     (tmp_path / "agent_health_config.py").write_text(MISSING_SECRET_CONFIG)
     (tmp_path / "marker_agent.py").write_text(MARKER_AGENT)
-    assert run_cli("run", "evals", "--agent", "py@v1", "--no-store", cwd=tmp_path).returncode == 0
+    assert cli_in_process("run", "evals", "--agent", "py@v1", "--no-store", cwd=tmp_path).returncode == 0
     (tmp_path / "agent-ran").unlink()
-    p = run_cli("run", "evals", "--agent", "py@v1", "--agent", "py@v2", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--agent", "py@v1", "--agent", "py@v2", cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
         "error: setting agents.py.settings.kwargs.token: environment variable AH_TEST_MISSING_TOKEN is not set"
@@ -199,7 +200,7 @@ for i in range(4):
 def test_fail_fast_across_agents_reports_what_never_ran_per_agent(write_eval, tmp_path):
     write_eval("ff.eval.py", FAILS_FIRST)
     args = "--agent demo@v1 --agent demo@v2 --fail-fast --concurrency 1 --reporter json=r.json".split()
-    p = run_cli("run", "evals", *args, cwd=tmp_path)
+    p = cli_in_process("run", "evals", *args, cwd=tmp_path)
     assert p.returncode == 1
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
     assert report.not_run == 9 and len(report.results) == 1
@@ -258,7 +259,7 @@ def test_kill_9_mid_run_keeps_every_stored_result_and_a_valid_jsonl_report(write
 
 def test_jsonl_report_ends_with_the_summary_line(write_eval, tmp_path):
     write_eval("two.eval.py", TWO)
-    p = run_cli("run", "evals", "--reporter", "jsonl=out/r.jsonl", "--reporter", "json=out/r.json", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--reporter", "jsonl=out/r.jsonl", "--reporter", "json=out/r.json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     lines = [json.loads(line) for line in (tmp_path / "out" / "r.jsonl").read_text().splitlines()]
     assert len(lines) == 3 and all("test_id" in line for line in lines[:2])
@@ -272,7 +273,7 @@ def test_jsonl_report_ends_with_the_summary_line(write_eval, tmp_path):
 def test_a_report_that_cannot_be_written_exits_2_and_loses_no_result(write_eval, tmp_path):
     write_eval("two.eval.py", TWO)
     (tmp_path / "adir").mkdir()
-    p = run_cli("run", "evals", "--reporter", "json=adir", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--reporter", "json=adir", cwd=tmp_path)
     assert p.returncode == 2
     errors = [line for line in p.stderr.splitlines() if line.startswith("error:")]
     assert errors == [
@@ -282,7 +283,7 @@ def test_a_report_that_cannot_be_written_exits_2_and_loses_no_result(write_eval,
     assert "Traceback" not in p.stderr + p.stdout
     assert len(_store(tmp_path).list()) == 2
 
-    p = run_cli("run", "evals", "--reporter", "jsonl=/dev/full", cwd=tmp_path)
+    p = cli_in_process("run", "evals", "--reporter", "jsonl=/dev/full", cwd=tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "error: --reporter jsonl=/dev/full: cannot write /dev/full: No space left on device" in p.stderr
     assert len(_store(tmp_path).list_runs()) == 2 and all(r.status == "finished" for r in _store(tmp_path).list_runs())

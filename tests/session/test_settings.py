@@ -12,8 +12,9 @@ import pytest
 from agent_health import ConfigError, RunReport, build_settings, define_config, load_tests
 from agent_health.model import StoreSettings
 from agent_health.session import ENV_VARS
+from tests.support.cli import cli_in_process
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT
 from ..core.helpers import run_engine
 
 CONFIG = define_config(timeout_s=30, epochs=2, concurrency=3, replay="record", store={"type": "local"})
@@ -125,14 +126,14 @@ def test_the_cli_applies_the_rule(tmp_path):
     )
 
     def epochs(*args: str, env: dict[str, str] | None = None) -> int:
-        p = run_cli("run", "evals", "--no-store", "--reporter", "json", *args, cwd=tmp_path, env=env)
+        p = cli_in_process("run", "evals", "--no-store", "--reporter", "json", *args, cwd=tmp_path, env=env)
         assert p.returncode == 0, p.stderr
         return RunReport.model_validate_json(p.stdout).results[0].epochs
 
     assert epochs() == 2  # configuration over the default
     assert epochs(env={"AGENT_HEALTH_EPOCHS": "3"}) == 3  # environment over configuration
     assert epochs("--epochs", "4", env={"AGENT_HEALTH_EPOCHS": "3"}) == 4  # flag over environment
-    p = run_cli("run", "evals", cwd=tmp_path, env={"AGENT_HEALTH_TIMEOUT": "soon"})
+    p = cli_in_process("run", "evals", cwd=tmp_path, env={"AGENT_HEALTH_TIMEOUT": "soon"})
     assert p.returncode == 2 and "error: $AGENT_HEALTH_TIMEOUT='soon': expected a number of seconds" in p.stderr
 
 

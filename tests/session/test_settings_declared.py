@@ -21,8 +21,9 @@ from agent_health.config import Config
 from agent_health.model.settings import RunSettings, declared_settings, flag_name
 from agent_health.session import ENV_VARS
 from tests.engine.test_budget import judge_server  # noqa: F401  # the scripted judge endpoint, a fixture
+from tests.support.cli import cli_in_process
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT
 
 DECLARED = declared_settings()
 
@@ -246,12 +247,12 @@ def test_the_runs_judge_model_reaches_the_judge_and_decides_what_only_changed_re
     from tests.engine.test_budget import ENV, MANY, project
 
     root = project(tmp_path, judge_server, evals=MANY.replace("range(200)", "range(2)"))
-    first = run_cli("run", "evals", "--judge-model", "other-model", cwd=root, env=ENV)
+    first = cli_in_process("run", "evals", "--judge-model", "other-model", cwd=root, env=ENV)
     assert first.returncode == 0, first.stdout + first.stderr
     assert [post.json["model"] for post in judge_server.posts()] == ["other-model", "other-model"]
 
     def up_to_date(*flags: str) -> str:
-        p = run_cli("run", "evals", "--only", "changed", "--list", *flags, cwd=root, env=ENV)
+        p = cli_in_process("run", "evals", "--only", "changed", "--list", *flags, cwd=root, env=ENV)
         assert p.returncode == 0, p.stdout + p.stderr
         return p.stdout
 

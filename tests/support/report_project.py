@@ -13,8 +13,9 @@ import pytest
 
 from agent_health import RunReport
 from agent_health.stores import LocalResultStore
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT
 from tests.reports.helpers import store_run
+from tests.support.cli import cli_in_process
 
 # What hostile agent output looks like: markup, a script that closes its element, an event handler.
 HOSTILE = '</script><script>alert(1)</script><img src=x onerror="alert(2)"><b>bold?</b> & "quotes"'
@@ -74,7 +75,7 @@ class Project:
 
 
 def _run(root: Path, out: Path, *args: str) -> RunReport:
-    p = run_cli("run", *args, "--reporter", f"json={out}", cwd=root)
+    p = cli_in_process("run", *args, "--reporter", f"json={out}", cwd=root)
     assert p.returncode in (0, 1), p.stdout + p.stderr
     return RunReport.model_validate_json(out.read_bytes())
 
