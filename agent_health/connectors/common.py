@@ -47,25 +47,33 @@ class ConnectorSettings(BaseModel):
     )
 
 
+def import_attribute(spec: str, setting: str, root: str = ".") -> Any:
+    """The object named by 'module:attribute' (a dotted attribute path; the module imported with
+    `root` first on sys.path); a ConfigError naming the setting when it cannot be had."""
+    if ":" not in spec:
+        raise ConfigError(f"setting {setting}: expected 'module:attribute', got {spec!r}")
+    module_name, _, attr = spec.partition(":")
+    root_path = str(Path(root).resolve())
+    if root_path not in sys.path:
+        sys.path.insert(0, root_path)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(f"setting {setting}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"setting {setting}: {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
 def load_callable(spec: object, setting: str, root: str = ".") -> Callable[..., Any] | None:
     """A callable from a callable or a 'module:function' string (imported with `root` on sys.path)."""
     if spec is None or callable(spec):
         return spec
     if not isinstance(spec, str) or ":" not in spec:
         raise ConfigError(f"setting {setting}: expected a callable or 'module:function', got {spec!r}")
-    module_name, _, attr = spec.partition(":")
-    root_path = str(Path(root).resolve())
-    if root_path not in sys.path:
-        sys.path.insert(0, root_path)
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ConfigError(f"setting {setting}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    fn: object = module
-    for part in attr.split("."):
-        fn = getattr(fn, part, None)
-        if fn is None:
-            raise ConfigError(f"setting {setting}: {module_name!r} has no attribute {attr!r}")
+    fn: object = import_attribute(spec, setting, root)
     if not callable(fn):
         raise ConfigError(f"setting {setting}: {spec!r} is not callable")
     return fn

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import importlib
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from agent_health.connectors.common import ConnectorSettings, RealConnector, call_maybe_async, load_callable
+from agent_health.connectors.common import (
+    ConnectorSettings,
+    RealConnector,
+    call_maybe_async,
+    import_attribute,
+    load_callable,
+)
 from agent_health.errors import AgentError, ConfigError
 from agent_health.model import RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
@@ -51,21 +54,7 @@ def load_object(spec: object, setting: str, root: str = ".") -> Any:
         if spec is None:
             raise ConfigError(f"setting {setting} is required: 'module:attribute' of the agent")
         return spec
-    if ":" not in spec:
-        raise ConfigError(f"setting {setting}: expected 'module:attribute', got {spec!r}")
-    module_name, _, attr = spec.partition(":")
-    root_path = str(Path(root).resolve())
-    if root_path not in sys.path:
-        sys.path.insert(0, root_path)
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ConfigError(f"setting {setting}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(f"setting {setting}: {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return obj
+    return import_attribute(spec, setting, root)
 
 
 def context_text(context: Sequence[dict[str, Any]]) -> str:
