@@ -29,9 +29,13 @@ pytest_plugins = [
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Slow tests (a real `dagster dev`, deployments on PostgreSQL) get the suite's per-test timeout
-    stretched to this machine (tests/support/timing.py): on a busy machine they take longer
-    without being wrong. A test's own timeout marker, or no timeout at all, stays as it is."""
+    """Files with slow tests (a real `dagster dev`, deployments on PostgreSQL) run first, so that on
+    parallel workers (README: `-n`) the long ones start at once and the short ones fill the gaps
+    around them. Slow tests get the suite's per-test timeout stretched to this machine
+    (tests/support/timing.py): on a busy machine they take longer without being wrong. A test's
+    own timeout marker, or no timeout at all, stays as it is."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: the order within stays
     slow = [item for item in items if item.get_closest_marker("slow") and not item.get_closest_marker("timeout")]
     if not slow:
         return

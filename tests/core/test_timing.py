@@ -13,7 +13,7 @@ from pytest_timeout import get_env_settings
 
 from tests.conftest import ROOT, pytest_collection_modifyitems
 from tests.support.processes import stop
-from tests.support.timing import MAX_FACTOR, machine_factor, scaled
+from tests.support.timing import MAX_FACTOR, load_factor, machine_factor, scaled
 
 MEASURE = (
     "import statistics; from tests.support.timing import workload_seconds; "
@@ -65,3 +65,9 @@ def test_slow_tests_get_the_per_test_timeout_stretched_to_this_machine(request):
     pytest_collection_modifyitems(request.config, [item])
     marker = item.get_closest_marker("timeout")
     assert marker is not None and marker.args == (pytest.approx(timeout * machine_factor()),)
+
+
+def test_the_load_factor_is_the_load_per_core_within_bounds():
+    per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+    assert load_factor() == pytest.approx(min(MAX_FACTOR, max(1.0, per_core)), rel=0.5)
+    assert 1.0 <= load_factor() <= MAX_FACTOR

@@ -3,7 +3,8 @@ stored manifest, and a time budget that scales with this machine.
 
 A limit on how long the process may take is `budget(fixed)`: the seconds the behaviour itself
 needs (a timeout, the stop deadline) plus a few times what a one-test CLI run takes here, so a
-busy machine stretches the limit instead of failing a correct change."""
+busy machine stretches the limit instead of failing a correct change; so does the machine's load at
+the time of the limit (tests/support/timing.py `load_factor`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.faults.conftest import process_env
+from tests.support.timing import load_factor
 
 ONE_TEST = "from agent_health import test\n\n@test('t')\ndef t():\n    pass\n"
 
@@ -42,8 +44,10 @@ def cli_start_s() -> float:
 
 
 def budget(fixed_s: float) -> float:
-    """`fixed_s` plus four one-test CLI runs of this machine."""
-    return fixed_s + 4 * cli_start_s()
+    """`fixed_s` plus four one-test CLI runs of this machine, stretched by the machine's load now
+    (the CLI run is timed once per session; parallel workers can load the machine several times
+    over later)."""
+    return (fixed_s + 4 * cli_start_s()) * load_factor()
 
 
 def start(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -1,7 +1,8 @@
 """No test leaves a process behind: the session-end check (tests/support/leftovers.py, loaded by
 tests/conftest.py) fails a session whose tests left a process running, naming it, and stops it;
 a service the session starts and stops at its end (as OpenSearch and PostgreSQL are) is not
-flagged. Each case runs a small pytest session of its own."""
+flagged. Each case runs a small pytest session of its own, alone and on parallel workers
+(pytest-xdist, as the suite runs): there the controller checks once every worker has ended."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 
 from tests.faults.conftest import process_env
 from tests.faults.lifecycle import budget
@@ -48,12 +51,17 @@ def _default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def _session(tmp_path, source: str) -> subprocess.CompletedProcess[str]:
+WORKERS = {"one process": [], "two workers": ["-n", "2"]}
+
+
+def _session(tmp_path, source: str, workers: list[str]) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_nested.py").write_text(textwrap.dedent(source))
+    # a second file, so that each worker gets one
+    (tmp_path / "test_nested_too.py").write_text("def test_nothing():\n    pass\n")
     env = process_env({"AGENT_HEALTH_LEFTOVER_GRACE_S": "1"})
     env.pop(MARKER, None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.leftovers", "-p", "no:cacheprovider", "."],
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.leftovers", "-p", "no:cacheprovider", *workers, "."],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -71,16 +79,18 @@ def _running(fragment: str) -> bool:
     return any(fragment in line and "ps -eo" not in line for line in out.splitlines())
 
 
-def test_a_process_left_behind_fails_the_session_and_is_stopped(tmp_path):
-    p = _session(tmp_path, LEAVES_ONE)
-    assert p.returncode == 1, p.stdout + p.stderr  # the test itself passed: the check failed it
-    assert "1 passed" in p.stdout
+@pytest.mark.parametrize("workers", list(WORKERS))
+def test_a_process_left_behind_fails_the_session_and_is_stopped(tmp_path, workers):
+    p = _session(tmp_path, LEAVES_ONE, WORKERS[workers])
+    assert p.returncode == 1, p.stdout + p.stderr  # the tests themselves passed: the check failed it
+    assert "2 passed" in p.stdout
     assert "processes left behind" in p.stdout and "left-behind" in p.stdout
     time.sleep(0.2)
     assert not _running("time.sleep(300)  # left-behind")
 
 
-def test_a_session_service_stopped_at_the_end_is_not_flagged(tmp_path):
-    p = _session(tmp_path, SERVICE)
+@pytest.mark.parametrize("workers", list(WORKERS))
+def test_a_session_service_stopped_at_the_end_is_not_flagged(tmp_path, workers):
+    p = _session(tmp_path, SERVICE, WORKERS[workers])
     assert p.returncode == 0, p.stdout + p.stderr
     assert "left behind" not in p.stdout

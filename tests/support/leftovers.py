@@ -5,7 +5,10 @@ At the start of the session every process the tests start inherits a marker in i
 session-wide services (OpenSearch, PostgreSQL, ...) were stopped by their fixtures, any process
 still running that carries the marker or descends from this process is a leftover: after a
 grace period for processes that are still exiting, the session fails, naming each one (pid and
-command line), and they are stopped (SIGTERM, then SIGKILL). Linux only (it reads /proc)."""
+command line), and they are stopped (SIGTERM, then SIGKILL). Linux only (it reads /proc).
+
+On parallel workers (pytest-xdist) the controller sets the marker before it starts the workers,
+which inherit it, and checks once they have all ended (their processes are below it too)."""
 
 from __future__ import annotations
 
@@ -100,9 +103,19 @@ def _stop(pids: list[int]) -> None:
 _SESSION = pytest.StashKey[str]()
 
 
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    if _PROC.is_dir():
-        config.stash[_SESSION] = os.environ[MARKER] = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    if not _PROC.is_dir():
+        return
+    if _is_xdist_worker(config):
+        # A worker of a parallel run keeps the marker it inherited from the controller, which checks
+        # the whole session once every worker (and its services) has ended; a worker cannot check
+        # alone while the others still run their processes.
+        return
+    config.stash[_SESSION] = os.environ[MARKER] = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.hookimpl(trylast=True)  # after the runner tore the session fixtures (the services) down

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import statistics
 import time
 
@@ -42,3 +43,11 @@ def machine_factor() -> float:
 def scaled(seconds: float) -> float:
     """A time limit written for the quiet development machine, stretched to this one."""
     return seconds * machine_factor()
+
+
+def load_factor() -> float:
+    """Runnable processes per core over the last minute (1.0 at least, at most MAX_FACTOR): how much
+    busier the machine is now than when nothing else runs. A limit measured once (`scaled`, or a
+    command timed at the start of a session) is stretched by it where the machine's load can rise
+    after the measurement, as on parallel workers."""
+    return min(MAX_FACTOR, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
