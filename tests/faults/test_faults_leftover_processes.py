@@ -61,7 +61,18 @@ def _session(tmp_path, source: str, workers: list[str]) -> subprocess.CompletedP
     env = process_env({"AGENT_HEALTH_LEFTOVER_GRACE_S": "1"})
     env.pop(MARKER, None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.leftovers", "-p", "no:cacheprovider", *workers, "."],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "tests.support.leftovers",
+            "-p",
+            "no:cacheprovider",
+            *workers,
+            ".",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
