@@ -77,7 +77,7 @@ class Connector(abc.ABC):
         """The `RunResult` of one call of this agent: what it answered (output, steps, usage, raw
         events, files), stamped with the request it answered (run and trace ids, prompt, context)
         and the agent version's ref. Every connector builds its result here."""
-        fields = {
+        fields: dict[str, Any] = {
             "output": output,
             "trajectory": tuple(steps),
             "run_id": request.run_id,

@@ -24,11 +24,12 @@ required tool deterministically, and judges each expected outcome.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 from pydantic import ValidationError
@@ -211,13 +212,19 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
     when it cannot be parsed at all); the valid cases load whatever their neighbours hold.
 
     What only loading needs goes as soon as it is used (the file's bytes once decoded, each
-    parsed case once it became a test), and a JSON list of cases is parsed one case at a time:
-    at the end of a 50,000-case file the whole parsed document was still alive beside its tests,
-    twice what they hold."""
-    data = path.read_bytes()
+    parsed case once it became a test), and a JSON list of cases is read and parsed a piece at a
+    time: at the end of a 50,000-case file the whole parsed document, and then the file's whole
+    text, was still alive beside its tests (about 90 bytes a case)."""
     errors: list[EvalFileError] = []
     rows: Iterable[_Row]
     suffix = path.suffix.lower()
+    if suffix == ".json":
+        try:
+            with path.open("rb") as fh:
+                return _load_rows((_Row(raw) for raw in _json_items(_text_pieces(fh))), Defaults(), rel, errors)
+        except _NotStreamed:  # not a list, or not valid JSON: parsed whole below (json names the error)
+            errors.clear()
+    data = path.read_bytes()
     if suffix == ".jsonl":
         found = _jsonl_rows(data, rel)
         del data
@@ -228,11 +235,6 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
         return _load_rows(rows, Defaults(), rel, errors)
     text = _decode(data, rel)
     del data
-    if suffix == ".json" and _LIST_START.match(text):
-        try:
-            return _load_rows((_Row(raw) for raw in _json_items(text)), Defaults(), rel, errors)
-        except _NotStreamed:  # not valid JSON: parsed whole below, for the error json names
-            errors.clear()
     doc, lines = _parse(text, suffix, rel)
     del text
     raw_cases, raw_defaults = _cases(doc, rel)
@@ -251,34 +253,86 @@ def _taken(rows: list[_Row | None]) -> Iterator[_Row]:
         yield row
 
 
-_LIST_START = re.compile(r"[ \t\n\r]*\[")
 _SPACE = re.compile(r"[ \t\n\r]*")
 _ITEM = json.JSONDecoder(object_pairs_hook=unique_object)
+_PIECE = 1 << 20  # bytes of a JSON file read at a time
 
 
 class _NotStreamed(Exception):
     """The document is not a valid JSON list of values: `read_json` parses it whole and names the error."""
 
 
-def _json_items(text: str) -> Iterator[Any]:
-    """The values of the JSON list `text`, parsed one at a time (as `read_json` parses them:
-    duplicate keys refused). Anything invalid raises _NotStreamed, even after values were given."""
+def _text_pieces(fh: BinaryIO) -> Generator[str, int | None, None]:
+    """The text of a binary file, decoded (UTF-8, a byte-order mark dropped) `_PIECE` bytes at a
+    time, then `size` bytes when the reader sends a larger size (a value longer than a piece:
+    reading it in ever larger pieces parses it a few times, not once per piece). A byte that is
+    not UTF-8 raises _NotStreamed (the whole file's decoding names it)."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    size = _PIECE
     try:
-        i = _SPACE.match(text, _LIST_START.match(text).end()).end()  # type: ignore[union-attr]
-        if text.startswith("]", i):
-            i += 1
+        while data := fh.read(size):
+            asked = yield decoder.decode(data)
+            size = max(_PIECE, asked or 0)
+        yield decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        raise _NotStreamed from exc
+
+
+def _json_items(pieces: Generator[str, int | None, None]) -> Iterator[Any]:
+    """The values of the JSON list whose text comes in `pieces`, parsed one at a time (as
+    `read_json` parses them: duplicate keys refused); only the text not parsed yet is kept.
+    Anything else, or anything invalid, raises _NotStreamed, even after values were given."""
+    buf, at, more = "", 0, True
+
+    def read(at_least: int = 0) -> bool:
+        """More text after what is left of `buf` (False at the end of the file)."""
+        nonlocal buf, at, more
+        while more:
+            try:
+                piece = pieces.send(at_least) if at_least else next(pieces)
+            except StopIteration:
+                more = False
+                break
+            if piece:
+                buf, at = buf[at:] + piece, 0
+                return True
+        return False
+
+    def next_char() -> str:
+        """The next character that is not white space ('' at the end), `at` on it."""
+        nonlocal at
+        while True:
+            at = _SPACE.match(buf, at).end()  # type: ignore[union-attr]
+            if at < len(buf) or not read():
+                return buf[at : at + 1]
+
+    try:
+        if next_char() != "[":
+            raise _NotStreamed
+        at += 1
+        if next_char() == "]":
+            at += 1
         else:
             while True:
-                value, i = _ITEM.raw_decode(text, i)
+                next_char()  # `at` on the value
+                try:
+                    value, end = _ITEM.raw_decode(buf, at)
+                except ValueError:  # incomplete, or invalid: with the rest of the file, or not at all
+                    if read(2 * (len(buf) - at)):
+                        continue
+                    raise
+                if end == len(buf) and read():  # a number or a literal may go on in the next piece
+                    continue
+                at = end
                 yield value
-                i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
-                if text.startswith("]", i):
-                    i += 1
+                c = next_char()
+                if c == "]":
+                    at += 1
                     break
-                if not text.startswith(",", i):
+                if c != ",":
                     raise _NotStreamed
-                i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]
-        if _SPACE.match(text, i).end() != len(text):  # type: ignore[union-attr]
+                at += 1
+        if next_char() != "":
             raise _NotStreamed  # something after the list
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, a duplicate key, a huge number
         raise _NotStreamed from exc

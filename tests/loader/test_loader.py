@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent_health import load_tests
 from agent_health.loader import slug
 from tests.core.helpers import run_dir
@@ -202,6 +204,50 @@ def test_a_json_list_is_read_case_by_case_and_still_fails_whole(write_eval, tmp_
     assert sorted(str(e) for e in loaded.errors) == [
         "after.json:1: invalid JSON: Extra data (column 95)",
         "broken.json:1: invalid JSON: Expecting value (column 99)",
+    ]
+
+
+def test_a_json_list_is_read_a_piece_at_a_time_with_values_across_the_pieces(write_eval, tmp_path, monkeypatch):
+    """The file's text is read and parsed a piece at a time (its whole text never lives beside
+    the tests either): a value cut by a piece's end (a number, a text, a long case, a byte-order
+    mark, a character of several bytes) loads as read whole, and an error past the first piece
+    still loads nothing, naming the error json names."""
+    from agent_health.loader import data
+
+    monkeypatch.setattr(data, "_PIECE", 7)  # every value crosses a piece
+    reads: list[int] = []
+    opened = data.Path.open
+
+    def counting_open(self, *args, **kwargs):  # the sizes the loader reads pieces.json in
+        fh = opened(self, *args, **kwargs)
+        if self.name == "pieces.json":
+            read = fh.read
+            fh.read = lambda size=-1: reads.append(size) or read(size)
+        return fh
+
+    monkeypatch.setattr(data.Path, "open", counting_open)
+    cases = [
+        {"name": "c0", "prompt": "pé ✓ " * 3 + "end", "timeout": 12345},
+        {"name": "c1", "prompt": "p", "epochs": 2, "timeout": 1.5e1},
+        {"name": "long", "prompt": "x" * 300, "expected_outcomes": ["o" * 50]},
+    ]
+    text = "\ufeff[ " + ",\n ".join(json.dumps(c, ensure_ascii=False) for c in cases) + " ]  \n"
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "pieces.json").write_text(text, encoding="utf-8")
+    write_eval("late.json", json.dumps(cases)[:-1] + ", {}}]")  # invalid past the first pieces
+    loaded = load_tests([tmp_path / "evals"])
+    by_name = {t.case.name: t.case for t in loaded.tests}
+    assert sorted(by_name) == ["c0", "c1", "long"]
+    assert by_name["c0"].prompt == "pé ✓ " * 3 + "end" and by_name["c0"].timeout_s == 12345.0
+    assert by_name["c1"].epochs == 2 and by_name["c1"].timeout_s == 15.0
+    assert by_name["long"].prompt == "x" * 300
+    assert len(reads) > 5 and min(reads) == 7 and -1 not in reads  # read in pieces, never whole
+    assert sum(reads) < 4 * len(text.encode())  # a value longer than a piece: read in ever larger pieces
+    late = json.dumps(cases)[:-1] + ", {}}]"
+    with pytest.raises(json.JSONDecodeError) as whole:
+        json.loads(late)
+    assert [str(e) for e in loaded.errors] == [
+        f"late.json:1: invalid JSON: {whole.value.msg} (column {whole.value.colno})"
     ]
 
 
