@@ -36,6 +36,7 @@ from agent_health.model import (
     Provenance,
     RunResult,
     Signal,
+    TestCase,
     TestResult,
     TrialResult,
     Usage,
@@ -220,12 +221,13 @@ class AgentEngine:
         """One test, every epoch, analysed: always a result, never an exception. Its judge calls
         are held against `tab` (the run's budget gives one), else against the test's own cap."""
         started = time.time()
-        if tab is None and test.case.max_cost_usd is not None:
-            tab = Tab(test.case.id, cap_usd=test.case.max_cost_usd, prices=self.options.prices)
+        case = test.case  # read once: a data case's is made on each read
+        if tab is None and case.max_cost_usd is not None:
+            tab = Tab(case.id, cap_usd=case.max_cost_usd, prices=self.options.prices)
         t0 = time.perf_counter()
         setup_error = await self.scopes.enter(test)
-        epochs = max(1, test.case.epochs or self.options.epochs)
-        timeout = test.case.timeout_s or self.options.timeout_s
+        epochs = max(1, case.epochs or self.options.epochs)
+        timeout = case.timeout_s or self.options.timeout_s
         trials = _Trials(self.options.prices)
         views: dict[str, Any] = {}  # run id -> traces view of the last trial, for the analyzers
         for epoch in range(epochs):
@@ -235,9 +237,9 @@ class AgentEngine:
                 trials.add(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
             views.clear()
-            trials.add(await self._run_trial(test, epoch, timeout, views, trials.cost, tab))
+            trials.add(await self._run_trial(test, case, epoch, timeout, views, trials.cost, tab))
         await self.scopes.leave(test)
-        result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000, tab)
+        result = self._result(test, case, trials, started, (time.perf_counter() - t0) * 1000, tab)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
         # no credential the process resolved leaves the engine (judge echoes too); a result holding
         # megabytes of agent text is scrubbed in a worker thread, piece by piece: on the loop it
@@ -252,7 +254,7 @@ class AgentEngine:
         elapsed_ms = max(0.0, time.time() - started_at) * 1000
         trials = _Trials(self.options.prices)
         trials.add(TrialResult(epoch=0, status="errored", error=f"did not finish: {reason}"))
-        return self._result(test, trials, started_at, elapsed_ms)
+        return self._result(test, test.case, trials, started_at, elapsed_ms)
 
     async def _analyse(self, result: TestResult, traces: Any, timeout: float) -> TestResult:
         # The analyses run under the timeout, armed only once one waits: the built-in ones finish
@@ -287,6 +289,7 @@ class AgentEngine:
     async def _run_trial(
         self,
         test: LoadedTest,
+        case: TestCase,
         epoch: int,
         timeout: float,
         views: dict[str, Any],
@@ -294,7 +297,6 @@ class AgentEngine:
         tab: Tab | None = None,
     ) -> TrialResult:
         # body, scope and fixtures are read from the loaded test: its `spec` is built on every read
-        case = test.case
         ctx = TestContext(
             case=case,
             info=TestInfo(case.id, case.name, case.suite, case.labels, case.prompt, self.agent_ref, epoch),
@@ -452,12 +454,17 @@ class AgentEngine:
             raise InfrastructureError(f"{kind} hook {hook.__name__!r} failed: {describe(exc)}") from exc
 
     def _result(
-        self, test: LoadedTest, trials: _Trials, started: float, duration_ms: float, tab: Tab | None = None
+        self,
+        test: LoadedTest,
+        case: TestCase,
+        trials: _Trials,
+        started: float,
+        duration_ms: float,
+        tab: Tab | None = None,
     ) -> TestResult:
         last = trials.last
         assert last is not None
         prices = self.options.prices
-        case = test.case
         # Every value below is the engine's own, already of its field's type: the result and its
         # provenance are built without a validation (`built`), their one text cut to its limit here.
         fields: dict[str, Any] = {

@@ -251,6 +251,38 @@ def test_a_json_list_is_read_a_piece_at_a_time_with_values_across_the_pieces(wri
     ]
 
 
+def test_a_data_case_keeps_what_differs_and_makes_its_test_case_when_read(write_eval, tmp_path):
+    """A loaded data case keeps its own id, name, line, hash and prompt, and one tuple of the rest
+    of its fields for the cases of its file that share them; its TestCase is made on each read,
+    equal every time, and duplicate names are still found, in case order among the other errors."""
+    from agent_health.loader.types import LoadedDataTest, LoadedTest
+
+    cases = [
+        {"name": "a", "prompt": "p", "labels": ["x"]},
+        {"name": "no prompt"},
+        {"name": "b", "prompt": "q", "labels": ["x"]},
+        {"name": "A", "prompt": "p2"},  # the same id as "a"
+        {"name": "c", "prompt": "p", "labels": ["y"]},
+        {"name": "b", "prompt": "again"},
+    ]
+    write_eval("many.json", json.dumps(cases))
+    loaded = load_tests([tmp_path / "evals"])
+    assert [t.id for t in loaded.tests] == ["many::a", "many::b", "many::c"]
+    assert [str(e) for e in loaded.errors] == [
+        "many.json: case #2 'no prompt': has no prompt ('prompt' or 'initialPrompt')",
+        "many.json: duplicate test name 'A' (case #4)",
+        "many.json: duplicate test name 'b' (case #6)",
+    ]
+    a, b, c = loaded.tests
+    assert isinstance(a, LoadedDataTest)
+    assert a.case is not a.case and a.case == a.case and a.case.prompt == "p" and a.case.labels == ("x",)
+    assert a._rest is b._rest and a._rest is not c._rest  # the fields they share: one tuple
+    assert a.epochs is None and a.case.model_fields_set == set(type(a.case).model_fields)
+    # a test with another case is a LoadedTest of its own (as re-judging makes one)
+    other = LoadedTest(a.case.model_copy(update={"epochs": 3}), a.registry, a.body, a.run)
+    assert other.case.epochs == 3 and other.epochs == 3 and other.id == a.id
+
+
 def test_missing_path_is_an_error():
     loaded = load_tests(["/nonexistent/evals"])
     assert not loaded.tests and "no such file or directory" in str(loaded.errors[0])
