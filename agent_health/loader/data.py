@@ -25,6 +25,7 @@ required tool deterministically, and judges each expected outcome.
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import operator
 import re
@@ -175,9 +176,7 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     labels += [f"{key}:{pick(key)}" for key in ("category", "difficulty") if pick(key)]
     steps = list(steps_of(pick("expected_trajectory")))
     if pick("expected_tools"):
-        steps.append(
-            ExpectedStep(step=len(steps) + 1, description="required tools", required_tools=pick("expected_tools"))
-        )
+        steps.append(_tools_step(len(steps) + 1, tuple(pick("expected_tools"))))
     return {
         "name": name,
         "prompt": prompt,
@@ -194,6 +193,13 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         "max_cost_usd": pick("max_cost_usd"),
         "source_id": pick("id"),
     }
+
+
+@functools.lru_cache(maxsize=1024)
+def _tools_step(step: int, tools: tuple[str, ...]) -> ExpectedStep:
+    """The expected step of a case's `expected_tools`: one object for the cases that name the same
+    tools (steps are frozen), made and validated once, not for every case."""
+    return ExpectedStep(step=step, description="required tools", required_tools=tools)
 
 
 def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Callable[..., Awaitable[None]]:
@@ -354,6 +360,7 @@ def _load_rows(
     shared: dict[Any, Any] = {}
     dumps: dict[int, dict[str, Any]] = {}  # id of a shared context item or step -> its model_dump()
     bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
+    tools_of: dict[int, tuple[str, ...]] = {}  # id of a shared tuple of steps -> the tools they require
     run = (registry.root, NO_FIXTURES, True)
     for i, row in enumerate(rows):
         try:
@@ -364,9 +371,12 @@ def _load_rows(
         source_id = fields.pop("source_id")
         tid = test_id(suite, fields["name"])
         for name, value in fields.items():
-            if name != "name":
+            if name != "name" and isinstance(value, _SHAREABLE):
                 fields[name] = shared_value(value, shared)
-        tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
+        steps = fields["expected_trajectory"]  # a shared tuple: the tools of the file's equal ones found once
+        tools = tools_of.get(id(steps))
+        if tools is None:
+            tools = tools_of[id(steps)] = tuple(dict.fromkeys(t for s in steps for t in s.required_tools))
         key = (tools, fields["expected_outcomes"])
         body = bodies.get(key) or bodies.setdefault(key, data_body(*key))
         hashed = dict(fields)
@@ -385,7 +395,7 @@ def _load_rows(
         hashed["expected_trajectory"] = [_dumped(s, dumps) for s in fields["expected_trajectory"]]
         hashed["source_id"] = source_id
         fields.update(suite=suite, source_file=rel, kind="data")
-        rest = tuple(fields[name] for name in CASE_REST)  # what the file's cases mostly share: one tuple
+        rest = _REST(fields)  # what the file's cases mostly share: one tuple
         try:
             rest = shared.setdefault(rest, rest)
         except TypeError:  # an unhashable value after all: this case's own tuple
@@ -403,6 +413,8 @@ def _load_rows(
 
 
 _FIRST = operator.itemgetter(0)
+_REST = operator.itemgetter(*CASE_REST)
+_SHAREABLE = (str, tuple, ExpectedStep, ContextItem)  # what `shared_value` shares; the rest is kept as it is
 _ID = operator.attrgetter("id")
 
 
