@@ -147,6 +147,7 @@ class AgentRuntime:
         capture: Any = None,
     ):
         self.agent = agent
+        self._ref, self._ref_of = agent.ref, agent
         self.connector = connector or connector_class(agent.connector)(agent)
         self._trace_views = trace_views
         self.settings_hash = settings_hash  # of the version's settings, secrets excluded (results' provenance)
@@ -155,7 +156,11 @@ class AgentRuntime:
 
     @property
     def ref(self) -> str:
-        return self.agent.ref
+        """`KEY@VERSION` of its agent, made once (the engine reads it several times a test)."""
+        agent = self.agent
+        if self._ref_of is not agent:
+            self._ref, self._ref_of = agent.ref, agent
+        return self._ref
 
     async def invoke(
         self, request: AgentRequest, user: UserSide | None = None, on_turn: OnTurn | None = None
