@@ -26,55 +26,69 @@ Rule = Callable[[TestResult], Iterable[Insight]]
 def _redundant_calls(r: TestResult) -> Iterable[Insight]:
     n = r.metrics.get("redundant_calls") or 0
     if n:
-        yield Insight(
-            rule="redundant_calls",
-            severity="warning",
-            summary=f"{n} redundant tool call(s): the same tool with the same arguments",
-            evidence={"redundant_calls": n, "tool_histogram": r.metrics.get("tool_histogram", {})},
-            recommendation="Reuse earlier tool results (keep them in context or cache them) instead of "
-            "repeating identical calls.",
+        return (
+            Insight(
+                rule="redundant_calls",
+                severity="warning",
+                summary=f"{n} redundant tool call(s): the same tool with the same arguments",
+                evidence={"redundant_calls": n, "tool_histogram": r.metrics.get("tool_histogram", {})},
+                recommendation="Reuse earlier tool results (keep them in context or cache them) instead of "
+                "repeating identical calls.",
+            ),
         )
+    return ()
 
 
 def _ignored_tool_errors(r: TestResult) -> Iterable[Insight]:
     n = r.metrics.get("ignored_tool_errors") or 0
     if n:
-        yield Insight(
-            rule="ignored_tool_errors",
-            severity="warning",
-            summary=f"{n} tool error(s) the agent ignored",
-            evidence={"tool_errors": r.metrics.get("tool_errors"), "ignored": n},
-            recommendation="Teach the agent to read tool errors and retry with corrected arguments "
-            "(e.g. list valid metric names first).",
+        return (
+            Insight(
+                rule="ignored_tool_errors",
+                severity="warning",
+                summary=f"{n} tool error(s) the agent ignored",
+                evidence={"tool_errors": r.metrics.get("tool_errors"), "ignored": n},
+                recommendation="Teach the agent to read tool errors and retry with corrected arguments "
+                "(e.g. list valid metric names first).",
+            ),
         )
+    return ()
 
 
 def _slow_step(r: TestResult) -> Iterable[Insight]:
     slow = r.metrics.get("slowest_step") or {}
+    if not slow:  # no step timed (most runs): nothing to add up
+        return ()
     latency = r.metrics.get("latency_ms") or 0
     total = sum(s.duration_ms or 0 for s in r.run.trajectory) if r.run else 0
     if slow and total and (slow.get("duration_ms") or 0) > 0.4 * total and (slow.get("duration_ms") or 0) >= 1000:
         what = slow.get("tool") or slow.get("kind")
-        yield Insight(
-            rule="slow_step",
-            severity="info",
-            summary=f"one step ({what}) takes {slow['duration_ms'] / max(total, 1):.0%} of the run time",
-            evidence={"slowest_step": slow, "steps_ms": round(total, 1), "latency_ms": latency},
-            recommendation=f"Narrow or parallelize {what}; it dominates latency.",
+        return (
+            Insight(
+                rule="slow_step",
+                severity="info",
+                summary=f"one step ({what}) takes {slow['duration_ms'] / max(total, 1):.0%} of the run time",
+                evidence={"slowest_step": slow, "steps_ms": round(total, 1), "latency_ms": latency},
+                recommendation=f"Narrow or parallelize {what}; it dominates latency.",
+            ),
         )
+    return ()
 
 
 def _token_heavy(r: TestResult, limit: int = 4000) -> Iterable[Insight]:
     total = r.metrics.get("total_tokens") or (r.metrics.get("traces") or {}).get("total_tokens") or 0
     if total > limit:
-        yield Insight(
-            rule="token_heavy",
-            severity="info",
-            summary=f"run used {total} tokens (over {limit})",
-            evidence={"total_tokens": total, "llm_calls": r.metrics.get("llm_calls")},
-            recommendation="Summarize tool results before feeding them back and trim the context "
-            "each model call re-reads.",
+        return (
+            Insight(
+                rule="token_heavy",
+                severity="info",
+                summary=f"run used {total} tokens (over {limit})",
+                evidence={"total_tokens": total, "llm_calls": r.metrics.get("llm_calls")},
+                recommendation="Summarize tool results before feeding them back and trim the context "
+                "each model call re-reads.",
+            ),
         )
+    return ()
 
 
 def _token_heavy_step(r: TestResult, share: float = 0.5, floor: int = 1500) -> Iterable[Insight]:
@@ -82,54 +96,65 @@ def _token_heavy_step(r: TestResult, share: float = 0.5, floor: int = 1500) -> I
     total = r.metrics.get("total_tokens") or 0
     if heavy and total and heavy.get("tokens", 0) >= floor and heavy["tokens"] > share * total:
         what = heavy.get("tool") or heavy.get("kind")
-        yield Insight(
-            rule="token_heavy_step",
-            severity="info",
-            summary=f"one step ({what}) used {heavy['tokens'] / total:.0%} of the run's tokens",
-            evidence={"heaviest_step": heavy, "total_tokens": total},
-            recommendation=f"Shrink what {what} puts into the context (filter or summarize it).",
+        return (
+            Insight(
+                rule="token_heavy_step",
+                severity="info",
+                summary=f"one step ({what}) used {heavy['tokens'] / total:.0%} of the run's tokens",
+                evidence={"heaviest_step": heavy, "total_tokens": total},
+                recommendation=f"Shrink what {what} puts into the context (filter or summarize it).",
+            ),
         )
+    return ()
 
 
 def _traces_unavailable(r: TestResult) -> Iterable[Insight]:
     traces = r.metrics.get("traces") or {}
     if traces.get("status") == "unavailable":
-        yield Insight(
-            rule="traces_unavailable",
-            severity="warning",
-            summary="traces were enabled but none were found for this run",
-            evidence={"error": traces.get("error")},
-            recommendation="Check that the agent exports spans with the run's trace id (traceparent) "
-            "or the agent_health.run.id attribute, and that the trace index is right.",
+        return (
+            Insight(
+                rule="traces_unavailable",
+                severity="warning",
+                summary="traces were enabled but none were found for this run",
+                evidence={"error": traces.get("error")},
+                recommendation="Check that the agent exports spans with the run's trace id (traceparent) "
+                "or the agent_health.run.id attribute, and that the trace index is right.",
+            ),
         )
+    return ()
 
 
 def _failed_gates(r: TestResult) -> Iterable[Insight]:
     failed = [s for s in r.signals if s.role == "gate" and s.passed is False and not s.skipped]
     if failed:
-        yield Insight(
-            rule="failed_gates",
-            severity="error",
-            summary=f"{len(failed)} gate(s) failed: " + "; ".join(s.name for s in failed[:3]),
-            evidence={"failed": [{"name": s.name, "reasoning": s.reasoning} for s in failed]},
-            recommendation="Start with the first failed gate: " + (failed[0].reasoning or failed[0].name),
+        return (
+            Insight(
+                rule="failed_gates",
+                severity="error",
+                summary=f"{len(failed)} gate(s) failed: " + "; ".join(s.name for s in failed[:3]),
+                evidence={"failed": [{"name": s.name, "reasoning": s.reasoning} for s in failed]},
+                recommendation="Start with the first failed gate: " + (failed[0].reasoning or failed[0].name),
+            ),
         )
+    return ()
 
 
 def _conversation_unresolved(r: TestResult) -> Iterable[Insight]:
     run = r.run
     conv = run.conversation if run is not None else None
     if run is None or conv is None or conv.mode != "simulated" or conv.goal_reached:
-        return
+        return ()
     turns = len(run.turns)
     how = "gave up" if conv.ended == "gave_up" else f"stopped ({conv.ended})"
-    yield Insight(
-        rule="conversation_unresolved",
-        severity="warning",
-        summary=f"the simulated user {how} after {turns} turn(s) without reaching its goal",
-        evidence={"goal": conv.goal, "ended": conv.ended, "turns": turns, "last_answer": run.output[:300]},
-        recommendation="Read the conversation turn by turn: the agent should ask for what it lacks, use what the "
-        "user already said, and answer the user's goal rather than restart.",
+    return (
+        Insight(
+            rule="conversation_unresolved",
+            severity="warning",
+            summary=f"the simulated user {how} after {turns} turn(s) without reaching its goal",
+            evidence={"goal": conv.goal, "ended": conv.ended, "turns": turns, "last_answer": run.output[:300]},
+            recommendation="Read the conversation turn by turn: the agent should ask for what it lacks, use what the "
+            "user already said, and answer the user's goal rather than restart.",
+        ),
     )
 
 
@@ -146,8 +171,15 @@ RULES: tuple[Rule, ...] = (
 
 
 def derive_insights(result: TestResult, rules: Iterable[Rule] = RULES) -> tuple[Insight, ...]:
-    """Every rule's findings for one test result."""
-    return tuple(i for rule in rules for i in rule(result))
+    """Every rule's findings for one test result. The built-in rules return a tuple, empty for
+    most tests (a generator per rule and test was most of what the rules cost); a rule may
+    return any iterable."""
+    found: tuple[Insight, ...] = ()
+    for rule in rules:
+        got = rule(result)
+        if got:
+            found += tuple(got)
+    return found
 
 
 def with_insights(result: TestResult, traces: Any = None) -> TestResult:

@@ -138,6 +138,9 @@ def conversation_metrics(run: RunResult) -> dict[str, Any]:
     return out
 
 
+_NOT_ENABLED: dict[str, Any] = {"status": "not_enabled"}  # the traces metrics of a run whose agent has none
+
+
 def trace_metrics(
     view: Any, prices: Mapping[str, tuple[float, float]] | None = None, wait_s: float = 0.0
 ) -> dict[str, Any]:
@@ -248,9 +251,12 @@ def with_metric_signals(
     async def analyze(result: TestResult, traces: Any = None) -> TestResult:
         metrics = dict(result.metrics)
         if result.run is not None:
-            metrics["traces"] = await atrace_metrics(traces, prices, wait_s)
-        existing = {s.name for s in result.signals if s.kind == "metric"}
-        extra = tuple(s for s in metric_signals(metrics) if s.name not in existing)
+            # an agent without traces (most) needs no coroutine to say so
+            metrics["traces"] = _NOT_ENABLED.copy() if traces is None else await atrace_metrics(traces, prices, wait_s)
+        extra = metric_signals(metrics)
+        if any(s.kind == "metric" for s in result.signals):  # a test's own metric signals are kept, not repeated
+            existing = {s.name for s in result.signals if s.kind == "metric"}
+            extra = tuple(s for s in extra if s.name not in existing)
         return replaced(result, {"metrics": metrics, "signals": result.signals + extra})
 
     return analyze

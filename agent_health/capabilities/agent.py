@@ -16,6 +16,7 @@ from agent_health.model import RunResult
 from agent_health.model.agent import AgentRequest
 from agent_health.model.case import to_context
 from agent_health.model.conversation import SimulatedUser, check_turns
+from agent_health.model.copies import built
 from agent_health.model.validation import describe_errors
 from agent_health.offloop import call
 from agent_health.spend import current_tab
@@ -79,18 +80,21 @@ class AgentFixture:
         given = {
             name: dict(value) for name, value in (("env", env), ("files", files), ("provisioned", provisioned)) if value
         }
-        request = AgentRequest(
-            prompt=text or "",
-            context=tuple(i.model_dump() for i in items),
+        fields = {
+            "prompt": text or "",
+            "context": tuple(i.model_dump() for i in items),
             **given,
-            test_id=ctx.case.id,
-            timeout_s=ctx.case.timeout_s,
+            "test_id": ctx.case.id,
+            "timeout_s": ctx.case.timeout_s,
             # the runtime's ids, made here: the runtime then has no copy of the request to make
-            run_id=random_hex(128),
-            trace_id=random_hex(128),
-            span_id=random_hex(64),
-            conversation_id=random_hex(64) if side is not None else "",
-        )
+            "run_id": random_hex(128),
+            "trace_id": random_hex(128),
+            "span_id": random_hex(64),
+            "conversation_id": random_hex(64) if side is not None else "",
+        }
+        # the test's own values (validated as it loaded) are not validated again; what the body gave is
+        trusted = not given and type(fields["prompt"]) is str
+        request = built(AgentRequest, fields) if trusted else AgentRequest(**fields)
         out = bridge(ctx, self._invoke(request, side))
         if isinstance(out, RunResult):
             return out

@@ -16,6 +16,8 @@ from agent_health.errors import ExpectationFailed
 from agent_health.judges.checks import schema_problem as _schema_problem
 from agent_health.judges.checks import subset as _subset
 from agent_health.model import RunResult, Signal, Verdict
+from agent_health.model.copies import built
+from agent_health.model.limits import cut_text
 from agent_health.model.run import parse_json_output
 
 _MAX_EVIDENCE = 400
@@ -90,18 +92,22 @@ class Expectation:
             message = message()
         if self._negate and not ok:
             message = f"expected not: {message}"
-        self._ctx.record(
-            Signal(
-                kind="deterministic",
-                role="gate",
-                name=name,
-                passed=ok,
-                score=1.0 if ok else 0.0,
-                reasoning=None if ok else message,
-                soft=self._soft,
-                evidence={"expected": _short(expected), "actual": _short(actual)},
-            )
-        )
+        fields = {
+            "kind": "deterministic",
+            "role": "gate",
+            "name": name,
+            "passed": ok,
+            "score": 1.0 if ok else 0.0,
+            "reasoning": None if ok else message,
+            "soft": self._soft,
+            "evidence": {"expected": _short(expected), "actual": _short(actual)},
+        }
+        if type(ok) is bool and (ok or type(message) is str):  # what validating would make: built directly
+            if not ok:
+                fields["reasoning"] = cut_text(message)  # type: ignore[arg-type]
+            self._ctx.record(built(Signal, fields))
+        else:
+            self._ctx.record(Signal(**fields))
         if not ok and not self._soft:
             raise ExpectationFailed(f"{name}: {message}")
         return self

@@ -18,7 +18,7 @@ from agent_health.connectors.registry import EXTRAS, REGISTRY
 from agent_health.errors import AgentError, ConfigError, ConversationError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
-from agent_health.model.copies import replaced
+from agent_health.model.copies import built, replaced
 
 
 class Connector(abc.ABC):
@@ -77,19 +77,34 @@ class Connector(abc.ABC):
         """The `RunResult` of one call of this agent: what it answered (output, steps, usage, raw
         events, files), stamped with the request it answered (run and trace ids, prompt, context)
         and the agent version's ref. Every connector builds its result here."""
-        return RunResult(
-            output=output,
-            trajectory=tuple(steps),
-            run_id=request.run_id,
-            trace_id=request.trace_id,
-            agent=self.agent.ref,
-            prompt=request.prompt,
-            context=request.context,
-            duration_ms=duration_ms,
-            usage=usage or Usage(unreported=True),
-            raw_events=tuple(raw_events),
-            artifacts=artifacts,
-        )
+        fields: dict[str, Any] = {
+            "output": output,
+            "trajectory": tuple(steps),
+            "run_id": request.run_id,
+            "trace_id": request.trace_id,
+            "agent": self.agent.ref,
+            "prompt": request.prompt,
+            "context": request.context,
+            "duration_ms": duration_ms,
+            "usage": usage or _UNREPORTED,
+            "raw_events": tuple(raw_events),
+            "artifacts": artifacts,
+        }
+        # Values that are already what validation makes (the parsers' steps, usage and artifacts, a
+        # text, a float) are not validated again; anything else a connector hands over is.
+        if (
+            type(output) is str
+            and type(duration_ms) is float
+            and type(fields["usage"]) is Usage
+            and type(artifacts) is tuple
+            and all(type(step) is Step for step in fields["trajectory"])
+            and all(type(a) is Artifact for a in artifacts)
+        ):
+            return built(RunResult, fields)
+        return RunResult(**fields)
+
+
+_UNREPORTED = Usage(unreported=True)  # frozen: one object for every run that reports no usage
 
 
 def connector_class(name: str) -> type[Connector]:
@@ -132,6 +147,7 @@ class AgentRuntime:
         capture: Any = None,
     ):
         self.agent = agent
+        self._ref, self._ref_of = agent.ref, agent
         self.connector = connector or connector_class(agent.connector)(agent)
         self._trace_views = trace_views
         self.settings_hash = settings_hash  # of the version's settings, secrets excluded (results' provenance)
@@ -140,7 +156,11 @@ class AgentRuntime:
 
     @property
     def ref(self) -> str:
-        return self.agent.ref
+        """`KEY@VERSION` of its agent, made once (the engine reads it several times a test)."""
+        agent = self.agent
+        if self._ref_of is not agent:
+            self._ref, self._ref_of = agent.ref, agent
+        return self._ref
 
     async def invoke(
         self, request: AgentRequest, user: UserSide | None = None, on_turn: OnTurn | None = None
@@ -181,7 +201,8 @@ class AgentRuntime:
             updates["started_at"] = started
         if not (result.trajectory and result.trajectory[0].role == "user"):
             # every connector's trajectory opens with the user prompt, so a transcript reads whole
-            updates["trajectory"] = (Step(kind="message", role="user", content=request.prompt), *result.trajectory)
+            prompt = built(Step, {"kind": "message", "role": "user", "content": request.prompt})
+            updates["trajectory"] = (prompt, *result.trajectory)
         if updates:
             result = replaced(result, updates)
         return result

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_health.model import Artifact, Step, Usage
+from agent_health.model.copies import built
 from agent_health.model.run import Role
 
 OUTPUT_KEYS = ("response", "content", "answer", "text", "message", "output", "result", "final_answer")
@@ -125,7 +126,11 @@ def tool_steps(calls: Any) -> list[Step]:
         name = fn.get("name") or call.get("tool") or call.get("toolName") or call.get("tool_name")
         args = fn.get("arguments", fn.get("args", fn.get("input", call.get("parameters"))))
         cid = str(call.get("id") or call.get("call_id") or call.get("toolCallId") or f"call_{i}")
-        steps.append(Step(kind="tool_call", tool=str(name) if name else None, args=parse_args(args), call_id=cid))
+        arguments = parse_args(args)
+        fields = {"kind": "tool_call", "role": "assistant", "tool": str(name) if name else None, "args": arguments}
+        fields["call_id"] = cid
+        # text keys (nearly always): the step is what validating it would make; other keys are validated
+        steps.append(built(Step, fields) if all(type(k) is str for k in arguments) else Step(**fields))
         for key in ("result", "output", "response"):
             if key in call:
                 steps.append(
@@ -232,7 +237,7 @@ def parse_body(
             text = as_text(data[k])
             break
     if text and not (steps and steps[-1].kind == "message" and steps[-1].content == text):
-        steps.append(Step(kind="message", content=text))
+        steps.append(built(Step, {"kind": "message", "role": "assistant", "content": text}))  # a text: valid
     return text, steps, usage_of(data.get("usage"), data.get("model") or model)
 
 

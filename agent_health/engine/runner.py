@@ -36,13 +36,15 @@ from agent_health.model import (
     Provenance,
     RunResult,
     Signal,
+    TestCase,
     TestResult,
     TrialResult,
     Usage,
     harness_version,
 )
+from agent_health.model.copies import built
 from agent_health.model.encodable import encodable
-from agent_health.model.limits import ARTIFACTS_RUN_MAX
+from agent_health.model.limits import ARTIFACTS_RUN_MAX, cut_text
 from agent_health.model.result import TRIALS_KEPT
 from agent_health.model.run import text_over
 from agent_health.offloop import call, is_async_callable, run_off_loop, start_eagerly
@@ -219,12 +221,13 @@ class AgentEngine:
         """One test, every epoch, analysed: always a result, never an exception. Its judge calls
         are held against `tab` (the run's budget gives one), else against the test's own cap."""
         started = time.time()
-        if tab is None and test.case.max_cost_usd is not None:
-            tab = Tab(test.case.id, cap_usd=test.case.max_cost_usd, prices=self.options.prices)
+        case = test.case  # read once: a data case's is made on each read
+        if tab is None and case.max_cost_usd is not None:
+            tab = Tab(case.id, cap_usd=case.max_cost_usd, prices=self.options.prices)
         t0 = time.perf_counter()
         setup_error = await self.scopes.enter(test)
-        epochs = max(1, test.case.epochs or self.options.epochs)
-        timeout = test.case.timeout_s or self.options.timeout_s
+        epochs = max(1, case.epochs or self.options.epochs)
+        timeout = case.timeout_s or self.options.timeout_s
         trials = _Trials(self.options.prices)
         views: dict[str, Any] = {}  # run id -> traces view of the last trial, for the analyzers
         for epoch in range(epochs):
@@ -234,9 +237,9 @@ class AgentEngine:
                 trials.add(TrialResult(epoch=epoch, status="errored", error=setup_error))
                 continue
             views.clear()
-            trials.add(await self._run_trial(test, epoch, timeout, views, trials.cost, tab))
+            trials.add(await self._run_trial(test, case, epoch, timeout, views, trials.cost, tab))
         await self.scopes.leave(test)
-        result = self._result(test, trials, started, (time.perf_counter() - t0) * 1000, tab)
+        result = self._result(test, case, trials, started, (time.perf_counter() - t0) * 1000, tab)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
         # no credential the process resolved leaves the engine (judge echoes too); a result holding
         # megabytes of agent text is scrubbed in a worker thread, piece by piece: on the loop it
@@ -251,7 +254,7 @@ class AgentEngine:
         elapsed_ms = max(0.0, time.time() - started_at) * 1000
         trials = _Trials(self.options.prices)
         trials.add(TrialResult(epoch=0, status="errored", error=f"did not finish: {reason}"))
-        return self._result(test, trials, started_at, elapsed_ms)
+        return self._result(test, test.case, trials, started_at, elapsed_ms)
 
     async def _analyse(self, result: TestResult, traces: Any, timeout: float) -> TestResult:
         # The analyses run under the timeout, armed only once one waits: the built-in ones finish
@@ -286,6 +289,7 @@ class AgentEngine:
     async def _run_trial(
         self,
         test: LoadedTest,
+        case: TestCase,
         epoch: int,
         timeout: float,
         views: dict[str, Any],
@@ -293,7 +297,6 @@ class AgentEngine:
         tab: Tab | None = None,
     ) -> TrialResult:
         # body, scope and fixtures are read from the loaded test: its `spec` is built on every read
-        case = test.case
         ctx = TestContext(
             case=case,
             info=TestInfo(case.id, case.name, case.suite, case.labels, case.prompt, self.agent_ref, epoch),
@@ -315,16 +318,23 @@ class AgentEngine:
         if tab is not None:
             tab.trial(starting=True)
         infra: list[str] = []
-        watch = self.watchdog.watch(case.id, timeout) if self.watchdog else None
+        deadline = ctx.loop.time() + timeout
+        watch = self.watchdog.watch(case.id, timeout, deadline) if self.watchdog else None
         t0 = time.perf_counter()
         chain = test.scope.chain()
         try:
-            async with asyncio.timeout(timeout) as scope:
-                if watch is not None:
-                    watch.scope = scope
-                    await self.watchdog.guard(watch, self._setup_and_body(test, ctx, fixtures))  # type: ignore[union-attr]
-                else:
-                    await self._setup_and_body(test, ctx, fixtures)
+            work = self._setup_and_body(test, ctx, fixtures)
+            if watch is not None:
+                work = self.watchdog.guard(watch, work)  # type: ignore[union-attr]
+            # The timeout is armed once the trial waits, with the deadline it had from the start: a
+            # trial that never waits (an agent answering at once, a replay) cannot be cancelled by it
+            # anyway, and a timer per trial (a handle, a heap push, a cancel) was 3% of such a test.
+            finished, rest = start_eagerly(work)
+            if not finished:
+                async with asyncio.timeout_at(deadline) as scope:
+                    if watch is not None:
+                        watch.scope = scope
+                    await rest
         except TimeoutError:
             if self.watchdog is not None:
                 self.watchdog.abandoned()  # a sync body, fixture or agent call cannot be stopped: it may still run
@@ -396,14 +406,18 @@ class AgentEngine:
         signals = tuple(ctx.signals)
         error = "; ".join(infra) if infra else None
         status = scoring.status_of(signals, error)
-        return TrialResult(
-            epoch=epoch,
-            status=status,
-            score=None if status == "errored" else scoring.score_of(signals),
-            signals=signals,
-            run=ctx.run,
-            error=error or scoring.first_failure(signals),
-            duration_ms=(time.perf_counter() - t0) * 1000,
+        error = error or scoring.first_failure(signals)
+        return built(  # the engine's own values: not validated again
+            TrialResult,
+            {
+                "epoch": epoch,
+                "status": status,
+                "score": None if status == "errored" else scoring.score_of(signals),
+                "signals": signals,
+                "run": ctx.run,
+                "error": cut_text(error) if error is not None else None,
+                "duration_ms": (time.perf_counter() - t0) * 1000,
+            },
         )
 
     async def _setup_and_body(self, test: LoadedTest, ctx: TestContext, fixtures: FixtureScope) -> None:
@@ -440,12 +454,28 @@ class AgentEngine:
             raise InfrastructureError(f"{kind} hook {hook.__name__!r} failed: {describe(exc)}") from exc
 
     def _result(
-        self, test: LoadedTest, trials: _Trials, started: float, duration_ms: float, tab: Tab | None = None
+        self,
+        test: LoadedTest,
+        case: TestCase,
+        trials: _Trials,
+        started: float,
+        duration_ms: float,
+        tab: Tab | None = None,
     ) -> TestResult:
         last = trials.last
         assert last is not None
         prices = self.options.prices
+        # Every value below is the engine's own, already of its field's type: the result and its
+        # provenance are built without a validation (`built`), their one text cut to its limit here.
         fields: dict[str, Any] = {
+            "test_id": case.id,
+            "name": case.name,
+            "suite": case.suite,
+            "source_file": case.source_file,
+            "line": case.line,
+            "labels": case.labels,
+            "content_hash": case.content_hash,
+            "agent": self.agent_ref,
             "status": last.status,
             "score": last.score,
             "signals": last.signals,
@@ -462,19 +492,22 @@ class AgentEngine:
             "epochs": trials.tally.count,
             "metrics": run_metrics(last.run, prices),
             "eval_run_id": self.options.eval_run_id,
-            "provenance": Provenance(
-                harness_version=harness_version(),
-                eval_file=test.case.source_file,
-                content_hash=test.case.content_hash,
-                agent_settings_hash=self.runtime.settings_hash if self.runtime else "",
-                judge_settings_hash=self.judges.settings_hash,
-                # a replayed run was made by whichever run recorded it
-                agent_eval_run_id=(
-                    self.options.eval_run_id if trials.last_run and not trials.last_run.replayed else None
-                ),
-                judged_at=time.time(),
-                uncalibrated_judges=uncalibrated_judges(last.signals),
-                calibrated_judges=calibrated_judges(last.signals),
+            "provenance": built(
+                Provenance,
+                {
+                    "harness_version": harness_version(),
+                    "eval_file": case.source_file,
+                    "content_hash": case.content_hash,
+                    "agent_settings_hash": self.runtime.settings_hash if self.runtime else "",
+                    "judge_settings_hash": self.judges.settings_hash,
+                    # a replayed run was made by whichever run recorded it
+                    "agent_eval_run_id": (
+                        self.options.eval_run_id if trials.last_run and not trials.last_run.replayed else None
+                    ),
+                    "judged_at": time.time(),
+                    "uncalibrated_judges": uncalibrated_judges(last.signals),
+                    "calibrated_judges": calibrated_judges(last.signals),
+                },
             ),
         }
         taken: dict[int, RunResult | None] = {}  # each run once, wherever the result holds it
@@ -490,7 +523,7 @@ class AgentEngine:
             fields.update(trials.tally.combined(), trials=kept, trial_counts=dict(trials.tally.counts))
             status = fields["status"]
             fields["error"] = trials.tally.first_error.get(status, last.error) if status != "passed" else None
-        if (over := _over_cap(test.case.max_cost_usd, trials)) is not None:
+        if (over := _over_cap(case.max_cost_usd, trials)) is not None:
             fields.update(status="errored", score=None, error=over)
         elif (
             tab is not None
@@ -501,7 +534,9 @@ class AgentEngine:
         ):
             # its cap refused a judge call before it was made: errored, naming the estimate and the cap
             fields.update(status="errored", score=None, error=f"not judged: {tab.refused}")
-        return TestResult.for_case(test.case, self.agent_ref, **fields)
+        if fields["error"] is not None:
+            fields["error"] = cut_text(fields["error"])
+        return built(TestResult, fields)
 
 
 def uncalibrated_judges(signals: Iterable[Signal]) -> tuple[str, ...]:

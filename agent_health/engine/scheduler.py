@@ -98,7 +98,7 @@ async def run_plan(
             started[engine.agent_ref] += 1
             key = next(ids)
             in_flight[key] = Running(engine, test, time.time())
-            tab = budget.open(test.case.id, test.case.max_cost_usd) if budget is not None else None
+            tab = budget.open(test.id, test.case.max_cost_usd) if budget is not None else None
             try:
                 result = await engine.run_test(test, tab)
             except asyncio.CancelledError:  # the run was cancelled: this test ends errored, with why

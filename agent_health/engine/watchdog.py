@@ -84,7 +84,8 @@ class Watch:
 
     test: str
     timeout_s: float
-    scope: asyncio.Timeout | None = None
+    scope: asyncio.Timeout | None = None  # the trial's timeout, once armed (when it first waits)
+    deadline: float | None = None  # loop time: the trial's deadline before its timeout is armed
     blocked_s: float = 0.0  # longest loop stall caused by this trial
     site: str | None = None
     interrupted: bool = False
@@ -92,7 +93,7 @@ class Watch:
     _interrupt_sent: float | None = field(default=None, repr=False)
 
     def over_deadline(self, now: float) -> bool:
-        when = self.scope.when() if self.scope is not None else None
+        when = self.scope.when() if self.scope is not None else self.deadline
         return when is not None and now > when
 
     def message(self) -> str:
@@ -185,13 +186,17 @@ class Watchdog:
         return self._culprit(frame)[0]
 
     # -- trials -------------------------------------------------------------------------------
-    def watch(self, test: str, timeout_s: float) -> Watch:
-        """Watch a trial from now; the last-resort exit waits past its deadline from this moment
-        (a trial may block the loop, or hold the interpreter, before the loop beats again)."""
-        w = Watch(test, timeout_s)
+    def watch(self, test: str, timeout_s: float, deadline: float | None = None) -> Watch:
+        """Watch a trial from now, due by `deadline` (loop time; default `timeout_s` from now) until
+        its timeout is armed (`Watch.scope`); the last-resort exit waits past that deadline (a
+        trial may block the loop, or hold the interpreter, before the loop beats again, or before
+        its timeout is armed: a trial runs until it first waits before it gets one)."""
+        if deadline is None and self._loop is not None:
+            deadline = self._loop.time() + timeout_s
+        w = Watch(test, timeout_s, deadline=deadline)
         self._active.add(w)
-        if self._loop is not None:
-            self.expect(self._loop.time() + timeout_s)
+        if deadline is not None:
+            self.expect(deadline)
         return w
 
     def expect(self, deadline: float) -> None:

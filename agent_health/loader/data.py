@@ -24,11 +24,15 @@ required tool deterministically, and judges each expected outcome.
 
 from __future__ import annotations
 
+import codecs
+import functools
 import json
+import operator
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from array import array
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 from pydantic import ValidationError
@@ -40,9 +44,9 @@ from agent_health.loader.ids import content_hash, name_problem, shown_name, suit
 from agent_health.loader.options import one_or_many
 from agent_health.loader.registry import NO_FIXTURES, FileRegistry
 from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json, unique_object
-from agent_health.loader.types import LoadedTest
+from agent_health.loader.types import LoadedDataTest, LoadedTest
 from agent_health.model import ContextItem, ExpectedStep
-from agent_health.model.case import loaded_case, shared_value
+from agent_health.model.case import CASE_REST, shared_value
 from agent_health.model.validation import describe_errors
 
 CASE_LISTS = ("tests", "testCases", "test_cases", "cases")
@@ -172,9 +176,7 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
     labels += [f"{key}:{pick(key)}" for key in ("category", "difficulty") if pick(key)]
     steps = list(steps_of(pick("expected_trajectory")))
     if pick("expected_tools"):
-        steps.append(
-            ExpectedStep(step=len(steps) + 1, description="required tools", required_tools=pick("expected_tools"))
-        )
+        steps.append(_tools_step(len(steps) + 1, tuple(pick("expected_tools"))))
     return {
         "name": name,
         "prompt": prompt,
@@ -191,6 +193,13 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         "max_cost_usd": pick("max_cost_usd"),
         "source_id": pick("id"),
     }
+
+
+@functools.lru_cache(maxsize=1024)
+def _tools_step(step: int, tools: tuple[str, ...]) -> ExpectedStep:
+    """The expected step of a case's `expected_tools`: one object for the cases that name the same
+    tools (steps are frozen), made and validated once, not for every case."""
+    return ExpectedStep(step=step, description="required tools", required_tools=tools)
 
 
 def data_body(required_tools: tuple[str, ...], outcomes: tuple[str, ...]) -> Callable[..., Awaitable[None]]:
@@ -211,13 +220,19 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
     when it cannot be parsed at all); the valid cases load whatever their neighbours hold.
 
     What only loading needs goes as soon as it is used (the file's bytes once decoded, each
-    parsed case once it became a test), and a JSON list of cases is parsed one case at a time:
-    at the end of a 50,000-case file the whole parsed document was still alive beside its tests,
-    twice what they hold."""
-    data = path.read_bytes()
+    parsed case once it became a test), and a JSON list of cases is read and parsed a piece at a
+    time: at the end of a 50,000-case file the whole parsed document, and then the file's whole
+    text, was still alive beside its tests (about 90 bytes a case)."""
     errors: list[EvalFileError] = []
     rows: Iterable[_Row]
     suffix = path.suffix.lower()
+    if suffix == ".json":
+        try:
+            with path.open("rb") as fh:
+                return _load_rows((_Row(raw) for raw in _json_items(_text_pieces(fh))), Defaults(), rel, errors)
+        except _NotStreamed:  # not a list, or not valid JSON: parsed whole below (json names the error)
+            errors.clear()
+    data = path.read_bytes()
     if suffix == ".jsonl":
         found = _jsonl_rows(data, rel)
         del data
@@ -228,11 +243,6 @@ def load_data_file(path: Path, rel: str) -> tuple[list[LoadedTest], list[EvalFil
         return _load_rows(rows, Defaults(), rel, errors)
     text = _decode(data, rel)
     del data
-    if suffix == ".json" and _LIST_START.match(text):
-        try:
-            return _load_rows((_Row(raw) for raw in _json_items(text)), Defaults(), rel, errors)
-        except _NotStreamed:  # not valid JSON: parsed whole below, for the error json names
-            errors.clear()
     doc, lines = _parse(text, suffix, rel)
     del text
     raw_cases, raw_defaults = _cases(doc, rel)
@@ -251,34 +261,86 @@ def _taken(rows: list[_Row | None]) -> Iterator[_Row]:
         yield row
 
 
-_LIST_START = re.compile(r"[ \t\n\r]*\[")
 _SPACE = re.compile(r"[ \t\n\r]*")
 _ITEM = json.JSONDecoder(object_pairs_hook=unique_object)
+_PIECE = 1 << 20  # bytes of a JSON file read at a time
 
 
 class _NotStreamed(Exception):
     """The document is not a valid JSON list of values: `read_json` parses it whole and names the error."""
 
 
-def _json_items(text: str) -> Iterator[Any]:
-    """The values of the JSON list `text`, parsed one at a time (as `read_json` parses them:
-    duplicate keys refused). Anything invalid raises _NotStreamed, even after values were given."""
+def _text_pieces(fh: BinaryIO) -> Generator[str, int | None, None]:
+    """The text of a binary file, decoded (UTF-8, a byte-order mark dropped) `_PIECE` bytes at a
+    time, then `size` bytes when the reader sends a larger size (a value longer than a piece:
+    reading it in ever larger pieces parses it a few times, not once per piece). A byte that is
+    not UTF-8 raises _NotStreamed (the whole file's decoding names it)."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    size = _PIECE
     try:
-        i = _SPACE.match(text, _LIST_START.match(text).end()).end()  # type: ignore[union-attr]
-        if text.startswith("]", i):
-            i += 1
+        while data := fh.read(size):
+            asked = yield decoder.decode(data)
+            size = max(_PIECE, asked or 0)
+        yield decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        raise _NotStreamed from exc
+
+
+def _json_items(pieces: Generator[str, int | None, None]) -> Iterator[Any]:
+    """The values of the JSON list whose text comes in `pieces`, parsed one at a time (as
+    `read_json` parses them: duplicate keys refused); only the text not parsed yet is kept.
+    Anything else, or anything invalid, raises _NotStreamed, even after values were given."""
+    buf, at, more = "", 0, True
+
+    def read(at_least: int = 0) -> bool:
+        """More text after what is left of `buf` (False at the end of the file)."""
+        nonlocal buf, at, more
+        while more:
+            try:
+                piece = pieces.send(at_least) if at_least else next(pieces)
+            except StopIteration:
+                more = False
+                break
+            if piece:
+                buf, at = buf[at:] + piece, 0
+                return True
+        return False
+
+    def next_char() -> str:
+        """The next character that is not white space ('' at the end), `at` on it."""
+        nonlocal at
+        while True:
+            at = _SPACE.match(buf, at).end()  # type: ignore[union-attr]
+            if at < len(buf) or not read():
+                return buf[at : at + 1]
+
+    try:
+        if next_char() != "[":
+            raise _NotStreamed
+        at += 1
+        if next_char() == "]":
+            at += 1
         else:
             while True:
-                value, i = _ITEM.raw_decode(text, i)
+                next_char()  # `at` on the value
+                try:
+                    value, end = _ITEM.raw_decode(buf, at)
+                except ValueError:  # incomplete, or invalid: with the rest of the file, or not at all
+                    if read(2 * (len(buf) - at)):
+                        continue
+                    raise
+                if end == len(buf) and read():  # a number or a literal may go on in the next piece
+                    continue
+                at = end
                 yield value
-                i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
-                if text.startswith("]", i):
-                    i += 1
+                c = next_char()
+                if c == "]":
+                    at += 1
                     break
-                if not text.startswith(",", i):
+                if c != ",":
                     raise _NotStreamed
-                i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]
-        if _SPACE.match(text, i).end() != len(text):  # type: ignore[union-attr]
+                at += 1
+        if next_char() != "":
             raise _NotStreamed  # something after the list
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, a duplicate key, a huge number
         raise _NotStreamed from exc
@@ -290,30 +352,31 @@ def _load_rows(
     registry = FileRegistry(rel)
     suite = suite_name(rel)
     tests: list[LoadedTest] = []
-    seen: set[str] = set()
+    case_of = array("L")  # the case number of each test (its row), for a duplicate's error
+    found: list[tuple[int, EvalFileError]] = []  # the cases' errors, by case number
     # One copy of what many cases repeat (the parser makes a new string for every occurrence of a
     # prompt, label or tool) and one body per distinct expectations: a suite of 50,000 cases
     # holds each once. Every data test shares one (scope, fixtures, suite judges).
     shared: dict[Any, Any] = {}
     dumps: dict[int, dict[str, Any]] = {}  # id of a shared context item or step -> its model_dump()
     bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
+    tools_of: dict[int, tuple[str, ...]] = {}  # id of a shared tuple of steps -> the tools they require
     run = (registry.root, NO_FIXTURES, True)
     for i, row in enumerate(rows):
         try:
             fields = normalize(row.raw, defaults, rel, i, row.line)
         except EvalFileError as exc:
-            errors.append(exc)
+            found.append((i, exc))
             continue
         source_id = fields.pop("source_id")
         tid = test_id(suite, fields["name"])
-        if tid in seen:
-            errors.append(EvalFileError(rel, f"duplicate test name {fields['name']!r} (case #{i + 1})", row.line))
-            continue
-        seen.add(tid)
         for name, value in fields.items():
-            if name != "name":
+            if name != "name" and isinstance(value, _SHAREABLE):
                 fields[name] = shared_value(value, shared)
-        tools = tuple(dict.fromkeys(t for s in fields["expected_trajectory"] for t in s.required_tools))
+        steps = fields["expected_trajectory"]  # a shared tuple: the tools of the file's equal ones found once
+        tools = tools_of.get(id(steps))
+        if tools is None:
+            tools = tools_of[id(steps)] = tuple(dict.fromkeys(t for s in steps for t in s.required_tools))
         key = (tools, fields["expected_outcomes"])
         body = bodies.get(key) or bodies.setdefault(key, data_body(*key))
         hashed = dict(fields)
@@ -331,20 +394,51 @@ def _load_rows(
         hashed["context"] = [_dumped(c, dumps) for c in fields["context"]]
         hashed["expected_trajectory"] = [_dumped(s, dumps) for s in fields["expected_trajectory"]]
         hashed["source_id"] = source_id
-        case = loaded_case(
-            {
-                "id": tid,
-                "suite": suite,
-                "source_file": rel,
-                "line": row.line,
-                "kind": "data",
-                "content_hash": content_hash(hashed),
-                **fields,
-            },
-            shared,
+        fields.update(suite=suite, source_file=rel, kind="data")
+        rest = _REST(fields)  # what the file's cases mostly share: one tuple
+        try:
+            rest = shared.setdefault(rest, rest)
+        except TypeError:  # an unhashable value after all: this case's own tuple
+            pass
+        tests.append(
+            LoadedDataTest(
+                registry, body, run, tid, fields["name"], row.line, content_hash(hashed), fields["prompt"], rest
+            )
         )
-        tests.append(LoadedTest(case, registry, body, run))
+        case_of.append(i)
+    if len(tests) > 1:
+        tests = _without_duplicates(tests, case_of, rel, found)
+    errors.extend(error for _, error in sorted(found, key=_FIRST))
     return tests, errors
+
+
+_FIRST = operator.itemgetter(0)
+_REST = operator.itemgetter(*CASE_REST)
+_SHAREABLE = (str, tuple, ExpectedStep, ContextItem)  # what `shared_value` shares; the rest is kept as it is
+_ID = operator.attrgetter("id")
+
+
+def _without_duplicates(
+    tests: list[LoadedTest], case_of: array[int], rel: str, found: list[tuple[int, EvalFileError]]
+) -> list[LoadedTest]:
+    """`tests` without a test whose id an earlier case of the file has (`found` gets its error).
+    Found by sorting the ids: a set of them was 40 to 80 bytes a test at the peak of loading."""
+    by_id = sorted(tests, key=_ID)
+    twice = {by_id[k].id for k in range(1, len(by_id)) if by_id[k].id == by_id[k - 1].id}
+    del by_id
+    if not twice:
+        return tests
+    first: set[str] = set()  # the ids met twice whose first test is kept
+    kept = []
+    for k, t in enumerate(tests):
+        if t.id in twice:
+            if t.id in first:
+                case, i = t.case, case_of[k]
+                found.append((i, EvalFileError(rel, f"duplicate test name {case.name!r} (case #{i + 1})", case.line)))
+                continue
+            first.add(t.id)
+        kept.append(t)
+    return kept
 
 
 def _dumped(model: ContextItem | ExpectedStep, dumps: dict[int, dict[str, Any]]) -> dict[str, Any]:

@@ -174,6 +174,15 @@ def context_fields(item: Mapping[Any, Any]) -> tuple[Any, Any]:
 
 _CASE_FIELDS = tuple(TestCase.model_fields)
 _ALL_GIVEN = frozenset(_CASE_FIELDS)
+# A data case's fields besides its own (id, name, line, content_hash) and its prompt, in field
+# order: what `data_case` takes as `rest`, one tuple for the cases of a file that share them.
+CASE_REST = (
+    "suite", "source_file", "kind", "description", "labels", "context", "turns", "user", "expected_outcomes",
+    "expected_trajectory", "timeout_s", "skip_judge", "epochs", "max_cost_usd",
+)  # fmt: skip
+_ORDER = ("id", "name", "suite", "source_file", "line", "kind", "description", "labels", "prompt", *CASE_REST[5:])
+if (*_ORDER, "content_hash") != _CASE_FIELDS:  # data_case below writes them in this order
+    raise TypeError(f"TestCase's fields changed: update CASE_REST and data_case ({_CASE_FIELDS})")
 
 
 def loaded_case(values: Mapping[str, Any], shared: dict[Any, Any]) -> TestCase:
@@ -189,6 +198,50 @@ def loaded_case(values: Mapping[str, Any], shared: dict[Any, Any]) -> TestCase:
     object.__setattr__(case, "__pydantic_extra__", None)
     object.__setattr__(case, "__pydantic_private__", None)
     return case  # its context items and steps are shared values: their sets of fields are shared
+
+
+def data_case(
+    id: str, name: str, line: int | None, content_hash: str, prompt: str | None, rest: tuple[Any, ...]
+) -> TestCase:
+    """The TestCase of a loaded data case, from its own fields, its prompt and the rest of its
+    fields (`CASE_REST`), all already of their fields' types (validated by the case formats):
+    what `loaded_case` makes from the same values, made when asked for instead of kept for every
+    loaded case (`agent_health.loader.types.LoadedDataTest`), in about a microsecond."""
+    suite, source_file, kind, description, labels, context, turns, user, outcomes, steps, timeout, skip, epochs, cap = (
+        rest
+    )
+    case = object.__new__(TestCase)
+    object.__setattr__(
+        case,
+        "__dict__",
+        {
+            "id": id,
+            "name": name,
+            "suite": suite,
+            "source_file": source_file,
+            "line": line,
+            "kind": kind,
+            "description": description,
+            "labels": labels,
+            "prompt": prompt,
+            "context": context,
+            "turns": turns,
+            "user": user,
+            "expected_outcomes": outcomes,
+            "expected_trajectory": steps,
+            "timeout_s": timeout,
+            "skip_judge": skip,
+            "epochs": epochs,
+            "max_cost_usd": cap,
+            "content_hash": content_hash,
+        },
+    )
+    object.__setattr__(
+        case, "__pydantic_fields_set__", _FIELDS_SETS.get(_ALL_GIVEN) or _shared_fields_set(set(_ALL_GIVEN))
+    )
+    object.__setattr__(case, "__pydantic_extra__", None)
+    object.__setattr__(case, "__pydantic_private__", None)
+    return case
 
 
 def to_context(items: Iterable[Any] | None) -> tuple[ContextItem, ...]:

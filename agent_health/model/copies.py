@@ -1,5 +1,6 @@
-"""A frozen model with some fields replaced, made the way pydantic's `model_copy(update=...)`
-makes it, for the engine's hot path."""
+"""Models made for the engine's hot path without pydantic's copy or validation: a frozen model
+with some fields replaced, as `model_copy(update=...)` makes it, and a model built from values
+that are already valid, as the constructor makes it."""
 
 from __future__ import annotations
 
@@ -29,3 +30,54 @@ def replaced(model: M, update: Mapping[str, Any]) -> M:
     object.__setattr__(copy, "__pydantic_fields_set__", given)
     object.__setattr__(copy, "__pydantic_private__", None)
     return copy
+
+
+_MISSING = object()
+# per model class: its fields in order with their defaults (`_MISSING` for a required field, None
+# for one with a factory), the fields with a default factory, and the required fields
+_TEMPLATES: dict[type[BaseModel], tuple[dict[str, Any], tuple[tuple[str, Any], ...], frozenset[str]]] = {}
+
+
+def _template(cls: type[BaseModel]) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...], frozenset[str]]:
+    if cls.__private_attributes__ or cls.model_config.get("extra") == "allow":
+        raise TypeError(f"{cls.__name__}: built() makes models without private attributes or extra fields")
+    values: dict[str, Any] = {}
+    factories: list[tuple[str, Any]] = []
+    required: list[str] = []
+    for name, field in cls.model_fields.items():
+        if field.default_factory is not None:
+            values[name] = None
+            factories.append((name, field.default_factory))
+        elif field.is_required():
+            values[name] = _MISSING
+            required.append(name)
+        else:
+            hash(field.default)  # an immutable default: one object for every model built
+            values[name] = field.default
+    found = _TEMPLATES[cls] = (values, tuple(factories), frozenset(required))
+    return found
+
+
+def built(cls: type[M], values: Mapping[str, Any]) -> M:
+    """`cls(**values)` for values that are already what validating them would make (the engine's
+    own results, signals and runs: exact types, tuples where the field is a tuple, floats where
+    it is a float, texts already cut to their limits): the same fields, defaults and set of given
+    fields, without a validation, which rebuilt every tuple and dict again (a TestResult's took
+    6 us, a fifth of a fixed-answer test's pydantic work). Not for anything a user or an agent
+    gave: that is validated. A missing required field or an unknown one is a TypeError."""
+    template, factories, required = _TEMPLATES.get(cls) or _template(cls)
+    fields = template.copy()
+    fields.update(values)
+    if len(fields) != len(template) or not required <= values.keys():
+        unknown = sorted(set(values) - set(template))
+        missing = sorted(required - values.keys())
+        raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+    for name, factory in factories:
+        if name not in values:
+            fields[name] = factory()
+    model = object.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_fields_set__", set(values))
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model

@@ -79,7 +79,8 @@ def _epochs(test: LoadedTest, epochs: int) -> LoadedTest:
     """The test with as many trials as its stored result has (one replayed run each)."""
     if test.case.epochs == epochs:
         return test
-    return dataclasses.replace(test, case=test.case.model_copy(update={"epochs": epochs}))
+    case = test.case.model_copy(update={"epochs": epochs})
+    return LoadedTest(case, test.registry, test.body, test.run)  # a data case's test too: its case as given
 
 
 async def rejudge_results(

@@ -32,6 +32,7 @@ from agent_health.model import (
     RunSettings,
     RunStatus,
     Shard,
+    TestCase,
     TestResult,
     check_replay_mode,
     harness_version,
@@ -131,7 +132,7 @@ def shard_tests(tests: Sequence[LoadedTest], shard: Shard | None) -> list[Loaded
     Sorting first makes the split independent of the order files were discovered in."""
     if shard is None:
         return list(tests)
-    ordered = sorted(tests, key=lambda t: t.case.id)
+    ordered = sorted(tests, key=lambda t: t.id)
     return ordered[shard.index - 1 :: shard.count]
 
 
@@ -141,12 +142,15 @@ def select_tests(tests: Sequence[LoadedTest], labels: Sequence[str] = (), grep: 
         rx = re.compile(grep, re.IGNORECASE) if grep else None
     except re.error as exc:
         raise ConfigError(f"grep {grep!r} is not a valid regular expression: {exc}") from None
-    return [
-        t
-        for t in tests
-        if all(label in t.case.labels for label in labels)
-        and (rx is None or rx.search(t.case.name) or rx.search(t.case.id))
-    ]
+    if not labels and rx is None:
+        return list(tests)
+    return [t for t in tests if _selected(t.case, labels, rx)]
+
+
+def _selected(case: TestCase, labels: Sequence[str], rx: re.Pattern[str] | None) -> bool:
+    return all(label in case.labels for label in labels) and (
+        rx is None or rx.search(case.name) is not None or rx.search(case.id) is not None
+    )
 
 
 def _plan(tests: Tests, config: Config, settings: RunSettings) -> dict[str, list[LoadedTest]]:

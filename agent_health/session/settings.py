@@ -279,7 +279,7 @@ def check_planned_work(plan: Mapping[str, Sequence[LoadedTest]], settings: RunSe
     """The run's trials (each test's epochs, or the run's, for every agent version); a ConfigError
     when they exceed `PLANNED_WORK_MAX` and the run does not say `allow_large_run` (CLI
     `--allow-large-run`, `$AGENT_HEALTH_ALLOW_LARGE_RUN`, or `allow_large_run` in the overrides)."""
-    trials = sum(t.case.epochs or settings.epochs for tests in plan.values() for t in tests)
+    trials = sum(t.epochs or settings.epochs for tests in plan.values() for t in tests)
     if trials > PLANNED_WORK_MAX and not settings.allow_large_run:
         tests = max((len(ts) for ts in plan.values()), default=0)
         raise ConfigError(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent_health import load_tests
 from agent_health.loader import slug
 from tests.core.helpers import run_dir
@@ -203,6 +205,82 @@ def test_a_json_list_is_read_case_by_case_and_still_fails_whole(write_eval, tmp_
         "after.json:1: invalid JSON: Extra data (column 95)",
         "broken.json:1: invalid JSON: Expecting value (column 99)",
     ]
+
+
+def test_a_json_list_is_read_a_piece_at_a_time_with_values_across_the_pieces(write_eval, tmp_path, monkeypatch):
+    """The file's text is read and parsed a piece at a time (its whole text never lives beside
+    the tests either): a value cut by a piece's end (a number, a text, a long case, a byte-order
+    mark, a character of several bytes) loads as read whole, and an error past the first piece
+    still loads nothing, naming the error json names."""
+    from agent_health.loader import data
+
+    monkeypatch.setattr(data, "_PIECE", 7)  # every value crosses a piece
+    reads: list[int] = []
+    opened = data.Path.open
+
+    def counting_open(self, *args, **kwargs):  # the sizes the loader reads pieces.json in
+        fh = opened(self, *args, **kwargs)
+        if self.name == "pieces.json":
+            read = fh.read
+            fh.read = lambda size=-1: reads.append(size) or read(size)
+        return fh
+
+    monkeypatch.setattr(data.Path, "open", counting_open)
+    cases = [
+        {"name": "c0", "prompt": "pé ✓ " * 3 + "end", "timeout": 12345},
+        {"name": "c1", "prompt": "p", "epochs": 2, "timeout": 1.5e1},
+        {"name": "long", "prompt": "x" * 300, "expected_outcomes": ["o" * 50]},
+    ]
+    text = "\ufeff[ " + ",\n ".join(json.dumps(c, ensure_ascii=False) for c in cases) + " ]  \n"
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "pieces.json").write_text(text, encoding="utf-8")
+    write_eval("late.json", json.dumps(cases)[:-1] + ", {}}]")  # invalid past the first pieces
+    loaded = load_tests([tmp_path / "evals"])
+    by_name = {t.case.name: t.case for t in loaded.tests}
+    assert sorted(by_name) == ["c0", "c1", "long"]
+    assert by_name["c0"].prompt == "pé ✓ " * 3 + "end" and by_name["c0"].timeout_s == 12345.0
+    assert by_name["c1"].epochs == 2 and by_name["c1"].timeout_s == 15.0
+    assert by_name["long"].prompt == "x" * 300
+    assert len(reads) > 5 and min(reads) == 7 and -1 not in reads  # read in pieces, never whole
+    assert sum(reads) < 4 * len(text.encode())  # a value longer than a piece: read in ever larger pieces
+    late = json.dumps(cases)[:-1] + ", {}}]"
+    with pytest.raises(json.JSONDecodeError) as whole:
+        json.loads(late)
+    assert [str(e) for e in loaded.errors] == [
+        f"late.json:1: invalid JSON: {whole.value.msg} (column {whole.value.colno})"
+    ]
+
+
+def test_a_data_case_keeps_what_differs_and_makes_its_test_case_when_read(write_eval, tmp_path):
+    """A loaded data case keeps its own id, name, line, hash and prompt, and one tuple of the rest
+    of its fields for the cases of its file that share them; its TestCase is made on each read,
+    equal every time, and duplicate names are still found, in case order among the other errors."""
+    from agent_health.loader.types import LoadedDataTest, LoadedTest
+
+    cases = [
+        {"name": "a", "prompt": "p", "labels": ["x"]},
+        {"name": "no prompt"},
+        {"name": "b", "prompt": "q", "labels": ["x"]},
+        {"name": "A", "prompt": "p2"},  # the same id as "a"
+        {"name": "c", "prompt": "p", "labels": ["y"]},
+        {"name": "b", "prompt": "again"},
+    ]
+    write_eval("many.json", json.dumps(cases))
+    loaded = load_tests([tmp_path / "evals"])
+    assert [t.id for t in loaded.tests] == ["many::a", "many::b", "many::c"]
+    assert [str(e) for e in loaded.errors] == [
+        "many.json: case #2 'no prompt': has no prompt ('prompt' or 'initialPrompt')",
+        "many.json: duplicate test name 'A' (case #4)",
+        "many.json: duplicate test name 'b' (case #6)",
+    ]
+    a, b, c = loaded.tests
+    assert isinstance(a, LoadedDataTest)
+    assert a.case is not a.case and a.case == a.case and a.case.prompt == "p" and a.case.labels == ("x",)
+    assert a._rest is b._rest and a._rest is not c._rest  # the fields they share: one tuple
+    assert a.epochs is None and a.case.model_fields_set == set(type(a.case).model_fields)
+    # a test with another case is a LoadedTest of its own (as re-judging makes one)
+    other = LoadedTest(a.case.model_copy(update={"epochs": 3}), a.registry, a.body, a.run)
+    assert other.case.epochs == 3 and other.epochs == 3 and other.id == a.id
 
 
 def test_missing_path_is_an_error():
