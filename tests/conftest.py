@@ -30,7 +30,7 @@ pytest_plugins = [
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Files with slow tests (a real `dagster dev`, deployments on PostgreSQL) run first, so that on
-    parallel workers (README: `-n`) the long ones start at once and the short ones fill the gaps
+    parallel workers (scripts/test.sh: `-n`) the long ones start at once and the short ones fill the gaps
     around them. Slow tests get the suite's per-test timeout stretched to this machine
     (tests/support/timing.py): on a busy machine they take longer without being wrong. A test's
     own timeout marker, or no timeout at all, stays as it is."""
