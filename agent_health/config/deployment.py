@@ -147,8 +147,9 @@ class DeploymentSettings(BaseModel):
     )
     executor: Literal["multiprocess", "celery"] = Field(
         "multiprocess",
-        description="How a run executes its steps: `multiprocess` (processes beside the run worker) or `celery` "
-        "(tasks on the Celery workers of the broker below; the `celery` extra).",
+        description="How a run executes its steps: `multiprocess` (processes beside the run worker, each forked from "
+        "a server that imported the code location once) or `celery` (tasks on the Celery workers of the broker "
+        "below; the `celery` extra).",
         json_schema_extra=declare(env="AGENT_HEALTH_EXECUTOR"),
     )
     celery_broker: SecretStr | None = Field(

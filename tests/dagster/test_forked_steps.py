@@ -1,0 +1,115 @@
+"""The code location's steps start by forking from a server that imported it once (Dagster's
+multiprocess executor with the `forkserver` start method), not from a new interpreter per step,
+and a run config can still ask for `in_process`. Driven through `dagster job execute`, as a run
+worker runs a launched run; the agent, running inside the step, reports which process started it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.support.timing import scaled
+
+DAGSTER = str(Path(sys.executable).parent / "dagster")
+
+AGENT = """
+import os
+from pathlib import Path
+
+def run(prompt):
+    parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().replace(b"\\0", b" ").decode()
+    with open(os.environ["AH_PARENTS"], "a") as out:
+        out.write(f"{os.getppid()} {parent}\\n")
+    return {"output": "ok", "tool_calls": []}
+"""
+
+CONFIG = """
+from agent_health import AgentSpec, define_config
+config = define_config(agents=[
+    AgentSpec(key="who", connector="python", settings={"function": "who_agent:run"}, versions={"v1": {}}),
+], default_agent="who@v1")
+"""
+
+EVAL = "tests:\n  - name: first\n    prompt: one\n  - name: second\n    prompt: two\n"
+
+PLAN = """
+import json
+from dagster import DagsterInstance
+from agent_health_dagster.defs.build import build_pipeline
+from agent_health_dagster.headless import register
+pipeline = build_pipeline()
+with DagsterInstance.get() as instance:
+    problems = register(instance, pipeline)
+    print(json.dumps({"problems": problems, "suites": {
+        s.names.job: instance.get_dynamic_partitions(s.names.tests_partitions) for s in pipeline.suites}}))
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    code = tmp_path / "code"
+    (code / "evals").mkdir(parents=True)
+    (code / "evals" / "who.eval.yaml").write_text(EVAL)
+    (code / "who_agent.py").write_text(AGENT.lstrip())
+    (code / "agent_health_config.py").write_text(CONFIG.lstrip())
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_HEALTH_", "DAGSTER_"))}
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(code)]),
+        DAGSTER_HOME=str(home),
+        AGENT_HEALTH_CONFIG=str(code / "agent_health_config.py"),
+        AGENT_HEALTH_EVAL_ROOT=str(code / "evals"),
+        AGENT_HEALTH_STATE_DIR=str(tmp_path / "state"),
+        AH_PARENTS=str(tmp_path / "parents.txt"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", PLAN], cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(300)
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    plan = json.loads(out.stdout.strip().splitlines()[-1])
+    assert plan["problems"] == [] and len(plan["suites"]) == 1
+    [(job, tests)] = plan["suites"].items()
+    return {"env": env, "job": job, "tests": tests, "parents": tmp_path / "parents.txt", "tmp": tmp_path}
+
+
+def execute(project, *extra: str) -> list[tuple[int, str]]:
+    from agent_health_dagster.defs.partitions import range_tags
+
+    project["parents"].unlink(missing_ok=True)
+    tags = range_tags(["who@v1"], project["tests"])
+    cmd = [DAGSTER, "job", "execute", "-m", "agent_health_dagster.definitions", "-a", "defs", "-j", project["job"]]
+    out = subprocess.run(
+        [*cmd, "--tags", json.dumps(tags), *extra],
+        cwd=ROOT,
+        env=project["env"],
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+    )
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    lines = project["parents"].read_text().splitlines()
+    return [(int(ppid), parent) for ppid, parent in (line.split(" ", 1) for line in lines)]
+
+
+def test_a_runs_steps_fork_from_a_server_that_imported_the_code_location_once(project):
+    calls = execute(project)
+    assert len(calls) == 2  # each test's agent call, in the suite's one step
+    for ppid, parent in calls:
+        # a spawned step's parent is the run worker (`dagster job execute` here)
+        assert ppid != os.getpid() and "multiprocessing.forkserver" in parent, parent
+
+
+def test_a_run_config_asking_for_in_process_still_runs_the_steps_in_the_run_worker(project):
+    config = project["tmp"] / "in_process.yaml"
+    config.write_text("execution:\n  config:\n    in_process: {}\n")
+    calls = execute(project, "-c", str(config))
+    assert len(calls) == 2
+    for ppid, parent in calls:  # in the run worker itself, which this test started
+        assert ppid == os.getpid(), parent
