@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.dagster_plan import PLAN
 from tests.support.timing import scaled
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
@@ -37,18 +38,6 @@ config = define_config(agents=[
 """
 
 EVAL = "tests:\n  - name: first\n    prompt: one\n  - name: second\n    prompt: two\n"
-
-PLAN = """
-import json
-from dagster import DagsterInstance
-from agent_health_dagster.defs.build import build_pipeline
-from agent_health_dagster.headless import register
-pipeline = build_pipeline()
-with DagsterInstance.get() as instance:
-    problems = register(instance, pipeline)
-    print(json.dumps({"problems": problems, "suites": {
-        s.names.job: instance.get_dynamic_partitions(s.names.tests_partitions) for s in pipeline.suites}}))
-"""
 
 
 @pytest.fixture

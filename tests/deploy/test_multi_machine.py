@@ -26,6 +26,7 @@ from agent_health.stores import LocalResultStore, open_store
 from tests.conftest import ROOT
 from tests.deploy.conftest import TEMPLATE
 from tests.evalkit import write_config, write_evals
+from tests.support.dagster_plan import PLAN
 from tests.support.postgres import fresh_database
 from tests.support.s3 import new_bucket
 from tests.support.timing import scaled
@@ -33,17 +34,6 @@ from tests.support.timing import scaled
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 PER_RUN = 2  # partitions per run: the bound of the split backfill
 
-PLAN = """
-import json
-from dagster import DagsterInstance
-from agent_health_dagster.defs.build import build_pipeline
-from agent_health_dagster.headless import register
-pipeline = build_pipeline()
-with DagsterInstance.get() as instance:
-    problems = register(instance, pipeline)
-    print(json.dumps({"problems": problems, "suites": {
-        s.names.job: instance.get_dynamic_partitions(s.names.tests_partitions) for s in pipeline.suites}}))
-"""
 
 FIGURES = """
 import json
