@@ -102,3 +102,12 @@ def test_a_run_config_asking_for_in_process_still_runs_the_steps_in_the_run_work
     assert len(calls) == 2
     for ppid, parent in calls:  # in the run worker itself, which this test started
         assert ppid == os.getpid(), parent
+
+
+def test_a_run_config_naming_its_own_start_method_keeps_it(project):
+    config = project["tmp"] / "spawn.yaml"
+    config.write_text("execution:\n  config:\n    multiprocess:\n      start_method:\n        spawn: {}\n")
+    calls = execute(project, "-c", str(config))
+    assert len(calls) == 2
+    for ppid, parent in calls:  # spawned by the run worker (`dagster job execute` here), not forked
+        assert ppid != os.getpid() and "forkserver" not in parent and "job execute" in parent, parent
