@@ -1,6 +1,6 @@
 """The code location's steps start by forking from a server that imported it once (Dagster's
 multiprocess executor with the `forkserver` start method), not from a new interpreter per step,
-and a run config can still ask for `in_process`. Driven through `dagster job execute`, as a run
+and a run config can still ask for `in_process` or its own start method. Driven through `dagster job execute`, as a run
 worker runs a launched run; the agent, running inside the step, reports which process started it."""
 
 from __future__ import annotations
@@ -8,25 +8,22 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.dagster_plan import PLAN
+from tests.support.dagster_plan import DAGSTER, register_partitions
 from tests.support.timing import scaled
-
-DAGSTER = str(Path(sys.executable).parent / "dagster")
 
 AGENT = """
 import os
 from pathlib import Path
 
 def run(prompt):
-    parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().replace(b"\\0", b" ").decode()
+    ppid = os.getppid()
+    parent = Path(f"/proc/{ppid}/cmdline").read_bytes().replace(b"\\0", b" ").decode()
     with open(os.environ["AH_PARENTS"], "a") as out:
-        out.write(f"{os.getppid()} {parent}\\n")
+        out.write(f"{ppid} {parent}\\n")
     return {"output": "ok", "tool_calls": []}
 """
 
@@ -58,11 +55,7 @@ def project(tmp_path):
         AGENT_HEALTH_STATE_DIR=str(tmp_path / "state"),
         AH_PARENTS=str(tmp_path / "parents.txt"),
     )
-    out = subprocess.run(
-        [sys.executable, "-c", PLAN], cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(300)
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    plan = json.loads(out.stdout.strip().splitlines()[-1])
+    plan = register_partitions(env)
     assert plan["problems"] == [] and len(plan["suites"]) == 1
     [(job, tests)] = plan["suites"].items()
     return {"env": env, "job": job, "tests": tests, "parents": tmp_path / "parents.txt", "tmp": tmp_path}

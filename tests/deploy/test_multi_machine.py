@@ -26,12 +26,11 @@ from agent_health.stores import LocalResultStore, open_store
 from tests.conftest import ROOT
 from tests.deploy.conftest import TEMPLATE
 from tests.evalkit import write_config, write_evals
-from tests.support.dagster_plan import PLAN
+from tests.support.dagster_plan import DAGSTER, register_partitions
 from tests.support.postgres import fresh_database
 from tests.support.s3 import new_bucket
 from tests.support.timing import scaled
 
-DAGSTER = str(Path(sys.executable).parent / "dagster")
 PER_RUN = 2  # partitions per run: the bound of the split backfill
 
 
@@ -135,7 +134,7 @@ def test_two_workers_on_postgres_and_s3_give_the_figures_of_one_machine(tmp_path
     in_process.write_text(
         "execution:\n  config:\n    in_process: {}\nloggers:\n  console:\n    config:\n      log_level: WARNING\n"
     )
-    plan = json.loads(python(PLAN, workers[0]))
+    plan = register_partitions(workers[0])
     assert plan["problems"] == [] and plan["suites"]
 
     runs = [
