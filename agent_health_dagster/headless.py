@@ -188,31 +188,55 @@ def materialize_all(instance: Any, pipeline: Any, agents: Sequence[str]) -> list
 WAITING = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED)
 
 
-IDLE_S = 20.0  # other runs of a version that show no progress this long are not waited for
+IDLE_S = 20.0  # with no daemon, other runs of a version that show no progress this long are not waited for
+HEARTBEAT_S = 120.0  # a daemon heartbeats every 30 s; one heard from this recently is taken to be alive
 
 
-def wait_for_runs_of(instance: Any, partition: str, poll_s: float = 1.0, idle_s: float = IDLE_S) -> None:
+def daemon_alive(instance: Any, within_s: float = HEARTBEAT_S) -> bool:
+    """Whether a Dagster daemon works on this instance (one of its heartbeats is under `within_s`
+    old): it launches queued runs, and its run monitoring fails runs whose worker died."""
+    now = time.time()
+    return any(now - beat.timestamp < within_s for beat in instance.get_daemon_heartbeats().values())
+
+
+def wait_for_runs_of(
+    instance: Any,
+    partition: str,
+    poll_s: float = 1.0,
+    idle_s: float = IDLE_S,
+    alive: Any = daemon_alive,
+) -> None:
     """Until no other run of `partition` is queued or going: this process's runs do not go through
     the queue, which runs one partition's runs in the order they were created (a daemon on the same
-    instance may have created one). Runs that show no progress for `idle_s` (no new event, no new
-    status: no daemon is working on them, say after `dagster dev` was stopped) are not waited for:
-    the refresh goes ahead, and says so."""
+    instance may have created one). While a daemon is alive (`alive(instance)`), they are waited for
+    however long they queue or start, up to the runs' time limit: the daemon starts them, and its run
+    monitoring ends those that cannot finish; refreshing beside one would leave the version's checks
+    with no status. With no daemon, runs that show no progress for `idle_s` (no new event, no new
+    status: say `dagster dev` was stopped) are not waited for: the refresh goes ahead, and says so."""
     seen: dict[str, Any] = {}
     changed = time.monotonic()
+    limit_s = float(run_limit_seconds(lenient=True))
     while runs := instance.get_runs(RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING)), limit=20):
         now = {r.run_id: (r.status, _latest_event(instance, r.run_id)) for r in runs}
         if now != seen:
             if not seen:
                 print(f" (waiting for run {runs[0].run_id[:8]} of {partition})", end="", flush=True)
             seen, changed = now, time.monotonic()
-        elif time.monotonic() - changed > idle_s:
-            names = ", ".join(f"{rid[:8]} ({status.value})" for rid, (status, _) in now.items())
-            print(
-                f"\n  warning: run(s) {names} of {partition} made no progress for {idle_s:.0f} s (no daemon working "
-                "on them?); refreshing anyway: if one runs later, its checks show on the version once it ends",
-                flush=True,
-            )
-            return
+        else:
+            stalled_s = time.monotonic() - changed
+            why = None
+            if stalled_s > idle_s and not alive(instance):
+                why = f"made no progress for {idle_s:.0f} s and no daemon works on this instance"
+            elif stalled_s > limit_s:
+                why = f"made no progress for {limit_s:.0f} s, the runs' time limit"
+            if why:
+                names = ", ".join(f"{rid[:8]} ({status.value})" for rid, (status, _) in now.items())
+                print(
+                    f"\n  warning: run(s) {names} of {partition} {why}; refreshing anyway: if one runs "
+                    "later, its checks show on the version once it ends",
+                    flush=True,
+                )
+                return
         time.sleep(poll_s)
 
 

@@ -59,13 +59,16 @@ def test_headless_tables_never_wrap(project_dir, tmp_path, monkeypatch, capsys):
 
 def test_the_headless_refresh_waits_for_a_versions_other_runs_but_not_for_stalled_ones(make_pipeline, instance, capsys):
     """Its in-process runs skip the queue that keeps a version's runs in creation order: it waits
-    for another run of the version while that run makes progress, and not for one nothing works on."""
+    for another run of the version while that run makes progress or a daemon is alive to start it,
+    and not for one nothing works on."""
     import threading
     import time
 
     from dagster import DagsterRunStatus
 
-    from agent_health_dagster.headless import wait_for_runs_of
+    from agent_health_dagster.headless import daemon_alive, wait_for_runs_of
+
+    assert not daemon_alive(instance)  # no daemon ever ran on this instance
 
     pipeline = make_pipeline()
     register(instance, pipeline)
@@ -74,8 +77,22 @@ def test_the_headless_refresh_waits_for_a_versions_other_runs_but_not_for_stalle
     start = time.monotonic()
     wait_for_runs_of(instance, "demo@v1", poll_s=0.1, idle_s=1.0)
     assert 1.0 <= time.monotonic() - start < 10  # no daemon dequeues it: not waited for past the idle time
-    assert f"run(s) {stalled.run_id[:8]} (NOT_STARTED) of demo@v1 made no progress" in capsys.readouterr().out
+    assert (
+        f"run(s) {stalled.run_id[:8]} (NOT_STARTED) of demo@v1 made no progress for 1 s and no daemon works"
+        in capsys.readouterr().out
+    )
     instance.delete_run(stalled.run_id)
+
+    # a daemon is alive: a run it has not started yet (say, queued on a busy machine) is waited for
+    # past the idle time, until it ends; refreshing beside it would leave the version's checks blank
+    queued = instance.create_run_for_job(job, tags={"dagster/partition": "demo@v1"})
+    ended = threading.Timer(2.0, lambda: instance.report_run_canceled(queued))
+    ended.start()
+    start = time.monotonic()
+    wait_for_runs_of(instance, "demo@v1", poll_s=0.1, idle_s=0.3, alive=lambda _: True)
+    assert 1.9 <= time.monotonic() - start < 10
+    assert instance.get_run_by_id(queued.run_id).status == DagsterRunStatus.CANCELED
+    assert "made no progress" not in capsys.readouterr().out
 
     going = instance.create_run_for_job(job, tags={"dagster/partition": "demo@v2"})
     ended = threading.Timer(1.5, lambda: instance.report_run_canceled(going))

@@ -726,14 +726,15 @@ def wait_quiet(instance, live) -> None:
     wait_for(quiet, 300, "the instance to be quiet", live["proc"], live["log"])
 
 
-def assert_check_statuses(live, after: str) -> None:
-    """Once the runs that follow have finished (the refresh sensor follows every evaluation)."""
+def assert_check_statuses(live, after: str, said: str = "") -> None:
+    """Once the runs that follow have finished (the refresh sensor follows every evaluation);
+    `said`: what the launch printed, shown when a status is wrong."""
     from dagster import DagsterInstance
 
     with DagsterInstance.from_config(str(live["home"])) as instance:
         wait_quiet(instance, live)
     for key, expected in EXPECTED_CHECKS.items():
-        assert check_statuses(live["port"], list(key)) == expected, (after, key)
+        assert check_statuses(live["port"], list(key)) == expected, (after, key, said[-3000:])
 
 
 def test_every_launch_path_records_rollup_checks_on_their_version(live):
@@ -743,7 +744,12 @@ def test_every_launch_path_records_rollup_checks_on_their_version(live):
     `partitionStatuses`), failed where that version fails, whichever version ran last."""
     from dagster import DagsterInstance
 
+    from agent_health_dagster.headless import daemon_alive
+
     runs: dict[str, list[str]] = {}
+    with DagsterInstance.from_config(str(live["home"])) as instance:
+        # so the headless refresh waits for the runs the daemon queued for a version, however long
+        assert daemon_alive(instance)
     # the headless job on the same instance (every suite, both versions, one refresh run per version)
     headless = subprocess.run(
         [
@@ -763,7 +769,7 @@ def test_every_launch_path_records_rollup_checks_on_their_version(live):
     )
     assert headless.returncode == 1 and "Checks:" in headless.stdout, headless.stderr[-3000:]
     assert "FAILED no_regression on dns/rollup @ demo@v2" in headless.stdout
-    assert_check_statuses(live, "the headless job")
+    assert_check_statuses(live, "the headless job", headless.stdout)
     suites = {s.suite: s for s in live["pipeline"].suites}
     with DagsterInstance.from_config(str(live["home"])) as instance:
         runs["headless"] = [r.run_id for r in instance.get_runs() if r.job_name == "refresh"]
