@@ -35,8 +35,14 @@ RETRY_OF = "agent_health/retry_of"
 # run still without a retry this long after it failed was missed.
 MISSED_AFTER_S = 30
 LOOK_BACK_S = 86_400
-# The tags of a run that say which partitions it covers.
-PARTITION_TAGS = ("dagster/partition", "dagster/asset_partition_range")
+# The tags of a run that say which partitions it covers. Not Dagster's per-dimension copies of a
+# multi-partition key (`dagster/partition/agent`): Dagster derives them, and warns that a key with
+# two slashes given to a run request will be refused.
+PARTITION_TAGS = (
+    "dagster/partition",
+    "dagster/asset_partition_range_start",
+    "dagster/asset_partition_range_end",
+)
 
 
 def missed_retry_request(run: Any, end_time: float | None, now: float, jobs: set[str]) -> RunRequest | None:
@@ -47,7 +53,7 @@ def missed_retry_request(run: Any, end_time: float | None, now: float, jobs: set
         return None
     if end_time is None or now - end_time < MISSED_AFTER_S:
         return None
-    kept = {k: v for k, v in tags.items() if k.startswith(PARTITION_TAGS) or k.startswith("agent_health/")}
+    kept = {k: v for k, v in tags.items() if k in PARTITION_TAGS or k.startswith("agent_health/")}
     return RunRequest(
         run_key=f"retry-of:{run.run_id}",
         job_name=run.job_name,

@@ -33,3 +33,13 @@ def test_no_retry_for_a_run_dagster_retried_one_it_would_not_retry_or_a_recent_f
     assert missed_retry_request(run(**marked), now - 1, now, JOBS) is None  # Dagster's daemon still may
     assert missed_retry_request(run(**marked, **{"agent_health/retry_of": "r0"}), 1000.0, now, JOBS) is None
     assert missed_retry_request(run("__ASSET_JOB", **marked), 1000.0, now, JOBS) is None
+
+
+def test_a_retry_of_a_one_partition_run_keeps_its_key_and_leaves_dagsters_dimension_tags_to_dagster():
+    """A run of one test of one version carries Dagster's copies of the key per dimension; a run
+    request given them is warned about (tag keys with two slashes are to be refused)."""
+    one = {"dagster/partition": "demo@v2|t", "dagster/partition/agent": "demo@v2", "dagster/partition/test": "t"}
+    marked = DagsterRun(job_name="evaluate__rca", run_id="r1", tags={**one, "dagster/will_retry": "true"})
+    request = missed_retry_request(marked, 1000.0, 1000.0 + MISSED_AFTER_S, JOBS)
+    assert request is not None
+    assert request.tags == {"dagster/partition": "demo@v2|t", "agent_health/retry_of": "r1"}
