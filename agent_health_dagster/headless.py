@@ -189,6 +189,7 @@ WAITING = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStat
 
 
 IDLE_S = 20.0  # with no daemon, other runs of a version that show no progress this long are not waited for
+NOTE_S = 60.0  # a wait with no progress says so this often
 HEARTBEAT_S = 120.0  # a daemon heartbeats every 30 s; one heard from this recently is taken to be alive
 
 
@@ -205,6 +206,7 @@ def wait_for_runs_of(
     poll_s: float = 1.0,
     idle_s: float = IDLE_S,
     alive: Any = daemon_alive,
+    note_s: float = NOTE_S,
 ) -> None:
     """Until no other run of `partition` is queued or going: this process's runs do not go through
     the queue, which runs one partition's runs in the order they were created (a daemon on the same
@@ -212,9 +214,10 @@ def wait_for_runs_of(
     however long they queue or start, up to the runs' time limit: the daemon starts them, and its run
     monitoring ends those that cannot finish; refreshing beside one would leave the version's checks
     with no status. With no daemon, runs that show no progress for `idle_s` (no new event, no new
-    status: say `dagster dev` was stopped) are not waited for: the refresh goes ahead, and says so."""
+    status: say `dagster dev` was stopped) are not waited for: the refresh goes ahead, and says so.
+    A wait with no progress says so every `note_s`."""
     seen: dict[str, Any] = {}
-    changed = time.monotonic()
+    changed = noted = time.monotonic()
     limit_s = float(run_limit_seconds(lenient=True))
     while runs := instance.get_runs(RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING)), limit=20):
         now = {r.run_id: (r.status, _latest_event(instance, r.run_id)) for r in runs}
@@ -222,21 +225,31 @@ def wait_for_runs_of(
             if not seen:
                 print(f" (waiting for run {runs[0].run_id[:8]} of {partition})", end="", flush=True)
             seen, changed = now, time.monotonic()
+            noted = changed
         else:
             stalled_s = time.monotonic() - changed
+            names = ", ".join(f"{rid[:8]} ({status.value})" for rid, (status, _) in now.items())
             why = None
             if stalled_s > idle_s and not alive(instance):
                 why = f"made no progress for {idle_s:.0f} s and no daemon works on this instance"
             elif stalled_s > limit_s:
                 why = f"made no progress for {limit_s:.0f} s, the runs' time limit"
             if why:
-                names = ", ".join(f"{rid[:8]} ({status.value})" for rid, (status, _) in now.items())
                 print(
                     f"\n  warning: run(s) {names} of {partition} {why}; refreshing anyway: if one runs "
                     "later, its checks show on the version once it ends",
                     flush=True,
                 )
                 return
+            if time.monotonic() - noted >= note_s:
+                noted = time.monotonic()
+                print(
+                    f"\n  still waiting for run(s) {names} of {partition}: no progress for {stalled_s:.0f} s, while "
+                    "a daemon works on this instance (a pool or queue limit may hold them: `dagster instance "
+                    "concurrency get --all`); Ctrl-C stops this job",
+                    end="",
+                    flush=True,
+                )
         time.sleep(poll_s)
 
 

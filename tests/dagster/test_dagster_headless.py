@@ -89,10 +89,12 @@ def test_the_headless_refresh_waits_for_a_versions_other_runs_but_not_for_stalle
     ended = threading.Timer(2.0, lambda: instance.report_run_canceled(queued))
     ended.start()
     start = time.monotonic()
-    wait_for_runs_of(instance, "demo@v1", poll_s=0.1, idle_s=0.3, alive=lambda _: True)
+    wait_for_runs_of(instance, "demo@v1", poll_s=0.1, idle_s=0.3, alive=lambda _: True, note_s=0.8)
     assert 1.9 <= time.monotonic() - start < 10
     assert instance.get_run_by_id(queued.run_id).status == DagsterRunStatus.CANCELED
-    assert "made no progress" not in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "made no progress" not in said
+    assert f"still waiting for run(s) {queued.run_id[:8]} (NOT_STARTED) of demo@v1: no progress for " in said
 
     going = instance.create_run_for_job(job, tags={"dagster/partition": "demo@v2"})
     ended = threading.Timer(1.5, lambda: instance.report_run_canceled(going))
