@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +205,7 @@ def wait_for_runs_of(
     partition: str,
     poll_s: float = 1.0,
     idle_s: float = IDLE_S,
-    alive: Any = daemon_alive,
+    alive: Callable[[Any], bool] = daemon_alive,
     note_s: float = NOTE_S,
 ) -> None:
     """Until no other run of `partition` is queued or going: this process's runs do not go through
