@@ -44,6 +44,7 @@ from agent_health_dagster.defs.partitions import range_tags
 from tests.dagster.planned_events import planned_events, worker_settings
 from tests.evalkit import write_evals
 from tests.support import free_port, skip_or_fail
+from tests.support.dagster_plan import DAGSTER
 from tests.support.timing import load_factor, scaled
 
 pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]
@@ -725,17 +726,18 @@ def wait_quiet(instance, live) -> None:
     last run changed (the refresh sensor followed what ran, and nothing else follows)."""
 
     def quiet():
-        runs = instance.get_runs()
-        if not all(r.is_finished for r in runs):
+        runs = instance.get_run_records()
+        if not all(r.dagster_run.is_finished for r in runs):
             return False
-        last = max((instance.get_run_record_by_id(r.run_id).update_timestamp.timestamp() for r in runs), default=0)
+        last = max((r.update_timestamp.timestamp() for r in runs), default=0)
         sensors = graphql(live["port"], SENSOR_TICKS)["repositoryOrError"]["sensors"]
         followed = all(
             (ticks := s["sensorState"]["ticks"]) and ticks[0]["timestamp"] > last and ticks[0]["status"] != "STARTED"
             for s in sensors
             if s["sensorState"]["status"] == "RUNNING"
         )
-        return followed and {r.run_id for r in instance.get_runs()} == {r.run_id for r in runs}  # none since
+        seen = {r.dagster_run.run_id for r in runs}
+        return followed and {r.run_id for r in instance.get_runs()} == seen  # no run created since
 
     wait_for(quiet, 300, "the instance to be quiet", live["proc"], live["log"])
 
@@ -989,7 +991,7 @@ def code_server_pids(group: int) -> list[int]:
 def concurrency(live, limit: int) -> None:
     out = subprocess.run(
         [
-            str(Path(sys.executable).parent / "dagster"),
+            DAGSTER,
             "instance",
             "concurrency",
             "set",

@@ -1,7 +1,8 @@
 """The code location's steps start by forking from a server that imported it once (Dagster's
 multiprocess executor with the `forkserver` start method), not from a new interpreter per step,
-and a run config can still ask for `in_process` or its own start method. Driven through `dagster job execute`, as a run
-worker runs a launched run; the agent, running inside the step, reports which process started it."""
+and a run config can still ask for `in_process` or its own start method. Driven through
+`dagster job execute`, as a run worker runs a launched run; the agent, running inside the step,
+reports which process started it."""
 
 from __future__ import annotations
 

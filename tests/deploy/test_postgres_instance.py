@@ -16,10 +16,10 @@ import pytest
 from tests.conftest import ROOT
 from tests.deploy.conftest import PgHome, make_home
 from tests.evalkit import write_config, write_evals
+from tests.support.dagster_plan import DAGSTER
 from tests.support.processes import stop
 from tests.support.timing import scaled
 
-DAGSTER = str(Path(sys.executable).parent / "dagster")
 DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
 
 
