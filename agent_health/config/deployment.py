@@ -145,11 +145,12 @@ class DeploymentSettings(BaseModel):
         "per run, concurrency, timeout and epochs; docs/deploy.md).",
         json_schema_extra=declare(env="AGENT_HEALTH_MAX_RUN_SECONDS"),
     )
-    executor: Literal["multiprocess", "celery"] = Field(
-        "multiprocess",
-        description="How a run executes its steps: `multiprocess` (processes beside the run worker, each forked from "
-        "a server that imported the code location once) or `celery` (tasks on the Celery workers of the broker "
-        "below; the `celery` extra).",
+    executor: Literal["in_process", "multiprocess", "celery"] = Field(
+        "in_process",
+        description="How a run executes its steps: `in_process` (one after the other in the run worker: the least CPU "
+        "and time per run, as a run never holds two suites' evaluations), `multiprocess` (processes beside the run "
+        "worker, each forked from a server that imported the code location once) or `celery` (tasks on the Celery "
+        "workers of the broker below; the `celery` extra).",
         json_schema_extra=declare(env="AGENT_HEALTH_EXECUTOR"),
     )
     celery_broker: SecretStr | None = Field(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from dagster import (
     AssetSelection,
     AssetSpec,
     Definitions,
     ExecutorDefinition,
+    Field,
     define_asset_job,
     multi_or_in_process_executor,
 )
@@ -103,38 +104,39 @@ def celery_module(name: str) -> Any:
 
 def _forked(config: dict[str, Any]) -> dict[str, Any]:
     """A run's executor config with `forkserver` as the multiprocess start method unless the run
-    names one (`in_process` and every other setting pass through)."""
-    if "multiprocess" not in config:
+    names one or the platform has no forkserver (Windows: Dagster's `spawn`); `in_process` and
+    every other setting pass through."""
+    if "multiprocess" not in config or "forkserver" not in multiprocessing.get_all_start_methods():
         return config
     multiprocess = dict(config["multiprocess"] or {})
     multiprocess.setdefault("start_method", {"forkserver": {}})
     return {**config, "multiprocess": multiprocess}
 
 
-def forked_executor() -> ExecutorDefinition | None:
-    """Dagster's default executor (multiprocess, or `in_process` by run config) with each step
-    forked from a server that imported the code location once (the `forkserver` start method)
-    instead of a new interpreter importing Dagster and the eval root again for every step: a
-    refresh run of the demo's 7 steps took 11 s and 15 s of CPU instead of 16-18 s and 24-27 s
-    (docs/deploy.md). A run config naming its own start method keeps it. None (Dagster's default,
-    `spawn`) where the platform has no forkserver (Windows)."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return None
+def steps_executor(default: Literal["in_process", "multiprocess"]) -> ExecutorDefinition:
+    """Dagster's default executor, `in_process` or `multiprocess` by run config and `default` when
+    the run config names neither, with multiprocess steps forked from a server that imported the
+    code location once (the `forkserver` start method) instead of a new interpreter importing
+    Dagster and the eval root again for every step: a refresh run of the demo's 7 steps took 11 s
+    and 15 s of CPU instead of 16-18 s and 24-27 s; in the run worker (`in_process`), 3.2 s and
+    3.2 s (docs/deploy.md). A run config naming its own start method keeps it."""
+    schema = multi_or_in_process_executor.config_schema.as_field()
     executor: ExecutorDefinition = multi_or_in_process_executor.configured(
         _forked,
         name=multi_or_in_process_executor.name,
-        config_schema=multi_or_in_process_executor.config_schema.as_field(),
+        config_schema=Field(schema.config_type, default_value={default: {}}, is_required=False),
     )
     return executor
 
 
 def build_executor(settings: DeploymentSettings | None = None) -> ExecutorDefinition | None:
-    """The executor of every job ($AGENT_HEALTH_EXECUTOR): `forked_executor` for `multiprocess`,
-    or dagster-celery's with the broker and backend read from their variables when the run worker
-    starts (a URL with a password never reaches the run config or the UI)."""
+    """The executor of every job ($AGENT_HEALTH_EXECUTOR): `steps_executor` with its default
+    (`in_process` or `multiprocess`), or dagster-celery's with the broker and
+    backend read from their variables when the run worker starts (a URL with a password never
+    reaches the run config or the UI)."""
     settings = settings or deployment_settings()
     if settings.executor != "celery":
-        return forked_executor()
+        return steps_executor(settings.executor)
     celery_urls(settings)  # refuse a missing broker when the definitions load
     executor: ExecutorDefinition = celery_module("dagster_celery").celery_executor.configured(
         {

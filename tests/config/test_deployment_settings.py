@@ -144,7 +144,7 @@ def test_traces_and_stores_share_the_opensearch_defaults(monkeypatch):
         ("AGENT_HEALTH_SCHEDULE_CRON", "nightly", ": expected a cron expression .*, got 'nightly'"),
         # a choice that is not one of its values
         ("AGENT_HEALTH_MISSING_EVIDENCE", "ignore", ": expected one of fail, warn, got 'ignore'"),
-        ("AGENT_HEALTH_EXECUTOR", "dask", ": expected one of multiprocess, celery, got 'dask'"),
+        ("AGENT_HEALTH_EXECUTOR", "dask", ": expected one of in_process, multiprocess, celery, got 'dask'"),
         ("AGENT_HEALTH_EVALUATE_MISSING", "maybe", ": expected true or false .*, got 'maybe'"),
     ],
 )

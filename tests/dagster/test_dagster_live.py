@@ -614,8 +614,8 @@ def test_a_killed_run_worker_is_retried_and_records_what_it_stored_without_calli
                     return int(found.group(1))
             return None
 
-        # the worker dies with its step (the multiprocess executor runs the step in a child), as
-        # when its machine or pod goes away
+        # the worker dies with everything it started (the default executor runs the step in the
+        # worker itself; `multiprocess`, in a child), as when its machine or pod goes away
         for pid in process_tree(wait_for(worker_pid, 60, "the run worker's pid")):
             os.kill(pid, signal.SIGKILL)
 

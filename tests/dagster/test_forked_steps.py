@@ -1,8 +1,9 @@
-"""The code location's steps start by forking from a server that imported it once (Dagster's
-multiprocess executor with the `forkserver` start method), not from a new interpreter per step,
-and a run config can still ask for `in_process` or its own start method. Driven through
-`dagster job execute`, as a run worker runs a launched run; the agent, running inside the step,
-reports which process started it."""
+"""Where the code location's steps run. By default (`AGENT_HEALTH_EXECUTOR` unset: `in_process`) in
+the run worker itself. With `multiprocess` they start by forking from a server that imported the
+code location once (Dagster's multiprocess executor with the `forkserver` start method), not from a
+new interpreter per step, and a run config can still ask for `in_process` or its own start method.
+Driven through `dagster job execute`, as a run worker runs a launched run; the agent, running
+inside the step, reports which process started it."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ EVAL = "tests:\n  - name: first\n    prompt: one\n  - name: second\n    prompt: 
 
 @pytest.fixture
 def project(tmp_path):
+    """The multiprocess executor's project."""
+    return make_project(tmp_path, AGENT_HEALTH_EXECUTOR="multiprocess")
+
+
+def make_project(tmp_path, **settings: str) -> dict:
     code = tmp_path / "code"
     (code / "evals").mkdir(parents=True)
     (code / "evals" / "who.eval.yaml").write_text(EVAL)
@@ -55,6 +61,7 @@ def project(tmp_path):
         AGENT_HEALTH_EVAL_ROOT=str(code / "evals"),
         AGENT_HEALTH_STATE_DIR=str(tmp_path / "state"),
         AH_PARENTS=str(tmp_path / "parents.txt"),
+        **settings,
     )
     plan = register_partitions(env)
     assert plan["problems"] == [] and len(plan["suites"]) == 1
@@ -79,6 +86,23 @@ def execute(project, *extra: str) -> list[tuple[int, str]]:
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     lines = project["parents"].read_text().splitlines()
     return [(int(ppid), parent) for ppid, parent in (line.split(" ", 1) for line in lines)]
+
+
+def test_by_default_a_runs_steps_run_in_the_run_worker(tmp_path):
+    calls = execute(make_project(tmp_path))
+    assert len(calls) == 2  # each test's agent call, in the suite's one step
+    for ppid, parent in calls:  # in the run worker itself (`dagster job execute`, started by this test)
+        assert ppid == os.getpid(), parent
+
+
+def test_a_run_config_asking_for_multiprocess_forks_one_runs_steps_whatever_the_default(tmp_path):
+    project = make_project(tmp_path)
+    config = tmp_path / "multiprocess.yaml"
+    config.write_text("execution:\n  config:\n    multiprocess: {}\n")
+    calls = execute(project, "-c", str(config))
+    assert len(calls) == 2
+    for ppid, parent in calls:
+        assert ppid != os.getpid() and "multiprocessing.forkserver" in parent, parent
 
 
 def test_a_runs_steps_fork_from_a_server_that_imported_the_code_location_once(project):
