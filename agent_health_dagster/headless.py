@@ -12,6 +12,7 @@ configuration error."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -190,7 +191,7 @@ WAITING = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStat
 
 IDLE_S = 20.0  # with no daemon, other runs of a version that show no progress this long are not waited for
 NOTE_S = 60.0  # a wait with no progress says so this often
-HEARTBEAT_S = 120.0  # a daemon heartbeats every 30 s; one heard from this recently is taken to be alive
+HEARTBEAT_S = 60.0  # a daemon heartbeats every 30 s; one heard from this recently (a beat missed) is taken to be alive
 
 
 def daemon_alive(instance: Any, within_s: float = HEARTBEAT_S) -> bool:
@@ -214,13 +215,17 @@ def wait_for_runs_of(
     however long they queue or start, up to the runs' time limit: the daemon starts them, and its run
     monitoring ends those that cannot finish; refreshing beside one would leave the version's checks
     with no status. With no daemon, runs that show no progress for `idle_s` (no new event, no new
-    status: say `dagster dev` was stopped) are not waited for: the refresh goes ahead, and says so.
+    status, by the instance's record of them: say `dagster dev` was stopped after queueing them)
+    are not waited for: the refresh goes ahead, and says so.
     A wait with no progress says so every `note_s`."""
     seen: dict[str, Any] = {}
     changed = noted = time.monotonic()
     limit_s = float(run_limit_seconds(lenient=True))
-    while runs := instance.get_runs(RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING)), limit=20):
-        now = {r.run_id: (r.status, _latest_event(instance, r.run_id)) for r in runs}
+    filters = RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING))
+    while records := instance.get_run_records(filters, limit=20):
+        runs = [r.dagster_run for r in records]
+        latest = {r.run_id: _latest_event(instance, r.run_id) for r in runs}
+        now = {r.run_id: (r.status, _storage_id(latest[r.run_id])) for r in runs}
         if now != seen:
             if not seen:
                 print(f" (waiting for run {runs[0].run_id[:8]} of {partition})", end="", flush=True)
@@ -228,10 +233,14 @@ def wait_for_runs_of(
             noted = changed
         else:
             stalled_s = time.monotonic() - changed
+            # a run that changed last before this job began watching (queued while `dagster dev` ran)
+            # has been idle since then, by the instance's own record of it (SQLite keeps whole seconds)
+            last = max(_changed_at(r, latest[r.dagster_run.run_id]) for r in records)
+            idle_for_s = max(stalled_s, time.time() - last - 1.0)
             names = ", ".join(f"{rid[:8]} ({status.value})" for rid, (status, _) in now.items())
             why = None
-            if stalled_s > idle_s and not alive(instance):
-                why = f"made no progress for {idle_s:.0f} s and no daemon works on this instance"
+            if idle_for_s > idle_s and not alive(instance):
+                why = f"made no progress for {idle_for_s:.0f} s and no daemon works on this instance"
             elif stalled_s > limit_s:
                 why = f"made no progress for {limit_s:.0f} s, the runs' time limit"
             if why:
@@ -253,9 +262,24 @@ def wait_for_runs_of(
         time.sleep(poll_s)
 
 
-def _latest_event(instance: Any, run_id: str) -> int | None:
+def _latest_event(instance: Any, run_id: str) -> Any | None:
     records = instance.get_records_for_run(run_id, limit=1, ascending=False).records
-    return records[0].storage_id if records else None
+    return records[0] if records else None
+
+
+def _storage_id(event: Any | None) -> int | None:
+    return None if event is None else int(event.storage_id)
+
+
+def _changed_at(record: Any, latest_event: Any | None) -> float:
+    """When a run last changed (its status, or a new event), in seconds since the epoch."""
+    updated = record.update_timestamp
+    if updated.tzinfo is None:  # storages that keep UTC without saying so
+        updated = updated.replace(tzinfo=datetime.UTC)
+    times = [float(updated.timestamp())]
+    if latest_event is not None:
+        times.append(float(latest_event.event_log_entry.timestamp))
+    return float(max(times))
 
 
 def check_report(evaluations: Sequence[Any]) -> tuple[str, int]:

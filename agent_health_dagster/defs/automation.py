@@ -57,6 +57,7 @@ from agent_health_dagster.defs.names import REFRESH_JOB
 from agent_health_dagster.defs.namespace import DEFAULT, Namespace
 from agent_health_dagster.defs.partitions import (
     DATA_VERSION_TAG,
+    PARTITION_TAG,
     contiguous_blocks,
     multi_key,
     ordered_after,
@@ -394,12 +395,19 @@ def plan_refresh(
     pending = dict.fromkeys(v for v in cursor.get("pending", ()) if v in registered)
     latest = since
     fetched: list[tuple[str, float]] = []
+    ended: dict[str, float] = {}  # version -> when its newest evaluation counted here ended
     for record in _evaluation_runs(instance, FINISHED, since - 1.0, ns):
         run, stamp = record.dagster_run, record.update_timestamp.timestamp()
         fetched.append((run.run_id, stamp))
         latest = max(latest, stamp)
         if run.run_id not in counted:
-            pending.update(dict.fromkeys(run_agent_versions(run.tags, registered)))
+            for version in run_agent_versions(run.tags, registered):
+                pending[version] = None
+                ended[version] = max(ended.get(version, 0.0), record.end_time or stamp)
+    # a version refreshed after its evaluations ended needs no other refresh (the headless job
+    # refreshes each version it evaluated: `dagster dev` opened on its instance then has nothing to do)
+    for version in refreshed_after(instance, ended, ns):
+        pending.pop(version, None)
     busy = {
         v
         for r in _evaluation_runs(instance, IN_PROGRESS, ns=ns)
@@ -414,6 +422,24 @@ def plan_refresh(
     # runs at the newest update time may be fetched again next tick: remember them as counted
     recent = sorted(rid for rid, stamp in fetched if stamp >= latest - 1.0)
     return requests, {"since": latest, "seen": recent, "pending": waiting}
+
+
+def refreshed_after(instance: Any, ended: Mapping[str, float], ns: Namespace = DEFAULT) -> set[str]:
+    """The versions of `ended` (version -> a time) with a refresh run started after that time, and
+    succeeded or still going, or queued."""
+    if not ended:
+        return set()
+    filters = RunsFilter(
+        job_name=ns.refresh_job,
+        statuses=[DagsterRunStatus.SUCCESS, *IN_PROGRESS],
+        updated_after=datetime.fromtimestamp(min(ended.values()) - 1.0, UTC),
+    )
+    found = set()
+    for record in instance.get_run_records(filters=filters):
+        version = record.dagster_run.tags.get(PARTITION_TAG)
+        if version in ended and (record.start_time is None or record.start_time > ended[version]):
+            found.add(version)
+    return found
 
 
 def sensor_interval() -> int:

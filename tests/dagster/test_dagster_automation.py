@@ -272,6 +272,38 @@ def test_refresh_waits_for_every_evaluation_of_a_version_then_runs_once(make_pip
     assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.SUCCESS
 
 
+def test_a_version_refreshed_after_its_evaluations_is_not_refreshed_again(make_pipeline, instance):
+    """The headless job refreshes each version after evaluating it: the refresh sensor of a
+    `dagster dev` opened on that instance then requests nothing for it, and still refreshes a
+    version evaluated since."""
+    import time
+
+    from agent_health_dagster.defs.automation import plan_refresh
+    from agent_health_dagster.defs.partitions import range_tags
+
+    pipeline = make_pipeline()
+    run_sensor(pipeline, instance, "agent_versions_sensor")
+    run_sensor(pipeline, instance, "eval_files_sensor")
+    quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+    s = next(x for x in pipeline.suites if x.suite == "cases")
+    evaluate = pipeline.defs.resolve_job_def(s.names.job)
+    refresh = pipeline.defs.resolve_job_def("refresh")
+    cursor: dict = {}  # the sensor's first tick: it looks back for finished evaluations
+    assert evaluate.execute_in_process(
+        instance=instance, tags=range_tags(["demo@v1", "demo@v2"], s.test_keys(instance)), run_config=quiet
+    ).success
+    for version in ("demo@v1", "demo@v2"):  # what the headless job does after its evaluations
+        assert refresh.execute_in_process(instance=instance, partition_key=version, run_config=quiet).success
+    requests, cursor = plan_refresh(instance, cursor, time.time())
+    assert requests == [] and cursor["pending"] == []
+    # demo@v2 evaluated again after its refresh: refreshed again, demo@v1 not
+    assert evaluate.execute_in_process(
+        instance=instance, tags=range_tags(["demo@v2"], s.test_keys(instance)), run_config=quiet
+    ).success
+    requests, cursor = plan_refresh(instance, cursor, time.time())
+    assert [(r.job_name, r.partition_key) for r in requests] == [("refresh", "demo@v2")]
+
+
 def test_a_backfill_of_results_counts_as_an_evaluation_for_the_refresh(make_pipeline, instance):
     """A backfill or the UI's Materialize of results runs the implicit asset job, not evaluate__*:
     the refresh follows it all the same."""

@@ -81,6 +81,13 @@ def test_the_headless_refresh_waits_for_a_versions_other_runs_but_not_for_stalle
         f"run(s) {stalled.run_id[:8]} (NOT_STARTED) of demo@v1 made no progress for 1 s and no daemon works"
         in capsys.readouterr().out
     )
+    # ... and one that last changed before the wait began (queued while `dagster dev` ran, then
+    # `dagster dev` stopped) has been idle since, by the instance's record: not waited for again
+    time.sleep(1.5)  # its record is older than the idle time and the storage's one-second resolution
+    start = time.monotonic()
+    wait_for_runs_of(instance, "demo@v1", poll_s=0.1, idle_s=1.0)
+    assert time.monotonic() - start < 0.9
+    assert f"run(s) {stalled.run_id[:8]} (NOT_STARTED) of demo@v1 made no progress for" in capsys.readouterr().out
     instance.delete_run(stalled.run_id)
 
     # a daemon is alive: a run it has not started yet (say, queued on a busy machine) is waited for
