@@ -130,10 +130,10 @@ def steps_executor(default: Literal["in_process", "multiprocess"]) -> ExecutorDe
 
 
 def build_executor(settings: DeploymentSettings | None = None) -> ExecutorDefinition | None:
-    """The executor of every job ($AGENT_HEALTH_EXECUTOR): `steps_executor` with its default
-    (`in_process` or `multiprocess`), or dagster-celery's with the broker and
-    backend read from their variables when the run worker starts (a URL with a password never
-    reaches the run config or the UI)."""
+    """The executor of every job ($AGENT_HEALTH_EXECUTOR): `steps_executor` with that default
+    (`in_process` or `multiprocess`), or dagster-celery's with the broker and backend read from
+    their variables when the run worker starts (a URL with a password never reaches the run
+    config or the UI)."""
     settings = settings or deployment_settings()
     if settings.executor != "celery":
         return steps_executor(settings.executor)
