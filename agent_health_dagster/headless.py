@@ -12,7 +12,6 @@ configuration error."""
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import shutil
@@ -223,19 +222,18 @@ def wait_for_runs_of(
     limit_s = float(run_limit_seconds(lenient=True))
     filters = RunsFilter(tags={PARTITION_TAG: partition}, statuses=list(WAITING))
     while records := instance.get_run_records(filters, limit=20):
-        runs = [r.dagster_run for r in records]
-        latest = {r.run_id: _latest_event(instance, r.run_id) for r in runs}
-        now = {r.run_id: (r.status, _storage_id(latest[r.run_id])) for r in runs}
+        progress = {r.dagster_run.run_id: _progress(instance, r) for r in records}
+        now = {run_id: (status, event) for run_id, (status, event, _) in progress.items()}
         if now != seen:
             if not seen:
-                print(f" (waiting for run {runs[0].run_id[:8]} of {partition})", end="", flush=True)
+                print(f" (waiting for run {records[0].dagster_run.run_id[:8]} of {partition})", end="", flush=True)
             seen, changed = now, time.monotonic()
             noted = changed
         else:
             stalled_s = time.monotonic() - changed
             # a run that changed last before this job began watching (queued while `dagster dev` ran)
             # has been idle since then, by the instance's own record of it (SQLite keeps whole seconds)
-            last = max(_changed_at(r, latest[r.dagster_run.run_id]) for r in records)
+            last = max(at for _, _, at in progress.values())
             idle_for_s = max(stalled_s, time.time() - last - 1.0)
             names = ", ".join(f"{rid[:8]} ({status.value})" for rid, (status, _) in now.items())
             why = None
@@ -262,24 +260,14 @@ def wait_for_runs_of(
         time.sleep(poll_s)
 
 
-def _latest_event(instance: Any, run_id: str) -> Any | None:
-    records = instance.get_records_for_run(run_id, limit=1, ascending=False).records
-    return records[0] if records else None
-
-
-def _storage_id(event: Any | None) -> int | None:
-    return None if event is None else int(event.storage_id)
-
-
-def _changed_at(record: Any, latest_event: Any | None) -> float:
-    """When a run last changed (its status, or a new event), in seconds since the epoch."""
-    updated = record.update_timestamp
-    if updated.tzinfo is None:  # storages that keep UTC without saying so
-        updated = updated.replace(tzinfo=datetime.UTC)
-    times = [float(updated.timestamp())]
-    if latest_event is not None:
-        times.append(float(latest_event.event_log_entry.timestamp))
-    return float(max(times))
+def _progress(instance: Any, record: Any) -> tuple[Any, int | None, float]:
+    """A run's status, its newest event's storage id, and when it last changed (its status or a
+    new event) in seconds since the epoch."""
+    events = instance.get_records_for_run(record.dagster_run.run_id, limit=1, ascending=False).records
+    changed = record.update_timestamp.timestamp()
+    if not events:
+        return record.dagster_run.status, None, changed
+    return record.dagster_run.status, int(events[0].storage_id), max(changed, events[0].event_log_entry.timestamp)
 
 
 def check_report(evaluations: Sequence[Any]) -> tuple[str, int]:

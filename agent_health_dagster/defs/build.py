@@ -129,7 +129,7 @@ def steps_executor(default: Literal["in_process", "multiprocess"]) -> ExecutorDe
     return executor
 
 
-def build_executor(settings: DeploymentSettings | None = None) -> ExecutorDefinition | None:
+def build_executor(settings: DeploymentSettings | None = None) -> ExecutorDefinition:
     """The executor of every job ($AGENT_HEALTH_EXECUTOR): `steps_executor` with that default
     (`in_process` or `multiprocess`), or dagster-celery's with the broker and backend read from
     their variables when the run worker starts (a URL with a password never reaches the run
