@@ -2,9 +2,7 @@
 
 A crash never leaves a half-written file in place of a good one: data goes to a temporary file
 beside the target, renamed over it (`os.replace` is atomic on POSIX and Windows) only once
-complete, so a reader sees the old file or the new one, never a part. The result store's files
-go to an unnamed file linked in once complete (`unnamed_file`, `name_unnamed`: Linux's
-O_TMPFILE), which promises the same for less system time.
+complete, so a reader sees the old file or the new one, never a part.
 
 A report's temporary file is locked by its writer (`flock`, released by the kernel whatever ends
 the process), so `remove_stale_temps` can tell the temporary file of a writer killed with SIGKILL
@@ -13,7 +11,6 @@ from one still being written, and the next run writing the same report removes t
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import itertools
 import os
@@ -160,62 +157,16 @@ def discard(tmp: str) -> None:
         os.unlink(tmp)
 
 
-def cut_back(path: str, before: int, length: int) -> None:
+def cut_back(path: str, before: int, length: int) -> bool:
     """Take back the `length` bytes appended to `path` at offset `before`, if they are still its
-    last ones (another writer appended after them: they stay, and a reader keeps them)."""
-    with contextlib.suppress(OSError):
+    last ones; False when they stay (another writer appended after them, and a reader keeps them)."""
+    try:
         if os.stat(path).st_size == before + length:
             os.truncate(path, before)
-
-
-# An unnamed file (O_TMPFILE) is named by linking it through /proc/self/fd (Linux; elsewhere, or
-# without /proc, files take the temporary-name path of `write_temp`).
-_TMPFILE = getattr(os, "O_TMPFILE", 0) if os.path.isdir("/proc/self/fd") else 0
-CAN_LINK = bool(_TMPFILE) and hasattr(os, "O_DIRECTORY")
-
-
-def open_folder(folder: str) -> int | None:
-    """A descriptor of `folder` for `unnamed_file` and `os.fsync`; None where files cannot be linked."""
-    return os.open(folder, os.O_RDONLY | os.O_DIRECTORY) if CAN_LINK else None
-
-
-def unnamed_file(folder_fd: int, data: bytes, *, mode: int = 0o666) -> int | None:
-    """`data` in a new unnamed file (O_TMPFILE) of the folder open as `folder_fd`: its
-    descriptor, for `name_unnamed` to give it a name, or to close (then nothing of it is left,
-    whatever becomes of the process). None when the folder's filesystem has no unnamed files
-    (nothing written: use `write_temp`)."""
-    try:
-        fd = os.open(".", _TMPFILE | os.O_WRONLY, mode, dir_fd=folder_fd)
-    except OSError as exc:
-        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):  # not on this filesystem
-            return None
-        raise
-    try:
-        write_all(fd, data)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def name_unnamed(folder_fd: int, fd: int, name: str) -> None:
-    """Link the unnamed file `fd` (of `unnamed_file`) in as `name`, whole: a reader sees the old
-    file or the new one, never a part, as with a temporary file renamed into place, and a new file
-    costs one change of the folder (the link) instead of two (the temporary file, the rename):
-    about 15% of storing a result. A file of that name already there is replaced through a
-    temporary name and a rename. The caller still closes `fd`."""
-    unnamed = f"/proc/self/fd/{fd}"
-    try:
-        os.link(unnamed, name, dst_dir_fd=folder_fd)  # follows the /proc link: linkat(AT_SYMLINK_FOLLOW)
-    except FileExistsError:
-        tmp = f".{name}.{_TOKEN}{os.getpid()}-{next(_COUNT)}.tmp"
-        os.link(unnamed, tmp, dst_dir_fd=folder_fd)
-        try:
-            os.replace(tmp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=folder_fd)
-            raise
+            return True
+    except OSError:
+        pass
+    return False
 
 
 @contextlib.contextmanager

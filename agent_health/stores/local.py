@@ -1,18 +1,22 @@
-"""Local-file result store: `<root>/<agent>/<suite>/<test>.json`, written atomically, and the run
-history under `<root>/_runs/<run id>/` (`run.json`, and `results.jsonl` appended as results are
-stored, so a run killed mid-way keeps every result it stored).
+"""Local-file result store. The layout:
 
-Durability (what `put` and `put_many` promise once they return):
-- a process that is killed (SIGKILL, OOM, a crash) loses nothing they stored, and no reader, then
-  or later, sees a torn result file: each file is written whole before it gets its name (an
-  unnamed file linked in, or, where the filesystem has none, a temporary file; an old file is
-  replaced by a rename, which is atomic), and written data outlives the process in the page cache;
-- a machine that crashes or loses power loses nothing they stored either: a batch's lines are
-  appended to each run's `results.jsonl` in one write, and that log and every folder the batch
-  touched are fsynced once per batch before `put_many` returns. The result files themselves are
-  not fsynced one by one (that was 90% of the cost of storing): a file named in the seconds
-  before a power loss can come back empty, and reading it then rebuilds it from the newest run
-  log holding its key. A result without a run id has no log, so its file is fsynced itself.
+    <root>/_runs/<run id>/run.json            a run's manifest
+    <root>/_runs/<run id>/results.jsonl       every result the run stored, in full, appended
+    <root>/<agent>/<suite>/_index.jsonl       where each test's latest result is (`local_index`)
+    <root>/<agent>/<suite>/<test>.json        a result stored without a run (and every result of
+                                              stores written before the index existed)
+
+A batch of results (`put_many`, as a run's sink hands them over) costs one append to its run's
+log and one to each suite's index, whatever its size: storing no longer creates a file per
+result, which was nearly all the system time of a stored run.
+
+Durability (what `put` and `put_many` promise once they return): a process that is killed
+(SIGKILL, OOM, a crash) and a machine that crashes or loses power lose nothing they stored,
+and no reader, then or later, sees a torn result. The run log and the index are appended to in
+one write each (whole lines: a killed writer leaves at most a torn last line, which readers
+skip) and both are fsynced before `put_many` returns, with every folder whose entries changed; a
+result file is written whole, fsynced, then renamed into place (atomic). A result in a run log is
+read through the index's (offset, length), so lines appended later never move it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import builtins
 import functools
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -29,22 +34,22 @@ from urllib.parse import quote, unquote
 from pydantic import BaseModel, ValidationError
 
 from agent_health.config import Config
-from agent_health.files import (
-    append_whole,
-    cut_back,
-    discard,
-    fsync_folder,
-    name_unnamed,
-    open_folder,
-    unnamed_file,
-    write_atomic,
-    write_temp,
-)
+from agent_health.files import append_whole, cut_back, discard, fsync_folder, write_atomic, write_temp
 from agent_health.lazy import deferred
 from agent_health.model import EvalRun, StoreSettings, TestResult
 from agent_health.model.calibration import Calibration, Label
 from agent_health.model.validation import describe_errors
 from agent_health.stores.base import ResultKey, ResultStore, StoreError, newest_labels, skip_unreadable_run
+from agent_health.stores.local_index import (
+    INDEX_NAME,
+    IndexView,
+    Pointer,
+    append_index,
+    compact,
+    entry_line,
+    read_index,
+    should_compact,
+)
 
 if TYPE_CHECKING:
     import agent_health.stores.summary as stores_summary
@@ -81,11 +86,6 @@ def encode_part(part: str) -> str:
     return text if not _UNSAFE_NAME.match(text) else text.replace(".", "%2E")
 
 
-# A batch keeps at most this many unnamed files open until they are named; the rest take
-# temporary files (same guarantees, one more folder change each), far below a process's file limit.
-_UNNAMED_MAX = 256
-
-
 class LocalResultStore(ResultStore):
     """Results as JSON files under `root` (see the module docstring for what a write promises)."""
 
@@ -93,7 +93,8 @@ class LocalResultStore(ResultStore):
         self.root = Path(root)
         self._folders: set[str] = set()  # folders this store has seen exist
         self._logs: set[str] = set()  # run logs this store has seen exist
-        self._unlinkable: set[str] = set()  # folders whose filesystem has no unnamed files (O_TMPFILE)
+        self._indexes: dict[str, IndexView] = {}  # suite folder -> what this store read of its index
+        self._reading = threading.Lock()  # one refresh of a cached index at a time
 
     @property
     def location(self) -> str:
@@ -110,102 +111,83 @@ class LocalResultStore(ResultStore):
         return self.put_many([result])[0]
 
     def put_many(self, results: Iterable[TestResult]) -> list[ResultKey]:
-        """Store a batch: each result file written whole but not yet named (an unnamed file, or a
-        temporary one), then its run-log lines in one append and one fsync per run, then the files
-        named (linked in, or renamed into place), then one fsync per folder: about 4 system calls
-        per result instead of 14, and a few fsyncs per batch instead of one per result.
+        """Store a batch: the results of a run are appended to its log in one write, then each
+        suite's index gets their places in one more (both fsynced); a result without a run gets
+        its own file (written whole, fsynced, renamed into place) and an index line saying so.
+        A few system calls and fsyncs per batch, none per result.
 
-        All or nothing, as far as the disk lets it: a write that fails (a full disk) before the
-        files are named leaves no file replaced and no line in a run log (a log appended to is
-        cut back), so a batch counted as not stored is not readable either. Only naming failing
-        part-way (a folder that cannot grow on a full disk) can leave the files before it replaced."""
+        All or nothing, as far as the disk lets it: a write that fails (a full disk) leaves no line
+        in a run log or an index (what was appended is cut back) and no file replaced, so a batch
+        counted as not stored is not readable either. Only renaming failing part-way (a folder
+        that cannot grow on a full disk) can leave the files before it replaced."""
         batch = [(ResultKey.of(r), r.eval_run_id, r.json_text().encode()) for r in results]
         key: ResultKey | None = None
-        written: list[tuple[str, int | str, str]] = []  # (folder, unnamed file's fd or temporary file, name)
-        appended: list[tuple[str, int, int]] = []  # (run log, its size before, bytes appended)
-        fds: dict[str, int | None] = {}  # folder -> its descriptor for the batch; None: temporary files there
+        appended: list[tuple[str, int, int]] = []  # (run log or index, offset, bytes appended)
+        temps: list[tuple[str, str]] = []  # (temporary file, its result file) of results without a run
         try:
             to_sync: set[str] = set()
             for key, _, _ in batch:  # folders first: a batch that cannot be written logs nothing
                 to_sync.update(self._ensure_folder(self._folder(key.agent, key.suite)))
-            for key, run_id, data in batch:
-                folder, name = self._folder(key.agent, key.suite), encode_part(key.test_id) + _SUFFIX
-                fd = self._unnamed(folder, data, fds) if run_id and len(written) < _UNNAMED_MAX else None
-                written.append((folder, self._written(folder, name, data, not run_id) if fd is None else fd, name))
             key = None
             by_run: dict[str, list[bytes]] = {}
             for _, run_id, data in batch:
                 if run_id:
                     by_run.setdefault(run_id, []).append(data)
+            places: dict[str, int] = {}  # run id -> the offset of its next line in this batch
             for run_id, lines in by_run.items():
-                appended.append(self._append_run_results(run_id, lines))
-            for i, (folder, file, name) in enumerate(written):
-                key = batch[i][0]  # named if naming it fails
-                if isinstance(file, int):
-                    name_unnamed(fds[folder], file, name)  # type: ignore[arg-type]
+                log, offset, length = self._append_run_results(run_id, lines)
+                appended.append((log, offset, length))
+                places[run_id] = offset
+            by_folder: dict[str, list[bytes]] = {}
+            for key, run_id, data in batch:
+                folder = self._folder(key.agent, key.suite)
+                pointer: Pointer = None
+                if run_id:
+                    pointer = (run_id, places[run_id], len(data))
+                    places[run_id] += len(data) + 1
                 else:
-                    os.replace(file, os.path.join(folder, name))
-                    written[i] = (folder, "", name)  # renamed: nothing left to discard
+                    name = encode_part(key.test_id) + _SUFFIX
+                    temps.append((self._written(folder, name, data), os.path.join(folder, name)))
+                by_folder.setdefault(folder, []).append(entry_line(key.test_id, pointer))
+            key = None
+            for i, (tmp, path) in enumerate(temps):
+                os.replace(tmp, path)
+                temps[i] = ("", path)  # renamed: nothing left to discard
+                to_sync.add(os.path.dirname(path))
+            for folder, lines in by_folder.items():
+                appended.append(self._append_index(folder, lines))
             for folder in to_sync:
-                fd = fds.get(folder)
-                if fd is not None:
-                    os.fsync(fd)
-                else:
-                    fsync_folder(folder)
+                fsync_folder(folder)
         except OSError as exc:
-            for log, before, length in appended:  # the lines of results that are not stored
-                cut_back(log, before, length)
-            what = f"{key.agent} {key.test_id}" if key else f"the run log of {len(batch)} result(s)"
+            # The lines of results that are not stored, the indexes first: index lines that must
+            # stay (another writer appended after them) keep the run-log lines they point at.
+            for path, offset, length in reversed(appended):
+                if not cut_back(path, offset, length):
+                    break
+            what = f"{key.agent} {key.test_id}" if key else f"{len(batch)} result(s)"
             raise StoreError(f"result store {self.root}: cannot write {what}: {exc.strerror or exc}") from exc
         finally:
-            for _, file, _ in written:
-                if isinstance(file, int):
-                    os.close(file)  # an unnamed file never named is gone with its descriptor
-                elif file:
-                    discard(file)  # a temporary file not renamed
-            for fd in fds.values():
-                if fd is not None:
-                    os.close(fd)
+            for tmp, _ in temps:
+                if tmp:
+                    discard(tmp)  # a temporary file not renamed
         return [k for k, _, _ in batch]
 
-    def _unnamed(self, folder: str, data: bytes, fds: dict[str, int | None]) -> int | None:
-        """`data` in an unnamed file of `folder` (its descriptor), or None where the folder's
-        filesystem has none (remembered: the folder takes temporary files from then on)."""
-        if folder in self._unlinkable:
-            return None
-        if folder not in fds:
-            try:
-                fds[folder] = open_folder(folder)
-            except FileNotFoundError:  # removed since this store saw it: `_written` makes it again
-                return None
-        fd = fds[folder]
-        if fd is None:
-            return None
+    def _written(self, folder: str, name: str, data: bytes) -> str:
+        """`data` in a new temporary file for `folder/name`, fsynced (renamed into place by the
+        caller): a result without a run has no log to fall back on."""
         try:
-            unnamed = unnamed_file(fd, data)
-        except FileNotFoundError:  # the folder was removed since: `_written` makes it again
-            return None
-        if unnamed is None:  # the first file asked for in this folder: none of the batch uses `fd`
-            self._unlinkable.add(folder)
-            os.close(fd)
-            fds[folder] = None
-        return unnamed
-
-    def _written(self, folder: str, name: str, data: bytes, sync: bool) -> str:
-        """`data` in a new temporary file for `folder/name` (renamed into place by the caller)."""
-        try:
-            return write_temp(folder, name, data, sync=sync)
+            return write_temp(folder, name, data)
         except FileNotFoundError:  # the folder was removed since this store saw it
             self._folders.discard(folder)
             for path in self._ensure_folder(folder):
                 fsync_folder(path)
-            return write_temp(folder, name, data, sync=sync)
+            return write_temp(folder, name, data)
 
     def _ensure_folder(self, folder: str) -> list[str]:
-        """Make sure `folder` exists; the folders whose entries a write there changes: `folder`
-        and the parents of those it had to create."""
+        """Make sure `folder` exists; the folders whose entries that changed: the parents of
+        those it had to create."""
         if folder in self._folders:
-            return [folder]
+            return []
         created: list[str] = []
         path = folder
         while not os.path.isdir(path):
@@ -213,7 +195,7 @@ class LocalResultStore(ResultStore):
             path = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
         self._folders.add(folder)
-        return [folder, *(os.path.dirname(p) for p in created)]
+        return [os.path.dirname(p) for p in created]
 
     # -- run history ----------------------------------------------------------------------------
     def _run_dir(self, run_id: str) -> Path:
@@ -223,12 +205,12 @@ class LocalResultStore(ResultStore):
 
     def _append_run_results(self, run_id: str, lines: list[bytes]) -> tuple[str, int, int]:
         """Append lines to the run's log in one write, and fsync it: once this returns, the
-        results are on disk whatever becomes of their own files. The log, its size before and
-        the bytes appended (to cut them back when the batch fails after all)."""
+        results are on disk whatever becomes of their own files. The log, the offset of the
+        first line appended and the bytes appended (to cut them back when the batch fails)."""
         folder = str(self._run_dir(run_id))
         log = os.path.join(folder, "results.jsonl")
         new = log not in self._logs
-        to_sync = self._ensure_folder(folder) if new else []
+        to_sync = [folder, *self._ensure_folder(folder)] if new else []
         # One write() of whole lines on an O_APPEND descriptor: writers in other processes of the
         # same run never interleave inside a line, and a kill leaves at most one torn last line.
         try:
@@ -236,16 +218,18 @@ class LocalResultStore(ResultStore):
         except FileNotFoundError:  # the run folder was removed since this store saw it
             self._logs.discard(log)
             self._folders.discard(folder)
-            new, to_sync = True, self._ensure_folder(folder)
+            new, to_sync = True, [folder, *self._ensure_folder(folder)]
             fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         data = b"\n".join(lines) + b"\n"
         try:
-            before = os.fstat(fd).st_size
             append_whole(fd, data)  # a full disk leaves no torn line
+            # where this write landed (another process may append to the same log): the index
+            # points there
+            offset = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
             try:
                 os.fsync(fd)
             except OSError:
-                cut_back(log, before, len(data))
+                cut_back(log, offset, len(data))
                 raise
         finally:
             os.close(fd)
@@ -253,7 +237,23 @@ class LocalResultStore(ResultStore):
             for path in to_sync:
                 fsync_folder(path)
             self._logs.add(log)
-        return log, before, len(data)
+        return log, offset, len(data)
+
+    def _append_index(self, folder: str, lines: list[bytes]) -> tuple[str, int, int]:
+        """Append a batch's lines to the index of the suite in `folder`."""
+        index = os.path.join(folder, INDEX_NAME)
+        try:
+            offset, length = append_index(index, lines)
+        except FileNotFoundError:  # the folder was removed since this store saw it
+            self._folders.discard(folder)
+            self._logs.discard(index)
+            for path in self._ensure_folder(folder):
+                fsync_folder(path)
+            offset, length = append_index(index, lines)
+        if index not in self._logs:  # the index's own entry must be on disk too
+            fsync_folder(folder)
+            self._logs.add(index)
+        return index, offset, length
 
     def put_run(self, run: EvalRun) -> None:
         try:
@@ -326,7 +326,66 @@ class LocalResultStore(ResultStore):
                 f"results (line {lines[0] + 1}: {bad[lines[0]]}); {read} result(s) read"
             )
 
-    def _read(self, key: ResultKey, model: type[M]) -> M | None:
+    # -- reading ----------------------------------------------------------------------------
+    def _view(self, folder: str) -> IndexView | None:
+        """The index of the suite in `folder` as of now: read once, then only what was appended
+        since. A reader that read all of a large index full of replaced lines rewrites it."""
+        index = os.path.join(folder, INDEX_NAME)
+        with self._reading:
+            known = self._indexes.get(folder)
+            try:
+                view = read_index(index, known)
+            except OSError as exc:
+                raise StoreError(f"result store {self.root}: cannot read {index}: {exc.strerror or exc}") from exc
+            if view is None:
+                self._indexes.pop(folder, None)
+            else:
+                self._indexes[folder] = view
+        if view is not None and view is not known and should_compact(view):
+            compact(index)
+        return view
+
+    def _read_many(self, keys: Iterable[ResultKey], model: type[M]) -> Iterator[M]:
+        """The stored results (or summaries) of `keys` that exist, in order: each suite's index
+        looked at once, each run log opened once."""
+        views: dict[str, IndexView | None] = {}
+        logs: dict[str, int] = {}
+        try:
+            for key in keys:
+                folder = self._folder(key.agent, key.suite)
+                if folder not in views:
+                    views[folder] = self._view(folder)
+                view = views[folder]
+                pointer = view.pointers.get(key.test_id) if view is not None else None
+                found = self._read_file(key, model) if pointer is None else self._read_logged(key, pointer, model, logs)
+                if found is not None:
+                    yield found
+        finally:
+            for fd in logs.values():
+                os.close(fd)
+
+    def _read_logged(self, key: ResultKey, pointer: tuple[str, int, int], model: type[M], logs: dict[str, int]) -> M:
+        """A result from the bytes of its run's log the suite index points at."""
+        run_id, offset, length = pointer
+        log = self._run_dir(run_id) / "results.jsonl"
+        where = f"result store {self.root}: the result of {key.agent} {key.test_id} ({log}, byte {offset})"
+        try:
+            fd = logs.get(run_id)
+            if fd is None:
+                fd = logs[run_id] = os.open(log, os.O_RDONLY)
+            data = os.pread(fd, length, offset)
+        except OSError as exc:
+            raise StoreError(f"{where} cannot be read: {exc.strerror or exc}") from exc
+        try:
+            found = model.model_validate_json(data)
+        except ValidationError as exc:
+            raise StoreError(f"{where} is not a valid result: {describe_errors(exc)}") from exc
+        if (found.agent, found.suite, found.test_id) != (key.agent, key.suite, key.test_id):
+            raise StoreError(f"{where} is another test's result: the run log or the suite's index was damaged")
+        return found
+
+    def _read_file(self, key: ResultKey, model: type[M]) -> M | None:
+        """A result from its own file (stored without a run, or by a version without the index)."""
         path = self.path_for(key)
         try:
             data = path.read_bytes()
@@ -342,8 +401,8 @@ class LocalResultStore(ResultStore):
                 raise StoreError(
                     f"result store {self.root}: {path} is not a valid TestResult: {exc.errors()[0].get('msg', exc)}"
                 ) from exc
-        # A machine crash left this file empty or torn (files are not fsynced one by one); the run
-        # log it was stored in holds it in full: put it back.
+        # A machine crash left this file empty or torn (before the suite index, result files were
+        # not fsynced one by one); the run log it was stored in holds it in full: put it back.
         try:
             write_atomic(path, logged)
         except OSError:
@@ -373,14 +432,13 @@ class LocalResultStore(ResultStore):
         return None
 
     def get(self, key: ResultKey) -> TestResult | None:
-        return self._read(key, TestResult)
+        return next(self._read_many([key], TestResult), None)
+
+    def get_many(self, keys: Iterable[ResultKey]) -> Iterator[TestResult]:
+        return self._read_many(keys, TestResult)
 
     def get_summaries(self, keys: Iterable[ResultKey]) -> Iterator[ResultSummary]:
-        summary_type = _summary_type()
-        for key in keys:
-            summary = self._read(key, summary_type)
-            if summary is not None:
-                yield summary
+        return self._read_many(keys, _summary_type())
 
     def list(self, agent: str | None = None, suite: str | None = None) -> list[ResultKey]:
         if not self.root.is_dir():
@@ -399,11 +457,16 @@ class LocalResultStore(ResultStore):
                 if not sdir.is_dir():
                     continue
                 a, s = unquote(adir.name), unquote(sdir.name)
+                tests: set[str] = set()
                 with os.scandir(sdir) as it:
                     for entry in it:
                         name = entry.name
                         if name.endswith(_SUFFIX) and not name.startswith(".tmp-"):
-                            keys.append(ResultKey(a, s, unquote(name[: -len(_SUFFIX)])))
+                            tests.add(unquote(name[: -len(_SUFFIX)]))
+                view = self._view(str(sdir))
+                if view is not None:  # a test whose line says "own file" has one, or no result
+                    tests.update(t for t, pointer in view.pointers.items() if pointer is not None)
+                keys.extend(ResultKey(a, s, t) for t in tests)
         return sorted(keys)
 
     # -- calibration ---------------------------------------------------------------------
@@ -463,12 +526,22 @@ class LocalResultStore(ResultStore):
         return self._read_lines("calibrations.jsonl", Calibration)
 
     def delete(self, key: ResultKey) -> bool:
+        folder = self._folder(key.agent, key.suite)
+        view = self._view(folder)
+        logged = view is not None and view.pointers.get(key.test_id) is not None
         try:
             self.path_for(key).unlink()
         except FileNotFoundError:
-            return False
+            removed = False
         else:
-            return True
+            removed = True
+        if logged:  # its index line pointed into a run log: "own file" now, and there is none
+            try:
+                self._append_index(folder, [entry_line(key.test_id, None)])
+            except OSError as exc:
+                what = f"{key.agent} {key.test_id}"
+                raise StoreError(f"result store {self.root}: cannot delete {what}: {exc.strerror or exc}") from exc
+        return removed or logged
 
 
 def default_store(config: Config, settings: StoreSettings | None = None) -> LocalResultStore:

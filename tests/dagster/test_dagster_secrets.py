@@ -74,5 +74,5 @@ def test_no_secret_in_dagster_events_or_stored_results(tmp_path, monkeypatch, ma
     blob = "\n".join(serialize_value(e) for e in instance.all_logs(result.run_id))
     assert "sub@v1|fails" in blob and "errored" in blob  # the events do describe these results
     assert SECRET not in blob
-    files = "\n".join(p.read_text() for p in (tmp_path / ".agent_health").rglob("*.json"))
+    files = "\n".join(p.read_text() for p in (tmp_path / ".agent_health").rglob("*.json*"))  # results in .jsonl
     assert files and SECRET not in files

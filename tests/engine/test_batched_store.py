@@ -1,7 +1,8 @@
 """Results are stored in batches (`put_many`), with the durability the local store promises: a
-kill loses nothing reported stored, a reader never sees a torn result file, a machine crash loses
-nothing either (the run log is fsynced per batch and rebuilds a file the crash left empty), and a
-store that fails for some results stores the rest and counts them truly."""
+kill loses nothing reported stored, a reader never sees a torn result, a machine crash loses
+nothing either (the run log and the suite index are fsynced per batch; a file of a store written
+before the index that a crash left empty is rebuilt from the run log), and a store that fails for
+some results stores the rest and counts them truly."""
 
 from __future__ import annotations
 
@@ -46,34 +47,46 @@ def test_put_many_syncs_once_per_batch_not_once_per_result(tmp_path, monkeypatch
     store.put_many([make_result(f"rca::t{i:03d}", eval_run_id=RUN) for i in range(5)])  # creates the folders
     fsyncs = count_fsyncs(monkeypatch)
     keys = store.put_many([make_result(f"rca::t{i:03d}", eval_run_id=RUN, score=0.5) for i in range(100)])
-    assert len(fsyncs) == 2  # the run log and the one folder the batch renamed files in
+    assert len(fsyncs) == 2  # the run log and the suite's index: no file per result
     assert [r.score for r in store.get_many(keys)] == [0.5] * 100
     assert sum(1 for _ in store.run_results(RUN)) == 100
     assert (tmp_path / "_runs" / RUN / "results.jsonl").read_bytes().count(b"\n") == 105
 
+    assert not [f for f in os.listdir(tmp_path / "demo@v1" / "rca") if f.endswith(".json")]
+
     fsyncs.clear()  # a result without a run has no log to fall back on: its own file is synced
     store.put_many([make_result(f"rca::u{i}") for i in range(3)])
-    assert len(fsyncs) == 3 + 1
+    assert len(fsyncs) == 3 + 2  # and the folder it was renamed in, and the index saying so
 
 
-def test_a_result_file_a_machine_crash_left_empty_is_rebuilt_from_the_newest_run_log(tmp_path):
+def test_a_store_written_before_the_index_reads_as_before_and_rebuilds_an_empty_file(tmp_path):
+    """Before the suite index, every result had its own file, not fsynced one by one: a file a
+    machine crash left empty (or torn) is rebuilt from the newest run log holding its result."""
     store = LocalResultStore(tmp_path)
     older, newer = "20261201T000000-aaaa0001", "20261201T000001-aaaa0002"
     store.put_many([make_result("rca::t1", eval_run_id=older, status="failed"), make_result("rca::t2")])
     store.put_many([make_result("rca::t1", eval_run_id=newer, status="passed")])
-    path = store.path_for(ResultKey("demo@v1", "rca", "rca::t1"))
-    path.write_bytes(b"")  # renamed into place, its data never written: what a power loss leaves
+    key, other = ResultKey("demo@v1", "rca", "rca::t1"), ResultKey("demo@v1", "rca", "rca::t2")
+    (tmp_path / "demo@v1" / "rca" / "_index.jsonl").unlink()  # the layout before the index:
+    path = store.path_for(key)
+    path.write_bytes(b"")  # t1's file renamed into place, its data never written: what a power loss left
 
-    assert store.get(ResultKey("demo@v1", "rca", "rca::t1")).eval_run_id == newer
+    old = LocalResultStore(tmp_path)
+    assert old.list() == [key, other]
+    assert old.get(key).eval_run_id == newer
     assert TestResult.model_validate_json(path.read_bytes()).status == "passed"  # and put back
     path.write_bytes(b'{"test_id": "rca::t1", "na')
-    (summary,) = store.get_summaries([ResultKey("demo@v1", "rca", "rca::t1")])
+    (summary,) = LocalResultStore(tmp_path).get_summaries([key])
     assert summary.status == "passed"
 
-    other = store.path_for(ResultKey("demo@v1", "rca", "rca::t2"))  # stored without a run: no log
-    other.write_bytes(b"")
+    store.path_for(other).write_bytes(b"")  # stored without a run: no log
     with pytest.raises(StoreError, match=r"rca%3A%3At2\.json is not a valid TestResult"):
-        store.get(ResultKey("demo@v1", "rca", "rca::t2"))
+        LocalResultStore(tmp_path).get(other)
+
+    third = "20261201T000002-aaaa0003"  # a new result of a test that has a file: the index wins
+    old.put_many([make_result("rca::t1", eval_run_id=third, status="errored")])
+    assert LocalResultStore(tmp_path).get(key).eval_run_id == third
+    assert path.exists()  # the old file stays, and is no longer read
 
 
 def start_writer(root: Path, seconds: float, *more: str) -> subprocess.Popen:
@@ -87,47 +100,49 @@ def start_writer(root: Path, seconds: float, *more: str) -> subprocess.Popen:
     )
 
 
-def test_a_concurrent_reader_never_sees_a_partial_result_file(tmp_path):
+def test_a_concurrent_reader_never_sees_a_partial_result(tmp_path):
+    """A reader in another process, reading while every result is rewritten batch after batch,
+    reads each one whole (a torn read would fail validation), old or new."""
     writer = start_writer(tmp_path, 2.5)
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "0"  # the first batch is in
-        folder = LocalResultStore(tmp_path).path_for(ResultKey("demo@v1", "race", "race::t00")).parent
+        reader = LocalResultStore(tmp_path)
         reads, rounds = 0, set()
         while writer.poll() is None:
-            for entry in os.scandir(folder):
-                if entry.name.endswith(".json"):
-                    data = Path(entry.path).read_bytes()  # raw bytes: no repair from the log
-                    result = TestResult.model_validate_json(data)  # whole, or this raises
-                    rounds.add(result.error.split(":", 1)[0])
-                    reads += 1
+            keys = reader.list(suite="race")
+            assert len(keys) == store_writer.KEYS
+            for result in reader.get_many(keys):
+                rounds.add(result.error.split(":", 1)[0])
+                reads += 1
         assert writer.wait() == 0
     finally:
         writer.kill()
         writer.wait()
-    assert reads > 100 and len(rounds) > 1  # it did read files while they were being replaced
+    assert reads > 100 and len(rounds) > 1  # it did read results while they were being replaced
 
 
-def test_a_concurrent_reader_never_sees_a_partial_new_result_file(tmp_path):
-    """A new result file appears whole (an unnamed file linked in where the filesystem allows,
-    else a temporary file renamed), and leaves no temporary file behind."""
+def test_a_concurrent_reader_sees_new_results_whole_as_they_appear(tmp_path):
+    """New tests appear in a reader's listing only once their batch's index lines are whole, and
+    each one listed reads whole; the writer leaves no temporary file behind."""
     writer = start_writer(tmp_path, 2.5, "new")
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "0"
-        folder = LocalResultStore(tmp_path).path_for(ResultKey("demo@v1", "race", "race::t00")).parent
-        reads, names = 0, set()
+        reader = LocalResultStore(tmp_path)
+        seen: set[str] = set()
+        reads = 0
         while writer.poll() is None:
-            for entry in os.scandir(folder):
-                if entry.name.endswith(".json") and entry.name not in names:
-                    data = Path(entry.path).read_bytes()  # raw bytes, read as soon as the name is there
-                    TestResult.model_validate_json(data)  # whole, or this raises
-                    names.add(entry.name)
-                    reads += 1
+            new = [k for k in reader.list(suite="race") if k.test_id not in seen]
+            for result in reader.get_many(new):
+                assert int(result.error.split(":", 1)[0]) == int(result.test_id[len("race::r") :][:4])
+                seen.add(result.test_id)
+                reads += 1
         assert writer.wait() == 0
     finally:
         writer.kill()
         writer.wait()
-    assert reads > 100  # it did read files as they appeared
-    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert reads > 100  # it did read results as they appeared
+    assert len(LocalResultStore(tmp_path).list(suite="race")) % store_writer.KEYS == 0  # whole batches
+    assert not [p for p in tmp_path.rglob("*.tmp")]
 
 
 def test_a_killed_writer_loses_nothing_it_reported_stored(tmp_path):

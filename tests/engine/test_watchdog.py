@@ -13,6 +13,7 @@ import time
 
 from agent_health import RunSettings, load_config, load_tests, run_evaluation
 from agent_health.reporters.base import CallbackReporter
+from agent_health.stores import LocalResultStore, ResultKey
 from tests.support.timing import scaled
 
 from ..conftest import ROOT
@@ -187,7 +188,8 @@ def test_cli_exits_when_a_blocked_loop_cannot_be_interrupted(tmp_path):
     stuck = by_name["cannot be interrupted"]["error"]
     assert "blocked the event loop" in stuck and "could not be interrupted" in stuck
     assert tail["summaries"][0]["errored"] == 1
-    assert (tmp_path / ".agent_health" / "results" / "demo@v2" / "hang" / "hang%3A%3Afine.json").is_file()
+    stored = LocalResultStore(tmp_path / ".agent_health" / "results")
+    assert stored.get(ResultKey("demo@v2", "hang", "hang::fine")).status == "passed"
     assert "test 'hang::cannot-be-interrupted' blocked the event loop" in proc.stderr
     assert "could not be interrupted" in proc.stderr and "exiting" in proc.stderr
     (manifest,) = (tmp_path / ".agent_health" / "results" / "_runs").glob("*/run.json")

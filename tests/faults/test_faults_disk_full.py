@@ -79,6 +79,8 @@ def test_a_full_disk_under_the_state_folder_is_reported_once_and_leaves_no_torn_
             continue
         assert not data or data.endswith(b"\n"), f"{path}: torn last line"
         for n, line in enumerate(data.splitlines(), 1):
+            if not line and path.name == "_index.jsonl":  # each batch's lines start on a line of their own
+                continue
             try:
                 json.loads(line)
             except ValueError:

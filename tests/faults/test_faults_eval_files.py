@@ -14,6 +14,7 @@ import pytest
 
 from agent_health import load_tests
 from agent_health.model.limits import NAME_MAX, STORED_TEXT_MAX
+from agent_health.stores import LocalResultStore
 from tests.support.cli import cli_in_process
 
 PROMPT = "Diagnose why the payment service is failing."
@@ -69,8 +70,8 @@ def test_a_huge_assertion_message_is_stored_cut_not_copied(tmp_path, evals):
     )
     proc = cli_in_process("run", "evals", "--no-judge", "--reporter", "json=report.json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    [stored] = list((tmp_path / ".agent_health" / "results").rglob("huge*.json"))
-    assert stored.stat().st_size < 6 * STORED_TEXT_MAX  # every copy bounded, the whole file too
+    [stored] = list((tmp_path / ".agent_health" / "results" / "_runs").rglob("results.jsonl"))
+    assert stored.stat().st_size < 6 * STORED_TEXT_MAX  # every copy bounded, the whole stored result too
     [result] = json.loads((tmp_path / "report.json").read_text())["results"]
     assert result["status"] == "failed"
     whole = len("huge.eval.py:6: ") + 20_000_000  # the message, where it was raised
@@ -170,5 +171,5 @@ def test_one_test_id_in_several_files_is_a_load_error_naming_every_file(tmp_path
     ), proc.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert [r["test_id"] for r in report["results"]] == ["smoke::json-only"]  # no file's result replaced another's
-    stored = sorted(p.name for p in (tmp_path / ".agent_health" / "results").rglob("smoke*.json"))
-    assert stored == ["smoke%3A%3Ajson-only.json"]
+    stored = LocalResultStore(tmp_path / ".agent_health" / "results").list()
+    assert [k.test_id for k in stored] == ["smoke::json-only"]

@@ -12,6 +12,7 @@ import pytest
 
 from agent_health import load_tests
 from agent_health.loader import slug
+from agent_health.stores import LocalResultStore
 from tests.faults.dagster_project import dagster_instance, evaluate, keys_of, pipeline_for, register
 from tests.faults.lifecycle import budget, jsonl_results
 from tests.support.cli import cli_in_process
@@ -41,7 +42,7 @@ def test_names_without_latin_letters_get_distinct_ids_and_all_run(tmp_path, eval
     p = cli_in_process("run", "evals", "--no-judge", "--reporter", "jsonl=r.jsonl", cwd=tmp_path, timeout=budget(30))
     assert p.returncode in (0, 1), p.stdout + p.stderr  # every test ran: no load error
     assert sorted(jsonl_results(tmp_path / "r.jsonl")) == sorted(NAMES)
-    stored = list((tmp_path / ".agent_health" / "results").rglob("intl*.json"))
+    stored = LocalResultStore(tmp_path / ".agent_health" / "results").list(suite="intl")
     assert len(stored) == len(NAMES)
 
 
