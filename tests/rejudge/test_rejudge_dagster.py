@@ -6,7 +6,12 @@ results materializations that show the newest status and the provenance."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from dagster import AssetKey, instance_for_test
@@ -25,6 +30,25 @@ PAYMENT, CHECKOUT, DATA = "payment-outage", "checkout-latency", "pure-data-check
 
 def tid(key):
     return f"rca::{key}"
+
+
+@contextlib.contextmanager
+def no_new_entries(folder: Path) -> Iterator[None]:
+    """`folder` takes no new file or folder, whoever asks (root too: the immutable attribute;
+    anyone else: no write permission); what is in it stays readable."""
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+    else:
+        mode = folder.stat().st_mode
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(mode)
 
 
 @pytest.fixture
@@ -110,13 +134,10 @@ def test_a_store_that_cannot_take_the_rejudge_run_fails_the_step(rejudge_project
     tags = range_tags(["sre@v1"], [PAYMENT, CHECKOUT])
     evaluate = pipeline.defs.resolve_job_def(pipeline.suites[0].names.job)
     assert evaluate.execute_in_process(instance=instance, tags=tags, run_config=QUIET).success
-    # the run history's folder became a file: no new run can be recorded in this store
-    runs = project.store_root / "_runs"
-    runs.rename(project.store_root / "_runs.moved")
-    runs.write_text("not a folder")
-
+    # the run history's folder takes no new run: the stored results read, no new run can be recorded
     job = pipeline.defs.resolve_job_def("rejudge__rca")
-    run = job.execute_in_process(instance=instance, tags=tags, run_config=QUIET, raise_on_error=False)
+    with no_new_entries(project.store_root / "_runs"):
+        run = job.execute_in_process(instance=instance, tags=tags, run_config=QUIET, raise_on_error=False)
     assert not run.success
     failure = run.failure_data_for_node("rca__rejudge")
     # the store cannot take the re-judging run's manifest: it stops before any test is judged again

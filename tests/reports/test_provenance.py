@@ -126,7 +126,7 @@ def test_every_result_records_what_produced_it_without_secrets(tmp_path, judge_s
     stored = store.get(ResultKey.of(result))
     assert stored is not None and stored.provenance == prov
     assert agent_server.headers[-1]["authorization"] == f"Bearer {SECRET}"
-    stored_text = "".join(p.read_text() for p in (tmp_path / "results").rglob("*.json"))
+    stored_text = "".join(p.read_text() for p in (tmp_path / "results").rglob("*.json*"))  # results.jsonl too
     assert prov.agent_settings_hash in stored_text and SECRET not in stored_text
 
     # the hash follows the settings, never the secret's value: a new token keeps it, a new model changes it

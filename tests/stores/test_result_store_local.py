@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -178,6 +179,7 @@ def test_a_rewrite_loses_no_line_a_writer_in_another_process_appends_meanwhile(t
         rewrites = 0
         while writer.poll() is None:
             rewrites += compact(index)
+            time.sleep(0.002)  # flock is not fair: back to back, the rewrites would starve the writer
         rounds = [0, *(int(line) for line in writer.stdout.read().split())]
         assert writer.wait() == 0
     finally:
@@ -190,3 +192,12 @@ def test_a_rewrite_loses_no_line_a_writer_in_another_process_appends_meanwhile(t
     keys = reader.list(suite="race")
     assert len(keys) == len(rounds) * store_writer.KEYS
     assert sum(1 for _ in reader.get_many(keys)) == len(keys)
+
+
+def test_any_test_id_and_run_id_survive_the_index(tmp_path):
+    ids = ['rca::quote " and \\ backslash', "rca::Проверка 🚀", "rca::tab\tnew\nline"]
+    run = 'run "with" quotes'
+    LocalResultStore(tmp_path).put_many([make_result(t, eval_run_id=run) for t in ids])
+    fresh = LocalResultStore(tmp_path)
+    assert [k.test_id for k in fresh.list()] == sorted(ids)
+    assert sorted(r.test_id for r in fresh.get_many(fresh.list())) == sorted(ids)
