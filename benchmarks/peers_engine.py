@@ -14,7 +14,7 @@ What both run (the cheapest honest equivalent of each other):
   the same fixed answer with its one `lookup` tool call; each case's body runs the agent and checks
   the tool deterministically (`expect.soft(result).to_have_called_tool("lookup")`: one gate
   signal, like EqualsExpected's one assertion). Results are stored to local files as `run` does by
-  default (one file per test and the run's log, fsynced in batches), and reported by the default
+  default (the run's log and the suite's index, appended and fsynced once per batch), and reported by the default
   summary reporter; `--no-store` is measured too. Its default concurrency (8).
 
 Every process is a fresh one, measured by wait4 (user + sys CPU seconds and peak RSS); this
