@@ -204,9 +204,9 @@ class LocalResultStore(ResultStore):
         return self.root / RUNS_DIR / run_id
 
     def _append_run_results(self, run_id: str, lines: list[bytes]) -> tuple[str, int, int]:
-        """Append lines to the run's log in one write, and fsync it: once this returns, the
-        results are on disk whatever becomes of their own files. The log, the offset of the
-        first line appended and the bytes appended (to cut them back when the batch fails)."""
+        """Append lines to the run's log in one write, and fsync it. The log, the offset of the
+        first line appended (the suite index points there) and the bytes appended (to cut them
+        back when the batch fails)."""
         folder = str(self._run_dir(run_id))
         log = os.path.join(folder, "results.jsonl")
         new = log not in self._logs
@@ -223,8 +223,7 @@ class LocalResultStore(ResultStore):
         data = b"\n".join(lines) + b"\n"
         try:
             append_whole(fd, data)  # a full disk leaves no torn line
-            # where this write landed (another process may append to the same log): the index
-            # points there
+            # where this write landed: another process may have appended since the open
             offset = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
             try:
                 os.fsync(fd)
