@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,21 @@ pytest_plugins = [
     "tests.support.browser",  # one headless Chromium per test module that asks for it
     "tests.support.report_project",  # the demo project the report and reporter tests read
 ]
+
+
+@pytest.fixture(autouse=True)
+def _project_modules_leave_with_their_test(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A module a test imported from its temporary project (`my_agents`, the framework agents,
+    which read their endpoint when they load) leaves sys.modules with that test: a cached one
+    answered for the next test's project of the same name, which then failed or passed by the
+    order xdist gave the files."""
+    yield
+    temp = str(tmp_path_factory.getbasetemp())
+    for name, module in list(sys.modules.items()):
+        # a namespace package (a folder without __init__.py) has no file, only its folders
+        where = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or ()), None)
+        if isinstance(where, str) and where.startswith(temp):
+            del sys.modules[name]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
