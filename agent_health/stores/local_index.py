@@ -178,11 +178,11 @@ def compact(path: str) -> bool:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # no appender is between its check and its write now
-        if os.fstat(fd).st_ino != os.stat(path).st_ino:
+        st = os.fstat(fd)
+        if st.st_ino != os.stat(path).st_ino:
             return False
         pointers: dict[str, Pointer] = {}
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, size, 0)
+        data = os.pread(fd, st.st_size, 0)
         _parse(data[: data.rfind(b"\n") + 1], pointers)
         body = b"".join(entry_line(t, p) + b"\n" for t, p in pointers.items() if p is not None)
         header = json.dumps({"index": 1, "live": len(body), "id": os.urandom(8).hex()}).encode() + b"\n"
