@@ -44,6 +44,16 @@ one --venv names (created there when missing, kept).
 --quick runs 200 / 1,000 / 2,000 cases once each. --tree DIR measures another checkout of
 agent-health (for example `git worktree add /tmp/before <commit>`) with this interpreter;
 --baseline DIR measures one more in the same rounds and adds its figures and now / before.
+
+--instructions counts instructions instead of CPU seconds: every process runs under valgrind's
+callgrind (the whole process, every thread; user space only, so what the kernel does for a
+write or an fsync is not in it), once at 200 and once at 2,000 cases (or the two smallest
+--sizes), and a test's share is the difference over the cases between. The count does not move
+with the machine's load (two runs of the same code agree within about 1%), so it tells whether a
+change to the engine made it cheaper where CPU seconds on a shared machine cannot; it is not
+CPU time: an instruction of one program may cost more than another's (pydantic-evals' count a
+case is about 1.7x ours while its CPU seconds are fewer), so compare ours with before, and CPU
+seconds with pydantic-evals.
 """
 
 from __future__ import annotations
@@ -51,6 +61,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -70,6 +82,7 @@ PROMPTS = [
     "logs-ingest disk full",
 ]
 TARGET_KB = 0.5  # bytes per loaded test, at most (issue 32)
+CALLGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
 
 AGENT = f"""
 ANSWER = {ANSWER!r}
@@ -161,8 +174,12 @@ class Proc:
     out: str  # stdout, then stderr
 
 
+PREFIX: list[str] = []  # what every measured command runs under (CALLGRIND with --instructions)
+
+
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
     """One fresh process: its CPU seconds, peak RSS (wait4) and output; exits when it fails."""
+    cmd = [*PREFIX, *cmd]
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=err)
@@ -176,6 +193,14 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
         if code != 0:
             raise SystemExit(f"{' '.join(cmd)} (in {cwd}) exited {code}:\n{out[-2000:]}\n{said[-3000:]}")
     return Proc(usage.ru_utime + usage.ru_stime, usage.ru_maxrss, wall, out + said)
+
+
+def instructions(p: Proc) -> int:
+    """The instructions callgrind counted in the process `p` was."""
+    found = re.search(r"Collected : (\d+)", p.out)
+    if found is None:
+        raise SystemExit(f"no instruction count in the output of a run under callgrind:\n{p.out[-2000:]}")
+    return int(found.group(1))
 
 
 def load() -> str:
@@ -283,7 +308,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 / 1,000 / 2,000 cases, once each")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the agent-health checkout to measure (default: this)")
     parser.add_argument("--baseline", type=Path, help="another checkout, measured in the same rounds (before)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="instructions a test under callgrind, not CPU seconds (see above)"
+    )
     opts = parser.parse_args()
+    if opts.instructions:
+        if shutil.which("valgrind") is None:
+            parser.error("--instructions runs every process under valgrind, not installed (apt-get install valgrind)")
+        count_instructions(opts, parser)
+        return
     sizes = [200, 1000, 2000] if opts.quick else sorted(int(s) for s in opts.sizes.split(","))
     repeat = 1 if opts.quick else max(1, opts.repeat)
     if len(sizes) < 2:
@@ -378,6 +411,38 @@ def main() -> None:
             + ", ".join(f"{side} {value:.2f} s" for side, value in startup.items())
             + " CPU"
         )
+
+
+def count_instructions(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """--instructions: every side once at two sizes under callgrind; instructions a test."""
+    given = "--sizes" in sys.argv or any(a.startswith("--sizes=") for a in sys.argv)
+    lo, hi = sorted(int(s) for s in opts.sizes.split(","))[:2] if given else (200, 2000)
+    if not 0 < lo < hi:
+        parser.error("--instructions: two different sizes above 0")
+    python, version = theirs_venv(opts.venv, opts.pydantic_evals)
+    print(f"python {sys.version.split()[0]}; pydantic-evals {version}; callgrind, {lo:,} and {hi:,} cases", flush=True)
+    PREFIX[:] = CALLGRIND
+    with tempfile.TemporaryDirectory(prefix="peers-engine-") as tmp:
+        theirs = Theirs(Path(tmp), python)
+        sides = {"ours": Ours(Path(tmp) / "now", opts.tree.resolve())}
+        if opts.baseline:
+            sides["before"] = Ours(Path(tmp) / "before", opts.baseline.resolve())
+        per: dict[tuple[str, str], float] = {}  # (side, kind) -> instructions a test
+        for name, ours in sides.items():
+            for kind, fn in (("stored", ours.stored), ("no-store", ours.no_store)):
+                per[name, kind] = (instructions(fn(hi)) - instructions(fn(lo))) / (hi - lo)
+                print(f"  {name} {kind}: {per[name, kind] / 1e6:.3f} M a test", flush=True)
+        peer = (instructions(theirs.stored(hi)) - instructions(theirs.stored(lo))) / (hi - lo)
+    print(f"\ninstructions a test ({lo:,} to {hi:,} cases; user space, every thread)")
+    head = f"{'figure':<30} {'agent-health':>13} {'pydantic-evals':>15} {'ours / theirs':>14}"
+    print(head + (f" {'before':>12} {'now / before':>13}" if "before" in sides else ""))
+    for kind in ("stored", "no-store"):
+        what = "results stored" if kind == "stored" else "--no-store"
+        line = f"{what:<30} {per['ours', kind] / 1e6:>11.3f} M {peer / 1e6:>13.3f} M {per['ours', kind] / peer:>13.2f}x"
+        if "before" in sides:
+            before = per["before", kind]
+            line += f" {before / 1e6:>10.3f} M {per['ours', kind] / before:>12.3f}x"
+        print(line)
 
 
 if __name__ == "__main__":
