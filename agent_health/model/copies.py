@@ -4,18 +4,27 @@ that are already valid, as the constructor makes it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
 
-# BaseModel's own slots, set through their descriptors: `object.__setattr__(model, name, value)`
-# looks the name up first, and every built model sets three of them (about a quarter of a build).
-_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
-_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+
+def _slot_setter(name: str) -> Callable[[BaseModel, Any], None]:
+    """How to set one of BaseModel's own attributes: through its slot's descriptor (pydantic 2
+    keeps them in `__slots__`), as `object.__setattr__(model, name, value)` does after looking the
+    name up, which was about a quarter of building a model; by name if a release stops doing so."""
+    found = BaseModel.__dict__.get(name)
+    if found is not None and hasattr(found, "__set__"):
+        return found.__set__  # type: ignore[no-any-return]
+    return lambda model, value: object.__setattr__(model, name, value)
+
+
+_SET_EXTRA = _slot_setter("__pydantic_extra__")
+_SET_FIELDS_SET = _slot_setter("__pydantic_fields_set__")
+_SET_PRIVATE = _slot_setter("__pydantic_private__")
 _SET_DICT = object.__setattr__
 
 

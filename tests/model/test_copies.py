@@ -54,3 +54,25 @@ def test_built_refuses_unknown_and_missing_fields():
         built(Provenance, {"colour": "red"})
     with pytest.raises(TypeError, match=r"missing fields \['kind', 'name'\]"):
         built(Signal, {"passed": True})
+
+
+def test_a_slot_pydantic_no_longer_keeps_is_set_by_name():
+    """`_slot_setter` sets BaseModel's own attributes through their slots' descriptors; where a
+    pydantic release keeps one elsewhere, it sets it by name, so a build never breaks on it."""
+    import pydantic
+
+    from agent_health.model import copies
+
+    slot = pydantic.BaseModel.__dict__["__pydantic_extra__"]
+    assert getattr(copies._slot_setter("__pydantic_extra__"), "__self__", None) is slot
+
+    class Plain:  # an attribute kept in the instance's dict, as a release without the slot would
+        pass
+
+    plain = Plain()
+    copies._slot_setter("__not_a_slot__")(plain, 5)  # type: ignore[arg-type]
+    assert plain.__not_a_slot__ == 5  # type: ignore[attr-defined]
+    # and the models built through the descriptors are the validated ones (above) with a copy too
+    signal = built(Signal, {"kind": "metric", "role": "observe", "name": "metric:x", "value": 1.0})
+    copy = copies.replaced(signal, {"value": 2.0})
+    _same(copy, Signal(kind="metric", role="observe", name="metric:x", value=2.0))
