@@ -301,7 +301,7 @@ def median(values: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="1000,10000,50000", help="case counts (default 1000,10000,50000)")
+    parser.add_argument("--sizes", help="case counts (default 1000,10000,50000; with --instructions 200,2000)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each figure, the median kept (default 3)")
     parser.add_argument("--venv", type=Path, help="pydantic-evals' virtualenv (made here when missing)")
     parser.add_argument("--pydantic-evals", default="pydantic-evals", help="what pip installs (default the newest)")
@@ -317,7 +317,7 @@ def main() -> None:
             parser.error("--instructions runs every process under valgrind, not installed (apt-get install valgrind)")
         count_instructions(opts, parser)
         return
-    sizes = [200, 1000, 2000] if opts.quick else sorted(int(s) for s in opts.sizes.split(","))
+    sizes = [200, 1000, 2000] if opts.quick else sorted(int(s) for s in (opts.sizes or "1000,10000,50000").split(","))
     repeat = 1 if opts.quick else max(1, opts.repeat)
     if len(sizes) < 2:
         parser.error("--sizes: at least two sizes (the loading slope is between the two largest)")
@@ -415,8 +415,7 @@ def main() -> None:
 
 def count_instructions(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """--instructions: every side once at two sizes under callgrind; instructions a test."""
-    given = "--sizes" in sys.argv or any(a.startswith("--sizes=") for a in sys.argv)
-    lo, hi = sorted(int(s) for s in opts.sizes.split(","))[:2] if given else (200, 2000)
+    lo, hi = sorted(int(s) for s in (opts.sizes or "200,2000").split(","))[:2]
     if not 0 < lo < hi:
         parser.error("--instructions: two different sizes above 0")
     python, version = theirs_venv(opts.venv, opts.pydantic_evals)

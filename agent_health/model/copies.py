@@ -25,7 +25,6 @@ def _slot_setter(name: str) -> Callable[[BaseModel, Any], None]:
 _SET_EXTRA = _slot_setter("__pydantic_extra__")
 _SET_FIELDS_SET = _slot_setter("__pydantic_fields_set__")
 _SET_PRIVATE = _slot_setter("__pydantic_private__")
-_SET_DICT = object.__setattr__
 
 
 def replaced(model: M, update: Mapping[str, Any]) -> M:
@@ -41,7 +40,7 @@ def replaced(model: M, update: Mapping[str, Any]) -> M:
     given = set(model.__pydantic_fields_set__)
     given.update(update)
     copy = object.__new__(type(model))
-    _SET_DICT(copy, "__dict__", values)
+    object.__setattr__(copy, "__dict__", values)
     _SET_EXTRA(copy, None)
     _SET_FIELDS_SET(copy, given)
     _SET_PRIVATE(copy, None)
@@ -92,7 +91,7 @@ def built(cls: type[M], values: Mapping[str, Any]) -> M:
         if name not in values:
             fields[name] = factory()
     model = object.__new__(cls)
-    _SET_DICT(model, "__dict__", fields)
+    object.__setattr__(model, "__dict__", fields)
     _SET_EXTRA(model, None)
     _SET_FIELDS_SET(model, set(values))
     _SET_PRIVATE(model, None)
