@@ -16,6 +16,10 @@ What both run (the cheapest honest equivalent of each other):
   signal, like EqualsExpected's one assertion). Results are stored to local files as `run` does by
   default (the run's log and the suite's index, appended and fsynced once per batch), and reported by the default
   summary reporter; `--no-store` is measured too. Its default concurrency (8).
+- agent-health with a key: the same stored run, the agent's settings given an API key from the
+  environment (`kwargs: {api_key: {env: BENCH_API_KEY}}`), as most real agents are: every run and
+  result is then searched for the key in each form it may take before anything leaves the engine.
+  pydantic-evals has nothing to compare it with; it shows what a credential costs a test.
 
 Every process is a fresh one, measured by wait4 (user + sys CPU seconds and peak RSS); this
 process imports nothing but the standard library, since Linux keeps a process's peak RSS across
@@ -88,7 +92,7 @@ AGENT = f"""
 ANSWER = {ANSWER!r}
 
 
-async def answer(prompt):
+async def answer(prompt, api_key=None):
     return {{"output": ANSWER, "tool_calls": [{{"name": "lookup", "args": {{"q": prompt}}}}]}}
 """
 
@@ -96,11 +100,15 @@ CONFIG = """
 from agent_health import define_config
 
 config = define_config(
-    agents=[{"key": "fixed", "connector": "python", "settings": {"function": "fixed_agent:answer"},
-             "versions": {"v1": {}}}],
+    agents=[{"key": "fixed", "connector": "python", "settings": SETTINGS, "versions": {"v1": {}}}],
     default_agent="fixed@v1",
 )
 """
+SETTINGS = {"function": "fixed_agent:answer"}
+# the same agent given an API key from the environment, as most real agents are: every result is
+# then searched for the key in each form it may take (docs/deploy.md, Secrets)
+SECRET_SETTINGS = {**SETTINGS, "kwargs": {"api_key": {"env": "BENCH_API_KEY"}}}
+SECRET_ENV = {"BENCH_API_KEY": "sk-bench-0123456789abcdefABCDEF"}
 
 # What storing costs on its own: a thread stores N results with put_many in batches of 64 (as the
 # run's sink hands them over) into a fresh local store; its own CPU (RUSAGE_THREAD) a result,
@@ -248,19 +256,27 @@ class Ours:
             path.write_text(json.dumps(cases))
         return path
 
-    def _cli(self, n: int, *args: str) -> Proc:
+    def _cli(self, n: int, *args: str, secret: bool = False) -> Proc:
         self.count += 1
         project = self.root / f"p{self.count:04d}"
         project.mkdir()
         (project / "fixed_agent.py").write_text(AGENT.lstrip())
-        (project / "agent_health_config.py").write_text(CONFIG.lstrip())
+        settings = SECRET_SETTINGS if secret else SETTINGS
+        (project / "agent_health_config.py").write_text(CONFIG.lstrip().replace("SETTINGS", repr(settings)))
         cmd = [sys.executable, "-m", "agent_health", "run", str(self.cases(n)), *args]
-        return run(cmd, project, {"PYTHONPATH": str(self.tree)})
+        return run(cmd, project, {"PYTHONPATH": str(self.tree), **(SECRET_ENV if secret else {})})
 
     def stored(self, n: int) -> Proc:
         p = self._cli(n)
         if f"{n} result(s) stored" not in p.out:
             raise SystemExit(f"agent-health stored run of {n} cases: no '{n} result(s) stored' in its output")
+        return p
+
+    def with_secret(self, n: int) -> Proc:
+        """A stored run of an agent given an API key (`SECRET_SETTINGS`)."""
+        p = self._cli(n, secret=True)
+        if f"{n} result(s) stored" not in p.out:
+            raise SystemExit(f"agent-health run of {n} cases with a key: no '{n} result(s) stored' in its output")
         return p
 
     def no_store(self, n: int) -> Proc:
@@ -292,6 +308,10 @@ class Theirs:
 
     def loaded(self, n: int) -> Proc:
         return run([str(self.python), "bench.py", str(n), "load"], self.root)
+
+
+# what each kind of run of ours is called in the tables (pydantic-evals' one kind is its stored run)
+KINDS = {"stored": "results stored", "no-store": "--no-store", "secret": "stored, agent given a key"}
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -345,6 +365,7 @@ def main() -> None:
                     if name == "ours":
                         measure("theirs", "stored", n, theirs.stored)
                     measure(name, "no-store", n, ours.no_store)
+                    measure(name, "secret", n, ours.with_secret)
             for n in big:
                 for name, ours in sides.items():
                     measure(name, "loaded", n, ours.loaded)
@@ -364,13 +385,12 @@ def main() -> None:
         mine = list(sides)  # "ours", then "before" when measured
         rows: list[tuple[str, dict[str, float], float, str]] = []  # label, ours (and before), theirs, unit
         for n in sizes:
-            for kind in ("stored", "no-store"):
-                what = "results stored" if kind == "stored" else "--no-store"
+            for kind, what in KINDS.items():
                 ours_ms = {side: per_test(side, kind, n) for side in mine}
                 rows.append((f"CPU per test, {n:,} cases ({what})", ours_ms, per_test("theirs", "stored", n), "ms"))
         lo, hi = big
-        for kind in ("stored", "no-store"):
-            label = f"CPU slope {lo:,} to {hi:,} ({'stored' if kind == 'stored' else '--no-store'})"
+        for kind, what in KINDS.items():
+            label = f"CPU slope {lo:,} to {hi:,} ({what})"
             ours_ms = {side: slope(cpu, side, kind) * 1000 for side in mine}
             rows.append((label, ours_ms, slope(cpu, "theirs", "stored") * 1000, "ms"))
         for n in sizes:
@@ -386,10 +406,10 @@ def main() -> None:
             return f"{value:.3f} ms" if unit == "ms" else f"{value:.0f} MB" if unit == "MB" else f"{value:.2f} KB"
 
         print(f"\nmedians of {repeat} run(s) each; {load()} at the end")
-        head = f"{'figure':<52} {'agent-health':>13} {'pydantic-evals':>15} {'ours / theirs':>14}"
+        head = f"{'figure':<60} {'agent-health':>13} {'pydantic-evals':>15} {'ours / theirs':>14}"
         print(head + (f" {'before':>12} {'now / before':>13}" if "before" in sides else ""))
         for label, ours_value, peer, unit in rows:
-            line = f"{label:<52} {shown(ours_value['ours'], unit):>13} {shown(peer, unit):>15}"
+            line = f"{label:<60} {shown(ours_value['ours'], unit):>13} {shown(peer, unit):>15}"
             line += f" {ours_value['ours'] / peer:>13.2f}x"
             if "before" in ours_value:
                 before = ours_value["before"]
@@ -428,15 +448,14 @@ def count_instructions(opts: argparse.Namespace, parser: argparse.ArgumentParser
             sides["before"] = Ours(Path(tmp) / "before", opts.baseline.resolve())
         per: dict[tuple[str, str], float] = {}  # (side, kind) -> instructions a test
         for name, ours in sides.items():
-            for kind, fn in (("stored", ours.stored), ("no-store", ours.no_store)):
+            for kind, fn in (("stored", ours.stored), ("no-store", ours.no_store), ("secret", ours.with_secret)):
                 per[name, kind] = (instructions(fn(hi)) - instructions(fn(lo))) / (hi - lo)
                 print(f"  {name} {kind}: {per[name, kind] / 1e6:.3f} M a test", flush=True)
         peer = (instructions(theirs.stored(hi)) - instructions(theirs.stored(lo))) / (hi - lo)
     print(f"\ninstructions a test ({lo:,} to {hi:,} cases; user space, every thread)")
     head = f"{'figure':<30} {'agent-health':>13} {'pydantic-evals':>15} {'ours / theirs':>14}"
     print(head + (f" {'before':>12} {'now / before':>13}" if "before" in sides else ""))
-    for kind in ("stored", "no-store"):
-        what = "results stored" if kind == "stored" else "--no-store"
+    for kind, what in KINDS.items():
         line = f"{what:<30} {per['ours', kind] / 1e6:>11.3f} M {peer / 1e6:>13.3f} M {per['ours', kind] / peer:>13.2f}x"
         if "before" in sides:
             before = per["before", kind]
