@@ -174,9 +174,13 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         )
     labels = [*pick("labels"), *pick("tags")]
     labels += [f"{key}:{pick(key)}" for key in ("category", "difficulty") if pick(key)]
-    steps = list(steps_of(pick("expected_trajectory")))
-    if pick("expected_tools"):
-        steps.append(_tools_step(len(steps) + 1, tuple(pick("expected_tools"))))
+    trajectory = pick("expected_trajectory")
+    if not trajectory:  # the usual case: one object for the cases that name the same tools
+        steps = _tools_steps(tuple(pick("expected_tools") or ()))
+    else:
+        steps = steps_of(trajectory)
+        if pick("expected_tools"):
+            steps += (_tools_step(len(steps) + 1, tuple(pick("expected_tools"))),)
     return {
         "name": name,
         "prompt": prompt,
@@ -186,13 +190,20 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
         "turns": pick("turns"),
         "user": user,
         "expected_outcomes": pick("expected_outcomes"),
-        "expected_trajectory": tuple(steps),
+        "expected_trajectory": steps,
         "timeout_s": pick("timeout"),
         "epochs": pick("epochs"),
         "skip_judge": pick("skip_judge"),
         "max_cost_usd": pick("max_cost_usd"),
         "source_id": pick("id"),
     }
+
+
+@functools.lru_cache(maxsize=1024)
+def _tools_steps(tools: tuple[str, ...]) -> tuple[ExpectedStep, ...]:
+    """The expected steps of a case with `expected_tools` and no `expected_trajectory`: one tuple
+    for the cases that name the same tools, which the loader then shares by identity."""
+    return (_tools_step(1, tools),) if tools else ()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -361,6 +372,7 @@ def _load_rows(
     dumps: dict[int, dict[str, Any]] = {}  # id of a shared context item or step -> its model_dump()
     bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
     tools_of: dict[int, tuple[str, ...]] = {}  # id of a shared tuple of steps -> the tools they require
+    last_steps: tuple[Any, Any] = (None, None)  # the last case's steps as it came, and shared
     run = (registry.root, NO_FIXTURES, True)
     for i, row in enumerate(rows):
         try:
@@ -370,8 +382,13 @@ def _load_rows(
             continue
         source_id = fields.pop("source_id")
         tid = test_id(suite, fields["name"])
+        # the steps of cases that only name tools are one object (`_tools_steps`): shared once, not
+        # hashed and looked up again for every case (a step's hash and equality are pydantic's, in Python)
+        if fields["expected_trajectory"] is not last_steps[0]:
+            last_steps = (fields["expected_trajectory"], shared_value(fields["expected_trajectory"], shared))
+        fields["expected_trajectory"] = last_steps[1]
         for name, value in fields.items():
-            if name != "name" and isinstance(value, _SHAREABLE):
+            if name != "name" and name != "expected_trajectory" and isinstance(value, _SHAREABLE):
                 fields[name] = shared_value(value, shared)
         steps = fields["expected_trajectory"]  # a shared tuple: the tools of the file's equal ones found once
         tools = tools_of.get(id(steps))

@@ -107,7 +107,11 @@ def shared_value(value: Any, shared: dict[Any, Any]) -> Any:
     if found is not None:  # met before (most values of a suite's second and later tests): nothing to build
         return found
     if isinstance(value, tuple):
-        value = tuple(shared_value(v, shared) for v in value)
+        items = tuple(shared_value(v, shared) for v in value)
+        # a new tuple only when an item was replaced: an equal, distinct one kept instead made
+        # every later lookup of the original compare the two with pydantic's `__eq__` (a step's)
+        if any(a is not b for a, b in zip(items, value)):
+            value = items
     elif isinstance(value, ExpectedStep):
         tools = shared_value(value.required_tools, shared)
         if tools is not value.required_tools:
