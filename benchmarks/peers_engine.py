@@ -266,18 +266,16 @@ class Ours:
         cmd = [sys.executable, "-m", "agent_health", "run", str(self.cases(n)), *args]
         return run(cmd, project, {"PYTHONPATH": str(self.tree), **(SECRET_ENV if secret else {})})
 
-    def stored(self, n: int) -> Proc:
-        p = self._cli(n)
+    def stored(self, n: int, secret: bool = False) -> Proc:
+        """A run storing its results; with `secret`, of an agent given an API key (`SECRET_SETTINGS`)."""
+        p = self._cli(n, secret=secret)
         if f"{n} result(s) stored" not in p.out:
-            raise SystemExit(f"agent-health stored run of {n} cases: no '{n} result(s) stored' in its output")
+            what = " with a key" if secret else ""
+            raise SystemExit(f"agent-health stored run of {n} cases{what}: no '{n} result(s) stored' in its output")
         return p
 
     def with_secret(self, n: int) -> Proc:
-        """A stored run of an agent given an API key (`SECRET_SETTINGS`)."""
-        p = self._cli(n, secret=True)
-        if f"{n} result(s) stored" not in p.out:
-            raise SystemExit(f"agent-health run of {n} cases with a key: no '{n} result(s) stored' in its output")
-        return p
+        return self.stored(n, secret=True)
 
     def no_store(self, n: int) -> Proc:
         return self._cli(n, "--no-store")
