@@ -89,21 +89,42 @@ def is_weak_secret(value: str) -> bool:
     )
 
 
+_SLASHES_LOOKED_AT = 8  # slashes looked at one by one before searching for "://" at once
+
+
+def _may_hold_userinfo(text: str) -> bool:
+    """Whether `text` has an `@` and a `://`, as a URL with userinfo has (`"@" in text and "://"
+    in text`). A one-character search is a `memchr` (0.07 us over a result's 4 KB of JSON) where
+    `"://"` is searched character by character (3.5 us), and this runs on every run's and every
+    result's JSON; an `@` is in each (the agent's `KEY@VERSION`), a slash in few and `://` in
+    fewer, so the slashes are found one by one and the few first looked at."""
+    if "@" not in text:
+        return False
+    at = text.find("/", 1)
+    for _ in range(_SLASHES_LOOKED_AT):
+        if at < 0:
+            return False
+        if text[at - 1] == ":" and text.startswith("/", at + 1):
+            return True
+        at = text.find("/", at + 1)
+    return at >= 0 and text.find("://", at - 1) >= 0
+
+
 def redact_userinfo(text: str) -> str:
     """`text` with the userinfo of every URL in it replaced (`http://[REDACTED]@host`)."""
-    return _USERINFO.sub(f"://{REDACTED}@", text) if "://" in text else text
+    return _USERINFO.sub(f"://{REDACTED}@", text) if _may_hold_userinfo(text) else text
 
 
 def redact_url(text: str) -> str:
     """`text` (a URL, or a message quoting URLs) with the userinfo of every URL in it removed
     (`http://user:pw@host` -> `http://host`): for locations shown in messages, where the
     credential is not worth a placeholder."""
-    return _USERINFO.sub("://", text) if "://" in text else text
+    return _USERINFO.sub("://", text) if _may_hold_userinfo(text) else text
 
 
 def url_password(value: Any) -> str | None:
     """The password of a URL's userinfo (`scheme://user:password@host`), if it has one."""
-    if not isinstance(value, str) or "://" not in value or "@" not in value:
+    if not isinstance(value, str) or not _may_hold_userinfo(value):
         return None
     try:
         return urlsplit(value.strip()).password or None
@@ -255,7 +276,7 @@ class SecretSet:
         if self._values and self._search(text):
             return True
         return any(json.dumps(w, ensure_ascii=False) in text for w in self._whole) or (
-            "://" in text and _USERINFO.search(text) is not None
+            _may_hold_userinfo(text) and _USERINFO.search(text) is not None
         )
 
     def scrub_text(self, text: str) -> str:

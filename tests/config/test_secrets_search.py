@@ -95,3 +95,27 @@ def test_only_forms_holding_no_other_are_searched():
         assert all(a == b or a not in b for a in kept for b in kept)
     every = {f for s in SECRETS for f in set.union(*encoded_forms(s))}
     assert len(forms.folded) + len(forms.exact) < len(every)  # some were held by others
+
+
+def test_the_userinfo_prefilter_answers_as_searching_for_both_does():
+    # slashes, colons and at signs in every arrangement, many slashes before the first "://" too:
+    # the slashes looked at one by one and the search after them must agree with `in`
+    rng = random.Random(5)
+    pieces = ["/", ":", "@", "//", ":/", "://", "a", "x:y", "https://u:p@h/", " ", "é", "/" * 9]
+    seen = {True: 0, False: 0}
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        expected = "@" in text and "://" in text
+        seen[expected] += 1
+        assert secrets._may_hold_userinfo(text) == expected, text
+        # the prefilter never hides a URL with userinfo from the scrub
+        if secrets._USERINFO.search(text):
+            assert secrets.redact_userinfo(text) != text, text
+    assert min(seen.values()) > 2_000
+
+
+def test_a_url_with_userinfo_after_many_paths_is_still_found():
+    text = '{"source_file": "evals/a/b/c/d/e/f/g/h/i.json", "agent": "k@v1", "out": "see https://bob:pw@db/x"}'
+    assert SecretSet().found_in(text)
+    assert "bob:pw" not in SecretSet().scrub_text(text)
+    assert not SecretSet().found_in(text.replace("https://", "https:"))
