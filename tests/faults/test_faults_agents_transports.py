@@ -88,6 +88,12 @@ def agent() -> Iterator[LocalHTTPServer]:
         yield srv
 
 
+def called_a_400(message: str, agent: LocalHTTPServer) -> bool:
+    """Whether the message names a 400 status; the agent's URL is left out, as its port may hold
+    the digits (port 40013 did, and failed CI)."""
+    return "400" in message.replace(agent.url, "")
+
+
 @pytest.mark.parametrize("path, pool", [("/line-60mb", "aiohttp"), ("/line-50mb", "httpx")])
 def test_a_long_event_line_is_read_in_linear_time(agent, path, pool):
     """The whole line arrives. Re-splitting the buffer from its start on every chunk took minutes
@@ -108,7 +114,7 @@ def test_a_long_event_line_beyond_the_size_limit_names_the_limit(agent):
 def test_a_redirect_loop_is_named(agent, pool):
     message = invoke_error(runtime("http", endpoint=agent.url + "/loop", pool=pool, retry={"max_retries": 0}))
     assert f"redirected too many times: a redirect loop? (the last redirect pointed to {agent.url}/loop)" in message
-    assert "400" not in message and "timed out" not in message
+    assert not called_a_400(message, agent) and "timed out" not in message
 
 
 @pytest.mark.parametrize("pool", ["aiohttp", "httpx"])
@@ -120,7 +126,7 @@ def test_a_get_redirected_twice_reaches_the_answer(agent, pool):
 def test_a_response_that_is_not_http_is_named_not_called_a_400(agent, path):
     message = invoke_error(runtime("http", endpoint=agent.url + path, retry={"max_retries": 0}))
     assert "the agent's response is not valid HTTP: " in message and MALFORMED[path][1] in message
-    assert "400" not in message and "ClientResponseError" not in message
+    assert not called_a_400(message, agent) and "ClientResponseError" not in message
 
 
 @pytest.fixture(scope="module")
