@@ -1,8 +1,9 @@
 """Where a run's results go the moment they finish: the result store first, then every reporter.
 
 Store and report writes are blocking I/O and never run on the event loop: results are stored in
-batches by writer threads (`ResultStore.put_many`: for local files one fsync per batch, not per
-result; for S3 and OpenSearch one bulk request), then go to the sink's one thread, which calls the
+batches (`ResultStore.put_many`: for local files one fsync per batch, not per result; for S3 and
+OpenSearch one bulk request), on the sink's one thread for a local store, on writer threads for
+one that waits on a network (`ResultStore.concurrent_writes`); the sink's thread then calls the
 reporters (so reporters are only ever called from one thread), and a result a reporter saw is
 already in the store (a run killed mid-way has a report that is a subset of its stored results).
 A batch is whatever finished while the previous one was being written: a slow store gets bigger
@@ -42,7 +43,6 @@ _STOP = object()
 _BATCH = 64  # results handed to the sink's thread at once, at most
 _HANDOFF_S = 0.005  # how long a finished result may wait for others to go with it
 _STORE_BATCH = 128  # results stored in one put_many, at most
-_PARALLEL_WRITES = 2  # put_many calls in flight at once (one writes while the next fills)
 
 
 def _make_encodable(batch: list[TestResult]) -> bool:
@@ -150,7 +150,9 @@ class ResultSink:
         self._lock = threading.Lock()
         self._batch: list[TestResult] = []
         self._handoff: asyncio.TimerHandle | None = None
-        self._writers = DaemonThreadPool("agent-health-store") if store is not None else None
+        # put_many calls in flight at once (0: on the sink's own thread, one at a time)
+        self._concurrent_writes = store.concurrent_writes if store is not None else 0
+        self._writers = DaemonThreadPool("agent-health-store") if self._concurrent_writes > 0 else None
         self._held: deque[Any] = deque()  # result lists and calls in order, waiting for writers
         self._in_flight = 0  # batches handed to writers and not reported yet
         self._done = 0  # results reported whose room the loop has not got back yet
@@ -262,9 +264,10 @@ class ResultSink:
             self._writers.shutdown(wait=False)
 
     # -- the sink's thread ----------------------------------------------------------------------
-    # Results are stored in batches by up to `_PARALLEL_WRITES` writer threads; a writer hands each
-    # stored batch back to this thread, which reports it. A call (begin, agent_done, finish) waits
-    # until every result queued before it is stored and reported.
+    # Results are stored in batches, on this thread or by up to `concurrent_writes` writer threads;
+    # each stored batch comes back through the queue to be reported (a write on this thread puts
+    # it there too, so what arrived meanwhile joins the next batch). A call (begin, agent_done,
+    # finish) waits until every result queued before it is stored and reported.
     def _work(self) -> None:
         while True:
             try:
@@ -285,13 +288,16 @@ class ResultSink:
         """Start what the held items allow, in order."""
         while self._held:
             if isinstance(self._held[0], list):  # results to store
-                if self._writers is None:  # no store: straight to the reporters
+                if self.store is None:  # no store: straight to the reporters
                     self._report(self._held.popleft())
                     continue
-                if self._in_flight >= _PARALLEL_WRITES:
-                    return  # go on when a writer hands its batch back
+                if self._in_flight >= max(self._concurrent_writes, 1):
+                    return  # go on when the batch in flight comes back
                 self._in_flight += 1
-                self._writers.submit(self._store_batch, self._take_batch())
+                if self._writers is None:
+                    self._store_batch(self._take_batch())
+                else:
+                    self._writers.submit(self._store_batch, self._take_batch())
                 continue
             if self._in_flight:
                 return  # a call runs once everything before it is stored and reported
@@ -324,7 +330,7 @@ class ResultSink:
         self._done += len(results)
 
     def _store_batch(self, batch: list[TestResult]) -> None:
-        """On a writer thread: store a batch, then hand it back for reporting."""
+        """Store a batch (on a writer thread or this one), then hand it back for reporting."""
         try:
             stored, failed = self._put(batch)
             with self._lock:
@@ -333,6 +339,8 @@ class ResultSink:
                 self._store_failures += len(failed)
             if first:  # once: every later result would say the same
                 self._error(f"{self._store_said(failed[0])}; the run goes on without it")
+        except Exception as exc:  # the sink's thread must outlive it; the batch is still reported  # noqa: BLE001
+            self.errors.append(f"result sink: {type(exc).__name__}: {exc}")
         finally:
             self._queue.put(_Stored(batch))
 

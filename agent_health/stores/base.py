@@ -13,7 +13,7 @@ import builtins
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from agent_health.errors import StoreError
 from agent_health.lazy import deferred
@@ -68,6 +68,12 @@ class ResultKey:
 class ResultStore(abc.ABC):
     """Stores one `TestResult` per `ResultKey`. `put` replaces atomically: a reader sees the old
     result or the new one, never a torn write, and a crash loses nothing already put."""
+
+    #: How a run's result sink hands this store its batches: 0, each `put_many` on the sink's own
+    #: thread, between reports (a local disk: a hand-off to a writer thread cost more CPU than the
+    #: write itself); N > 0, up to N `put_many` calls in flight on writer threads, so a store that
+    #: waits on a network keeps writing while the sink reports.
+    concurrent_writes: ClassVar[int] = 2
 
     @abc.abstractmethod
     def put(self, result: TestResult) -> ResultKey:

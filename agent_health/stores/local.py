@@ -89,6 +89,8 @@ def encode_part(part: str) -> str:
 class LocalResultStore(ResultStore):
     """Results as JSON files under `root` (see the module docstring for what a write promises)."""
 
+    concurrent_writes = 0  # written on the run sink's thread: see ResultStore.concurrent_writes
+
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
         self._folders: set[str] = set()  # folders this store has seen exist

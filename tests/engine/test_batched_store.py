@@ -270,3 +270,79 @@ def test_a_slow_store_slows_the_run_instead_of_filling_memory(tmp_path):
     held, accepted = asyncio.run(run())
     assert held == 5 and accepted == 40
     assert sorted(reported) == [f"rca::t{i:02d}" for i in range(40)] and len(store.list()) == 40
+
+
+class ThreadNoting(LocalResultStore):
+    """A local store that notes the thread of every write; `concurrent_writes` as given, and with
+    two or more the first two writes wait for each other (they must be in flight at once)."""
+
+    def __init__(self, root: Path, concurrent_writes: int):
+        super().__init__(root)
+        self.concurrent_writes = concurrent_writes  # type: ignore[misc]  # a class setting, set per test
+        self.threads: list[str] = []
+        self.together = threading.Barrier(2, timeout=10)
+
+    def put_many(self, results):
+        self.threads.append(threading.current_thread().name)
+        if self.concurrent_writes >= 2 and len(self.threads) <= 2:
+            self.together.wait()  # a BrokenBarrierError if the second write never starts meanwhile
+        return super().put_many(results)
+
+
+async def sink_run(store: ThreadNoting, n: int) -> tuple[ResultSink, list[str]]:
+    """Put `n` results through a sink over `store`, in several hand-overs; the sink and the
+    threads the reporter was called on."""
+    reported: list[str] = []
+    sink = ResultSink(store, [CallbackReporter(lambda r: reported.append(threading.current_thread().name))]).start()
+    for i in range(n):
+        await sink.put(make_result(f"rca::t{i:03d}", eval_run_id=RUN))
+        if i % 50 == 49:
+            await asyncio.sleep(0.02)  # what finished meanwhile is handed over
+    await sink.close()
+    return sink, reported
+
+
+def test_a_local_store_is_written_on_the_sinks_own_thread(tmp_path):
+    """No hand-off to a writer thread for a local disk (it cost more CPU than the write); the
+    writes are still batched, and the reporters hear of a result only once it is stored."""
+    store = ThreadNoting(tmp_path, LocalResultStore.concurrent_writes)
+    sink, reported = asyncio.run(sink_run(store, 300))
+    assert set(store.threads) == {"agent-health-results"} and set(reported) == {"agent-health-results"}
+    assert sink.stored == 300 and len(reported) == 300 and len(store.list()) == 300
+    assert 1 < len(store.threads) <= 300 / 4  # batched, in more than one write
+
+
+def test_a_store_that_waits_on_a_network_keeps_two_writes_in_flight(tmp_path):
+    store = ThreadNoting(tmp_path, 2)
+    sink, reported = asyncio.run(sink_run(store, 300))
+    assert not store.together.broken  # the first two writes were in flight at once
+    assert all(t.startswith("agent-health-store") for t in store.threads) and set(reported) == {"agent-health-results"}
+    assert sink.stored == 300 and len(reported) == 300 and len(store.list()) == 300
+
+
+class Refusing(LocalResultStore):
+    def put_many(self, results):
+        raise StoreError("result store here: the disk is full")
+
+
+def test_an_error_handler_that_raises_does_not_end_the_sinks_thread(tmp_path):
+    """The store fails, and so does the callback told of it: every result is still reported, counted
+    as not stored, and the sink still answers (its thread lives on)."""
+    reported: list[str] = []
+
+    def on_error(message: str) -> None:
+        raise RuntimeError("the console went away")
+
+    async def run() -> ResultSink:
+        reporter = CallbackReporter(lambda r: reported.append(r.test_id))
+        sink = ResultSink(Refusing(tmp_path), [reporter], on_error=on_error).start()
+        for i in range(10):
+            await sink.put(make_result(f"rca::t{i}", eval_run_id=RUN))
+        await asyncio.wait_for(sink.call(lambda: None), 10)  # answered after every result was reported
+        await sink.close()
+        return sink
+
+    sink = asyncio.run(run())
+    assert len(reported) == 10 and sink.not_stored == 10 and sink.stored == 0
+    assert sink.errors[0] == "result store here: the disk is full; the run goes on without it"
+    assert "result sink: RuntimeError: the console went away" in sink.errors
