@@ -19,6 +19,7 @@ from agent_health.errors import AgentError, ConfigError, ConversationError
 from agent_health.model import Artifact, RunResult, Step, Usage
 from agent_health.model.agent import AgentRequest, ResolvedAgent
 from agent_health.model.copies import built, replaced
+from agent_health.model.run import with_chars
 
 
 class Connector(abc.ABC):
@@ -195,6 +196,7 @@ class AgentRuntime:
         except Exception as exc:  # the connector's own bug or an unexpected transport error
             raise AgentError(f"agent {self.ref} ({self.connector.endpoint}): {type(exc).__name__}: {exc}") from exc
         updates: dict[str, Any] = {}
+        added = 0  # characters of text the updates add (`text_chars`)
         if not result.agent:
             updates["agent"] = self.ref
         if not result.started_at:
@@ -203,8 +205,9 @@ class AgentRuntime:
             # every connector's trajectory opens with the user prompt, so a transcript reads whole
             prompt = built(Step, {"kind": "message", "role": "user", "content": request.prompt})
             updates["trajectory"] = (prompt, *result.trajectory)
+            added = len(prompt.content)
         if updates:
-            result = replaced(result, updates)
+            result = with_chars(replaced(result, updates), added, of=result)
         return result
 
     def traces_for(self, result: RunResult) -> Any:

@@ -55,3 +55,8 @@ SEEN: list = []
 def hooked_after(raw, result):
     SEEN.append(raw["status"])
     return result.model_copy(update={"output": result.output + " [after]"})
+
+
+def short_agent(prompt):
+    """Answers 200 characters, whatever the prompt's length."""
+    return {"response": "x" * 200, "toolCalls": [{"name": "lookup", "args": {"q": "y" * 30}}]}
