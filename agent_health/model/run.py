@@ -312,8 +312,9 @@ def text_chars(run: RunResult, budget: int = SCRUB_INLINE_CHARS) -> int:
     """The characters of text `run` holds (as `text_over` counts them), counted until past
     `budget` (then some number above it). A count that finished is kept on the run, so the
     engine's second check of a test's run (its connector's, then its result's) reads it instead
-    of walking the run's steps and events again: that walk was about 3% of a fixed-answer test.
-    A run is frozen and nothing changes the values inside it in place, so the count stays true."""
+    of walking the run's steps and events again (that walk was about 2% of the instructions of a
+    fixed-answer test). A run is frozen and nothing changes the values inside it in place, so the
+    count stays true."""
     try:
         return _CHARS.__get__(run)  # type: ignore[no-any-return]
     except AttributeError:  # not counted yet (through the slot: `run._chars` took a microsecond more)

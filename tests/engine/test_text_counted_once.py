@@ -1,7 +1,8 @@
 """A run's text is counted once a test: the connector counts it (to tell whether its secrets are
 searched on the loop or piece by piece in a worker thread), the count follows the run out of the
 runtime with the user's prompt added, and the engine's check of the finished result reads it
-instead of walking the run's steps and events again (about 3% of a fixed-answer test)."""
+instead of walking the run's steps and events again (about 2% of a fixed-answer test's
+instructions)."""
 
 from __future__ import annotations
 
