@@ -150,11 +150,11 @@ class ResultSink:
         self._lock = threading.Lock()
         self._batch: list[TestResult] = []
         self._handoff: asyncio.TimerHandle | None = None
-        # put_many calls in flight at once (0: on the sink's own thread, one at a time)
-        self._concurrent_writes = store.concurrent_writes if store is not None else 0
-        self._writers = DaemonThreadPool("agent-health-store") if self._concurrent_writes > 0 else None
-        self._held: deque[Any] = deque()  # result lists and calls in order, waiting for writers
-        self._in_flight = 0  # batches handed to writers and not reported yet
+        writes = store.concurrent_writes if store is not None else 0  # 0: on this sink's own thread
+        self._writers = DaemonThreadPool("agent-health-store") if writes > 0 else None
+        self._max_in_flight = max(writes, 1)  # put_many calls in flight at once
+        self._held: deque[Any] = deque()  # result lists and calls in order, waiting to be stored
+        self._in_flight = 0  # batches being stored and not reported yet
         self._done = 0  # results reported whose room the loop has not got back yet
         self._finished = False
         self._beating = threading.Event()  # set: no more heartbeats
@@ -291,7 +291,7 @@ class ResultSink:
                 if self.store is None:  # no store: straight to the reporters
                     self._report(self._held.popleft())
                     continue
-                if self._in_flight >= max(self._concurrent_writes, 1):
+                if self._in_flight >= self._max_in_flight:
                     return  # go on when the batch in flight comes back
                 self._in_flight += 1
                 if self._writers is None:
