@@ -14,6 +14,8 @@ from agent_health.model.run import SCRUB_INLINE_CHARS, text_chars, text_over
 from agent_health.reporters.base import CallbackReporter
 from tests.connectors.servers import invoke, runtime
 
+SHORT = "tests.connectors.py_agent:short_agent"  # 200 characters, whatever the prompt
+
 
 def counting_walks(monkeypatch) -> list[int]:
     """Count the walks through a run's JSON-like values (its steps' arguments, raw events, context)."""
@@ -29,7 +31,7 @@ def counting_walks(monkeypatch) -> list[int]:
 
 
 def test_the_count_leaves_the_runtime_with_the_run_and_is_its_true_count(monkeypatch):
-    run = invoke(runtime("python", function="tests.connectors.py_agent:short_agent"), "p" * 500)
+    run = invoke(runtime("python", function=SHORT), "p" * 500)
     walks = counting_walks(monkeypatch)
     known = text_chars(run)
     assert walks == []  # read from the run, not counted again
@@ -41,10 +43,10 @@ def test_the_users_prompt_added_by_the_runtime_is_counted():
     """The agent's own run is small; with a prompt of nearly the limit first in its trajectory it
     is over it, so its result is scrubbed in a worker thread, piece by piece."""
     prompt = "p" * (SCRUB_INLINE_CHARS - 100)
-    run = invoke(runtime("python", function="tests.connectors.py_agent:short_agent"), prompt)
+    run = invoke(runtime("python", function=SHORT), prompt)
     assert run.trajectory[0].content == prompt and run.output == "x" * 200
     assert text_over([run]) and text_over([run.model_copy()])
-    small = invoke(runtime("python", function="tests.connectors.py_agent:short_agent"), "p" * 100)
+    small = invoke(runtime("python", function=SHORT), "p" * 100)
     assert not text_over([small])
 
 
@@ -66,13 +68,13 @@ def test_a_run_is_walked_once_a_test(tmp_path, write_eval, monkeypatch):
             {
                 "key": "py",
                 "connector": "python",
-                "settings": {"function": "tests.connectors.py_agent:short_agent"},
+                "settings": {"function": SHORT},
                 "versions": {"v1": {}},
             }
         ],
         default_agent="py@v1",
     )
-    alone = invoke(runtime("python", function="tests.connectors.py_agent:short_agent"), "q")
+    alone = invoke(runtime("python", function=SHORT), "q")
     per_run = counting_walks(monkeypatch)
     text_chars(alone.model_copy())  # the walks one count of such a run makes
     walks_a_count = len(per_run)
