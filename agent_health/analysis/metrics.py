@@ -1,8 +1,9 @@
 """Derived metrics of one run: always computed, no assertion needed.
 
 `run_metrics` reads the RunResult; `trace_metrics` adds what the run's spans say when traces are
-available; `with_metric_signals` (an engine analyzer) stores both on the TestResult and records
-each number as a `metric` signal with role `observe` (it gates only when a test wraps it in expect).
+available; `with_trace_metrics` (an engine analyzer) stores both in the TestResult's `metrics`.
+`shown_signals` is how reports show them: each headline number as a `metric` signal with role
+`observe` beside the test's own signals, derived from `metrics` when shown, not stored twice.
 """
 
 from __future__ import annotations
@@ -241,22 +242,34 @@ def metric_signals(metrics: Mapping[str, Any]) -> tuple[Signal, ...]:
 _RUN_SIGNALS = tuple((key, f"metric:{key}", key in SIGNAL_METRICS) for key in SIGNAL_METRICS + PROBLEM_METRICS)
 
 
-def with_metric_signals(
+def with_trace_metrics(
     prices: Mapping[str, tuple[float, float]] | None = None, wait_s: float = 0.0
 ) -> Callable[..., Awaitable[TestResult]]:
-    """Engine analyzer (async: the trace fetch runs off the event loop): add trace metrics (when
-    the agent has traces) and the metric signals. `wait_s` bounds how long it waits for spans
-    (default: one look, as the test body already had the chance to wait through `result.traces`)."""
+    """Engine analyzer (async: the trace fetch runs off the event loop): add the trace metrics
+    (their status when the agent has no traces) to the result's `metrics`. `wait_s` bounds how
+    long it waits for spans (default: one look, as the test body already had the chance to wait
+    through `result.traces`)."""
 
     async def analyze(result: TestResult, traces: Any = None) -> TestResult:
-        metrics = dict(result.metrics)
-        if result.run is not None:
-            # an agent without traces (most) needs no coroutine to say so
-            metrics["traces"] = _NOT_ENABLED.copy() if traces is None else await atrace_metrics(traces, prices, wait_s)
-        extra = metric_signals(metrics)
-        if any(s.kind == "metric" for s in result.signals):  # a test's own metric signals are kept, not repeated
-            existing = {s.name for s in result.signals if s.kind == "metric"}
-            extra = tuple(s for s in extra if s.name not in existing)
-        return replaced(result, {"metrics": metrics, "signals": result.signals + extra})
+        if result.run is None:
+            return result
+        # an agent without traces (most) needs no coroutine to say so
+        found = _NOT_ENABLED.copy() if traces is None else await atrace_metrics(traces, prices, wait_s)
+        return replaced(result, {"metrics": {**result.metrics, "traces": found}})
 
     return analyze
+
+
+def shown_signals(result: TestResult) -> tuple[Signal, ...]:
+    """The result's signals as reports show them: its own, in body order, then its headline
+    metrics as `metric` signals (`metric_signals`). Those are derived from `metrics` when shown:
+    a result stores each number once (four signals repeating them were a quarter of a stored
+    result's bytes and about 5% of a test's CPU). A name the result already holds (a test's own
+    metric signal, or a result stored before they were derived) is not shown twice."""
+    derived = metric_signals(result.metrics)
+    if not derived:
+        return result.signals
+    if any(s.kind == "metric" for s in result.signals):
+        held = {s.name for s in result.signals if s.kind == "metric"}
+        derived = tuple(s for s in derived if s.name not in held)
+    return result.signals + derived

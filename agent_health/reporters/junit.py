@@ -12,6 +12,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
+from agent_health.analysis.metrics import shown_signals
 from agent_health.model import RunReport, TestResult
 from agent_health.model.report import SummaryTally
 from agent_health.reporters.base import Reporter
@@ -23,7 +24,7 @@ def _details(r: TestResult) -> str:
     lines = [
         f"{'PASS' if s.passed else 'SKIP' if s.skipped else 'ERR ' if s.errored else 'FAIL'} "
         f"[{s.kind}/{s.role}] {s.name}" + (f": {s.reasoning}" if s.reasoning else "")
-        for s in r.signals
+        for s in shown_signals(r)
     ]
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.markup import escape
 
+from agent_health.analysis.metrics import shown_signals
 from agent_health.lazy import deferred
 from agent_health.model import EvalRun, RunReport, RunSummary, Signal, TestResult
 from agent_health.reporters.base import Reporter, closed_output
@@ -159,7 +160,7 @@ class SummaryReporter(Reporter):
                 + (f"  [dim]{terminal_safe(r.error)}[/dim]" if r.error and r.status != "passed" else "")
             )
         if self.verbose:
-            for s in r.signals:
+            for s in shown_signals(r):
                 mark = "!" if s.errored else "✓" if s.passed else "✗" if s.passed is False else "·"
                 self.console.print(f"    {mark} \\[{s.kind}/{s.role}] {terminal_safe(signal_text(s))}")
 

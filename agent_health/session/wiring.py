@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_health.analysis.calibration import latest_calibrations
 from agent_health.analysis.insights import insights_analyzer
-from agent_health.analysis.metrics import with_metric_signals
+from agent_health.analysis.metrics import with_trace_metrics
 from agent_health.config import Config
 from agent_health.config.fingerprints import agent_settings_hash, judge_settings_hash
 from agent_health.config.model import JudgeSettings
@@ -70,15 +70,15 @@ def build_runtime(config: Config, agent: str | ResolvedAgent, replay: str | None
 
 
 def build_analyzers(config: Config, judges: JudgeService | None = None) -> list[Any]:
-    """What runs on each TestResult: derived metrics (run and traces) as metric signals, then
-    offline insights plus the configured synthesizer, if any."""
+    """What runs on each TestResult: the trace metrics (the run's own are in its `metrics`
+    already), then offline insights plus the configured synthesizer, if any."""
     llm = None
     if config.insights == "llm" and judges is not None:
         llm = judges.llm()  # the judge model's cached helper: synthesizer calls go through the judge cache
         if getattr(llm, "client", None) is None:
             llm = None  # the offline demo judge has no model: resolve_synthesizer says so, naming the setting
     return [
-        with_metric_signals(config.prices, config.traces.metrics_wait_s),
+        with_trace_metrics(config.prices, config.traces.metrics_wait_s),
         insights_analyzer(config.insights, llm=llm),
     ]
 

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from agent_health import load_tests, run_tests
+from agent_health.analysis.metrics import shown_signals
 from agent_health.analysis.rollup import rollup
 from agent_health.config import define_config
 from agent_health.model import RunSettings
@@ -47,9 +48,9 @@ def test_metrics_signals_and_insights_of_a_conversation(results):
     assert (v2.metrics["turns"], v2.metrics["goal_reached"], v2.metrics["turns_to_goal"]) == (2, True, 2)
     assert v2.metrics["conversation_end"] == "goal_reached" and len(v2.metrics["turn_latency_ms"]) == 2
     assert (v1.metrics["turns"], v1.metrics["goal_reached"], v1.metrics["turns_to_goal"]) == (3, False, None)
-    signals = {s.name: s.value for s in v2.signals if s.kind == "metric"}
+    signals = {s.name: s.value for s in shown_signals(v2) if s.kind == "metric"}
     assert signals["metric:turns"] == 2 and signals["metric:goal_reached"] == 1 and signals["metric:turns_to_goal"] == 2
-    assert "metric:turns_to_goal" not in {s.name for s in v1.signals}  # never reached: no number
+    assert "metric:turns_to_goal" not in {s.name for s in shown_signals(v1)}  # never reached: no number
     (unresolved,) = [i for i in v1.insights if i.rule == "conversation_unresolved"]
     assert unresolved.summary == "the simulated user gave up after 3 turn(s) without reaching its goal"
     assert unresolved.evidence["goal"] == "learn that the redis cache hit ratio dropped"
