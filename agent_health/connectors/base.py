@@ -9,8 +9,7 @@ from __future__ import annotations
 import abc
 import random
 import time
-from collections.abc import Callable, Iterable
-from contextlib import nullcontext
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ClassVar
 
 from agent_health.connectors.conversation import OnTurn, UserCodeRaised, UserSide, hold_conversation
@@ -181,14 +180,12 @@ class AgentRuntime:
             )
         started = time.time()
         try:
-            if self.capture is not None:  # the run's OTLP endpoint in its env (traces.source: otel)
-                request = self.capture.prepare(request)
-            with self.capture.scope(request) if self.capture is not None else nullcontext():
-                # in-process spans of the run kept, every turn's
-                if user is None:
-                    result = await self.connector.run(request)
-                else:
-                    result = await self.connector.converse(request, user, on_turn)
+            if self.capture is None:
+                result = await self._call(request, user, on_turn)
+            else:
+                request = self.capture.prepare(request)  # the run's OTLP endpoint in its env (traces.source: otel)
+                with self.capture.scope(request):  # in-process spans of the run kept, every turn's
+                    result = await self._call(request, user, on_turn)
         except UserCodeRaised as exc:  # the test's turn function: its failure, not the agent's
             raise exc.original from None
         except (AgentError, ConversationError):
@@ -209,6 +206,9 @@ class AgentRuntime:
         if updates:
             result = with_chars(replaced(result, updates), added, of=result)
         return result
+
+    def _call(self, request: AgentRequest, user: UserSide | None, on_turn: OnTurn | None) -> Awaitable[RunResult]:
+        return self.connector.run(request) if user is None else self.connector.converse(request, user, on_turn)
 
     def traces_for(self, result: RunResult) -> Any:
         """The lazy traces view of one of this agent's runs, or None when it has no traces."""

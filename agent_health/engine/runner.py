@@ -127,7 +127,10 @@ class Scopes:
         self._states: dict[Scope, _ScopeState] = {}
         for t in tests:
             for s in t.scope.chain():
-                self._states.setdefault(s, _ScopeState()).remaining += 1
+                state = self._states.get(s)
+                if state is None:  # not `setdefault(s, _ScopeState())`: a state (and its lock) made per test
+                    state = self._states[s] = _ScopeState()
+                state.remaining += 1
 
     async def enter(self, test: LoadedTest) -> str | None:
         """Run the `before_all` hooks the test needs; the first error of its scopes, if any."""
