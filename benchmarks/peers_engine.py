@@ -55,9 +55,9 @@ write or an fsync is not in it), once at 200 and once at 2,000 cases (or the two
 --sizes), and a test's share is the difference over the cases between. The count does not move
 with the machine's load (two runs of the same code agree within about 1%), so it tells whether a
 change to the engine made it cheaper where CPU seconds on a shared machine cannot; it is not
-CPU time: an instruction of one program may cost more than another's (pydantic-evals' count a
-case is about 1.7x ours while its CPU seconds are fewer), so compare ours with before, and CPU
-seconds with pydantic-evals.
+CPU time: an instruction of one program may cost more than another's (our count a test was
+1.5-1.7x pydantic-evals' a case while our CPU seconds were 1.0-1.3x theirs: theirs touch more
+memory), so compare ours with before, and CPU seconds with pydantic-evals.
 """
 
 from __future__ import annotations

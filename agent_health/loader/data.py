@@ -151,7 +151,7 @@ def normalize(raw: Any, defaults: Defaults, rel: str, index: int, line: int | No
             rel, f"{_ident(raw, index)}: expected an object of case fields, got {type(raw).__name__}", line
         )
     try:
-        case = case_model(raw).model_validate(raw)
+        case = case_model(raw).__pydantic_validator__.validate_python(raw)  # model_validate's own call
     except ValidationError as exc:
         raise EvalFileError(rel, f"{_ident(raw, index)}: {describe_errors(exc)}", line) from None
 
