@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from agent_health.errors import EvalFileError
 from agent_health.loader import safe_yaml
 from agent_health.loader.formats import Defaults, case_model, steps_of
-from agent_health.loader.ids import content_hash, name_problem, shown_name, suite_name, test_id
+from agent_health.loader.ids import canonical_value_json, content_hash, name_problem, shown_name, suite_name, test_id
 from agent_health.loader.options import one_or_many
 from agent_health.loader.registry import NO_FIXTURES, FileRegistry
 from agent_health.loader.strict_json import LONG_NUMBER, long_number_line, read_json, unique_object
@@ -370,6 +370,7 @@ def _load_rows(
     # holds each once. Every data test shares one (scope, fixtures, suite judges).
     shared: dict[Any, Any] = {}
     dumps: dict[int, dict[str, Any]] = {}  # id of a shared context item or step -> its model_dump()
+    texts: dict[int, tuple[Any, str]] = {}  # id of a shared value -> (it, its JSON in the content hash)
     bodies: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[..., Awaitable[None]]] = {}
     tools_of: dict[int, tuple[str, ...]] = {}  # id of a shared tuple of steps -> the tools they require
     last_steps: tuple[Any, Any] = (None, None)  # the last case's steps as it came, and shared
@@ -408,9 +409,9 @@ def _load_rows(
             del hashed["user"]
         else:
             hashed["user"] = hashed["user"].definition()
-        hashed["context"] = [_dumped(c, dumps) for c in fields["context"]]
-        hashed["expected_trajectory"] = [_dumped(s, dumps) for s in fields["expected_trajectory"]]
         hashed["source_id"] = source_id
+        # the JSON of what many cases share (their labels, outcomes, context and steps), made once
+        known = {key: _shared_json(fields[key], texts, dumps) for key in _SHARED_JSON}
         fields.update(suite=suite, source_file=rel, kind="data")
         rest = _REST(fields)  # what the file's cases mostly share: one tuple
         try:
@@ -419,7 +420,7 @@ def _load_rows(
             pass
         tests.append(
             LoadedDataTest(
-                registry, body, run, tid, fields["name"], row.line, content_hash(hashed), fields["prompt"], rest
+                registry, body, run, tid, fields["name"], row.line, content_hash(hashed, known), fields["prompt"], rest
             )
         )
         case_of.append(i)
@@ -456,6 +457,29 @@ def _without_duplicates(
             first.add(t.id)
         kept.append(t)
     return kept
+
+
+_SHARED_JSON = ("labels", "expected_outcomes", "context", "expected_trajectory")  # tuples the cases share
+_TEXTS_KEPT = 1024  # distinct shared tuples whose JSON is kept at once (a file's cases seldom have more)
+_TEXT_KEPT_CHARS = 4096  # a longer JSON is made for each case: a few megabytes at most are kept
+
+
+def _shared_json(value: tuple[Any, ...], texts: dict[int, tuple[Any, str]], dumps: dict[int, dict[str, Any]]) -> str:
+    """The JSON a case's shared tuple has inside its content hash (`canonical_json`; context items
+    and steps as their `model_dump()`), made once per distinct tuple. `texts` keeps the tuple
+    with its text: while it is there, no other object can have its id."""
+    found = texts.get(id(value))
+    if found is not None:
+        return found[1]
+    text = canonical_value_json([_dumped(v, dumps) if isinstance(v, _DUMPED) else v for v in value])
+    if len(text) <= _TEXT_KEPT_CHARS:
+        if len(texts) >= _TEXTS_KEPT:
+            texts.clear()
+        texts[id(value)] = (value, text)
+    return text
+
+
+_DUMPED = (ContextItem, ExpectedStep)
 
 
 def _dumped(model: ContextItem | ExpectedStep, dumps: dict[int, dict[str, Any]]) -> dict[str, Any]:
