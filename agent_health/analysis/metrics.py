@@ -264,8 +264,8 @@ def shown_signals(result: TestResult) -> tuple[Signal, ...]:
     """The result's signals as reports show them: its own, in body order, then its headline
     metrics as `metric` signals (`metric_signals`). Those are derived from `metrics` when shown:
     a result stores each number once (four signals repeating them were a fifth of a stored
-    result's bytes and about 5% of a test's instructions). A name the result already holds (a test's own
-    metric signal, or a result stored before they were derived) is not shown twice."""
+    result's bytes and about 5% of a test's instructions). A name the result already holds (a
+    test's own metric signal, or a result stored before they were derived) is not shown twice."""
     derived = metric_signals(result.metrics)
     if not derived:
         return result.signals
