@@ -410,8 +410,9 @@ def _load_rows(
         else:
             hashed["user"] = hashed["user"].definition()
         hashed["source_id"] = source_id
-        # the JSON of what many cases share (their labels, outcomes, context and steps), made once
-        known = {key: _shared_json(fields[key], texts, dumps) for key in _SHARED_JSON}
+        # the JSON of what many cases share (their labels, outcomes, context and steps), made once;
+        # it stands for those values in the hash (context items and steps as their model_dump())
+        known = {field: _shared_json(fields[field], texts, dumps) for field in _SHARED_JSON}
         fields.update(suite=suite, source_file=rel, kind="data")
         rest = _REST(fields)  # what the file's cases mostly share: one tuple
         try:
