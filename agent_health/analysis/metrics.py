@@ -90,24 +90,25 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
                 nxt = next((s for s in trajectory[i + 1 :] if s.kind == "tool_call"), None)
                 retries += int(nxt is not None and nxt.tool == step.tool)
     agent_steps = run.agent_steps
+    usage = run.usage  # read once: a model's attribute read costs a hook call (BaseModel.__getattr__)
     return {
         **conversation_metrics(run),
-        "input_tokens": run.usage.input_tokens,
-        "output_tokens": run.usage.output_tokens,
-        "total_tokens": run.usage.total_tokens,
-        "cost_usd": cost_of(run.usage, prices),
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "cost_usd": cost_of(usage, prices),
         "latency_ms": round(run.duration_ms, 3),
-        "llm_calls": run.usage.llm_calls,
+        "llm_calls": usage.llm_calls,
         "tool_calls": len(calls),
         "tool_histogram": dict(histogram),
         "distinct_tools": len(histogram),
         "redundant_calls": redundant,
         "tool_errors": len(errors),
         "ignored_tool_errors": ignored,
-        "retries": run.usage.retries,
+        "retries": usage.retries,
         "tool_retries": retries,
         # the prompt echoed as first event (and in a conversation each turn's user message) is no step the agent took
-        "steps": len(agent_steps) - sum(1 for t in run.turns[1:] if run.trajectory[t.start].role == "user"),
+        "steps": len(agent_steps) - sum(1 for t in run.turns[1:] if trajectory[t.start].role == "user"),
         "step_latency_ms": [s.duration_ms for s in agent_steps],  # per step, in trajectory order
         "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
         "slowest_step": (

@@ -91,13 +91,14 @@ def canonical_json(payload: Mapping[str, Any], known: Mapping[str, str] | None =
     Without `known`, the encoder's one walk (a value's own text costs a walk of its own)."""
     if not known:
         return _HASHED.encode(payload)
+    keys = tuple(payload)
+    order = _ORDERS.get(keys)
+    if order is None:  # a file's cases mostly have the same keys: sorted and written once
+        if len(_ORDERS) >= _ORDERS_KEPT:
+            _ORDERS.clear()
+        order = _ORDERS[keys] = tuple((key, _HASHED.encode(key) + ":") for key in sorted(keys))
     parts = []
-    for key in sorted(payload):
-        prefix = _KEYS.get(key)
-        if prefix is None:
-            if len(_KEYS) >= _KEYS_KEPT:
-                _KEYS.clear()
-            prefix = _KEYS[key] = _HASHED.encode(key) + ":"
+    for key, prefix in order:
         text = known.get(key)
         if text is None:
             value = payload[key]
@@ -114,8 +115,10 @@ def canonical_json(payload: Mapping[str, Any], known: Mapping[str, str] | None =
     return "{" + ",".join(parts) + "}"
 
 
-_KEYS: dict[str, str] = {}  # a payload key's JSON and colon (the keys are a test's few field names)
-_KEYS_KEPT = 256
+# each payload's keys as given -> those keys sorted, each with its JSON and colon (the keys are a
+# test's few field names, in one or a few orders)
+_ORDERS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+_ORDERS_KEPT = 256
 
 
 def canonical_value_json(value: Any) -> str:

@@ -73,25 +73,30 @@ class SummaryTally:
 
     def add(self, r: TestResult | Any) -> None:
         """Count one result (a TestResult, or anything with its summary fields)."""
+        # each field read once (a model's attribute read goes through BaseModel's __getattr__ hook)
         self.counts[r.status] += 1
-        if r.score is not None:
-            self.scores += r.score
+        score = r.score
+        if score is not None:
+            self.scores += score
             self.scored += 1
-        self.input_tokens += r.usage.input_tokens
-        self.output_tokens += r.usage.output_tokens
-        self.total_tokens += r.usage.total_tokens
-        self.judge_tokens += r.judge_usage.total_tokens
-        self.judge_input_tokens += r.judge_usage.input_tokens
-        self.judge_output_tokens += r.judge_usage.output_tokens
-        if getattr(r.usage, "unreported", False):
+        usage, judge = r.usage, r.judge_usage
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.total_tokens += usage.total_tokens
+        self.judge_tokens += judge.total_tokens
+        self.judge_input_tokens += judge.input_tokens
+        self.judge_output_tokens += judge.output_tokens
+        if getattr(usage, "unreported", False):
             self.unreported += 1
-        if r.cost_usd is None:
+        cost = r.cost_usd
+        if cost is None:
             self.unpriced += 1
         else:
-            self.cost_usd += r.cost_usd
+            self.cost_usd += cost
             self.judge_cost_usd += getattr(r, "judge_cost_usd", None) or 0.0
-        end = r.started_at + r.duration_ms / 1000
-        self.first_start = r.started_at if self.first_start is None else min(self.first_start, r.started_at)
+        started = r.started_at
+        end = started + r.duration_ms / 1000
+        self.first_start = started if self.first_start is None else min(self.first_start, started)
         self.last_end = end if self.last_end is None else max(self.last_end, end)
 
     @property
