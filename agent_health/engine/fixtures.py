@@ -40,6 +40,22 @@ class FixtureScope:
         self._test = test_name
         self._teardowns: list[tuple[str, Any]] = []
 
+    def made_kwargs(self, fn: Callable[..., Any]) -> dict[str, Any] | None:
+        """`kwargs_for(fn)` when every fixture it asks for is made already (the built-in ones,
+        all a data test's body asks for): no coroutine to run. None when one is still to make."""
+        values = self.values
+        kwargs = {}
+        for p in parameters(fn):
+            if p not in values:
+                return None
+            kwargs[p] = values[p]
+        return kwargs
+
+    @property
+    def holds_teardowns(self) -> bool:
+        """Whether a fixture made for this test has a teardown to run (`teardown`)."""
+        return bool(self._teardowns)
+
     async def kwargs_for(self, fn: Callable[..., Any]) -> dict[str, Any]:
         values, kwargs = self.values, {}
         for p in parameters(fn):  # the built-in fixtures and those made already are not awaited for

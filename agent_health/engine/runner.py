@@ -132,6 +132,18 @@ class Scopes:
                     state = self._states[s] = _ScopeState()
                 state.remaining += 1
 
+    def entered(self, test: LoadedTest) -> tuple[bool, str | None]:
+        """`(True, enter's answer)` when every scope of the test has its `before_all` hooks done
+        (every test of a scope but the first ones): no coroutine to run; `(False, None)` when
+        `enter` must run them or wait for them."""
+        for scope in test.scope.chain():
+            state = self._states[scope]
+            if not state.ready:
+                return False, None
+            if state.error:
+                return True, state.error
+        return True, None
+
     async def enter(self, test: LoadedTest) -> str | None:
         """Run the `before_all` hooks the test needs; the first error of its scopes, if any."""
         for scope in test.scope.chain():
@@ -147,12 +159,26 @@ class Scopes:
                 return state.error
         return None
 
-    async def leave(self, test: LoadedTest) -> None:
+    def left(self, test: LoadedTest) -> list[tuple[Scope, _ScopeState]]:
+        """The test is done in each of its scopes; the scopes whose `after_all` hooks are now due
+        (the test was their last), innermost first, for `finish` (most tests: none, and no
+        coroutine to run)."""
+        due = []
         for scope in reversed(test.scope.chain()):
             state = self._states[scope]
             state.remaining -= 1
             if state.remaining == 0 and state.started and not state.finished:
+                due.append((scope, state))
+        return due
+
+    async def finish(self, due: list[tuple[Scope, _ScopeState]]) -> None:
+        """Run the `after_all` hooks `left` found due."""
+        for scope, state in due:
+            if not state.finished:
                 await self._after_all(scope, state)
+
+    async def leave(self, test: LoadedTest) -> None:
+        await self.finish(self.left(test))
 
     async def close(self) -> None:
         """After a run cut short (fail-fast, interruption): `after_all` of every started scope."""
@@ -228,7 +254,9 @@ class AgentEngine:
         if tab is None and case.max_cost_usd is not None:
             tab = Tab(case.id, cap_usd=case.max_cost_usd, prices=self.options.prices)
         t0 = time.perf_counter()
-        setup_error = await self.scopes.enter(test)
+        ready, setup_error = self.scopes.entered(test)
+        if not ready:
+            setup_error = await self.scopes.enter(test)
         epochs = max(1, case.epochs or self.options.epochs)
         timeout = case.timeout_s or self.options.timeout_s
         trials = _Trials(self.options.prices)
@@ -241,7 +269,8 @@ class AgentEngine:
                 continue
             views.clear()
             trials.add(await self._run_trial(test, case, epoch, timeout, views, trials.cost, tab))
-        await self.scopes.leave(test)
+        if due := self.scopes.left(test):
+            await self.scopes.finish(due)
         result = self._result(test, case, trials, started, (time.perf_counter() - t0) * 1000, tab)
         result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
         # no credential the process resolved leaves the engine (judge echoes too); a result holding
@@ -399,7 +428,8 @@ class AgentEngine:
                             if isinstance(exc, InfrastructureError)
                             else f"after_each hook failed: {describe(exc)}"
                         )
-            infra.extend(await fixtures.teardown(deadline))
+            if fixtures.holds_teardowns:  # most tests have none: no coroutine to run
+                infra.extend(await fixtures.teardown(deadline))
             ctx.close()
             reset_context(token)
             reset_tab(tab_token)
@@ -427,16 +457,28 @@ class AgentEngine:
         for scope in test.scope.chain():
             for hook in scope.hooks["before_each"]:
                 await self._hook(hook, fixtures, "before_each")
-        kwargs = await fixtures.kwargs_for(test.body)
+        # The usual test (a data test's body, an async body asking for built-in fixtures only, no
+        # suite judges) is run without the coroutines that resolve fixtures, call a sync body off
+        # the loop and run suite judges: each was a frame made, started and finished for nothing.
+        body = test.body
+        kwargs = fixtures.made_kwargs(body)
+        if kwargs is None:
+            kwargs = await fixtures.kwargs_for(body)
+        judged = bool(test.suite_judges)
         try:
-            await call(test.body, **kwargs)
+            if is_async_callable(body):
+                await body(**kwargs)
+            else:
+                await call(body, **kwargs)
             for pending in ctx.pending:
                 if not pending.awaited:
                     await pending
         except BodyStop:  # a hard failure stopped the body: the run is still judged by its suite judges
-            await self._suite_judges(test, ctx)
+            if judged:
+                await self._suite_judges(test, ctx)
             raise
-        await self._suite_judges(test, ctx)
+        if judged:
+            await self._suite_judges(test, ctx)
 
     @staticmethod
     async def _suite_judges(test: LoadedTest, ctx: TestContext) -> None:
