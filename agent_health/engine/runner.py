@@ -177,9 +177,6 @@ class Scopes:
             if not state.finished:
                 await self._after_all(scope, state)
 
-    async def leave(self, test: LoadedTest) -> None:
-        await self.finish(self.left(test))
-
     async def close(self) -> None:
         """After a run cut short (fail-fast, interruption): `after_all` of every started scope."""
         for scope, state in reversed(list(self._states.items())):
@@ -458,8 +455,9 @@ class AgentEngine:
             for hook in scope.hooks["before_each"]:
                 await self._hook(hook, fixtures, "before_each")
         # The usual test (a data test's body, an async body asking for built-in fixtures only, no
-        # suite judges) is run without the coroutines that resolve fixtures, call a sync body off
-        # the loop and run suite judges: each was a frame made, started and finished for nothing.
+        # suite judges) runs without the coroutines that resolve fixtures (`kwargs_for`), call a
+        # body (`offloop.call`, which sends a sync one to a worker thread) and run suite judges:
+        # each was a frame made, started and finished for nothing.
         body = test.body
         kwargs = fixtures.made_kwargs(body)
         if kwargs is None:
