@@ -416,6 +416,58 @@ def test_after_all_failure_is_reported(write_eval, tmp_path):
     assert len(outcome.run.hook_errors) == 1 and "cleanup failed" in outcome.run.hook_errors[0]
 
 
+def test_a_scopes_hooks_run_around_its_own_tests_not_at_the_runs_edges(write_eval, tmp_path):
+    """`before_all` runs before a scope's first test and `after_all` right after its last, while
+    later scopes' tests are still to run (not when the run ends): the engine tells a scope's last
+    test without awaiting anything (`Scopes.left`) and runs its hooks only then."""
+    log = tmp_path / "log.jsonl"
+    write_eval(
+        "s.eval.py",
+        f"""
+        import json
+        from agent_health import test, describe, before_all, after_all
+
+        def note(x):
+            with open({str(log)!r}, "a") as f:
+                f.write(json.dumps(x) + "\\n")
+
+        @after_all
+        def file_done(): note("file after_all")
+
+        with describe("a"):
+            @before_all
+            def a_start(): note("a before_all")
+            @after_all
+            def a_done(): note("a after_all")
+            @test("one")
+            async def a1(): note("a one")
+            @test("two")
+            async def a2(): note("a two")
+
+        with describe("b"):
+            @before_all
+            def b_start(): note("b before_all")
+            @after_all
+            def b_done(): note("b after_all")
+            @test("one")
+            async def b1(): note("b one")
+    """,
+    )
+    res = run_dir(tmp_path / "evals", concurrency=1)
+    assert {r.status for r in res.values()} == {"passed"}
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert lines == [
+        "a before_all",
+        "a one",
+        "a two",
+        "a after_all",
+        "b before_all",
+        "b one",
+        "b after_all",
+        "file after_all",
+    ]
+
+
 def test_a_judge_the_body_forgot_to_await_is_still_recorded(write_eval, tmp_path):
     write_eval(
         "s.eval.py",
