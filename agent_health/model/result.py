@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_health.model.case import TestCase
+from agent_health.model.json_bytes import model_json
 from agent_health.model.limits import StoredText
 from agent_health.model.provenance import JudgeIdentity, Provenance
 from agent_health.model.run import RunResult, Usage
@@ -159,7 +160,7 @@ class TestResult(BaseModel):
         """`model_dump_json()`: the remembered text when there is one. A result is frozen and
         nothing changes the values inside it in place, so the text stays true."""
         text: str | None = getattr(self, "_json", None)
-        return text if text is not None else self.__pydantic_serializer__.to_json(self).decode()
+        return text if text is not None else model_json(self).decode()
 
     @property
     def judges(self) -> tuple[JudgeIdentity, ...]:
