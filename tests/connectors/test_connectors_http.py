@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import time
 
 import pytest
@@ -85,6 +86,9 @@ def test_default_body_trace_headers_and_extra_fields(server):
     assert headers["x-agent-health-run-id"] == r.run_id
     assert headers["traceparent"] == f"00-{r.trace_id}-" + headers["traceparent"].split("-")[2] + "-01"
     assert len(headers["traceparent"].split("-")[2]) == 16 and headers["x-team"] == "sre"
+    # W3C trace context: lowercase hex ids of 128 and 64 bits, zero-padded (random_hex)
+    assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", headers["traceparent"])
+    assert re.fullmatch(r"[0-9a-f]{32}", r.run_id) and r.run_id != r.trace_id
 
 
 def test_body_template(server):
