@@ -170,4 +170,5 @@ def model_json(model: BaseModel) -> bytes:
     try:
         return orjson.dumps(model, default=_values, option=_OPTIONS)
     except TypeError:  # _NotPlain, or a value orjson does not write as pydantic would
-        return model.__pydantic_serializer__.to_json(model)
+        pass
+    return model.__pydantic_serializer__.to_json(model)  # (outside the except: its errors stand alone)

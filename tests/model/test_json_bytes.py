@@ -261,9 +261,22 @@ def test_models_orjson_would_write_differently_are_written_by_pydantic(model):
     _same_bytes(model)
 
 
-def test_what_pydantic_cannot_write_fails_as_it_did():
-    bad = built(TestResult, _result_values() | {"name": "lone \ud800 surrogate"})
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{"name": "lone \ud800 surrogate"}, {"metrics": _nested(300)}],  # no UTF-8; past both writers' depth
+    ids=["surrogate", "nesting"],
+)
+def test_what_pydantic_cannot_write_fails_as_it_did(values):
+    bad = built(TestResult, _result_values() | values)
     with pytest.raises(Exception) as from_pydantic:
         bad.__pydantic_serializer__.to_json(bad)
-    with pytest.raises(type(from_pydantic.value)):
+    with pytest.raises(type(from_pydantic.value)) as from_here:
         model_json(bad)
+    assert from_here.value.__context__ is None  # pydantic's error, not one raised while handling orjson's
