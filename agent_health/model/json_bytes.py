@@ -116,13 +116,7 @@ def _compiled(cls: type) -> Any:
             lines.append(f"    if v and not _{what.upper()}_OK.issuperset(map(type, {items})):")
         lines.append("        raise _NotPlain(v)")
     lines.append("    return d")
-    scope: dict[str, Any] = {
-        "_FLOAT_OK": _FLOAT_OK,
-        "_INT_OK": _INT_OK,
-        "_NotPlain": _NotPlain,
-        "float": float,
-        "int": int,
-    }
+    scope: dict[str, Any] = {"_FLOAT_OK": _FLOAT_OK, "_INT_OK": _INT_OK, "_NotPlain": _NotPlain}
     exec("\n".join(lines), scope)  # the code is made of the class's own field names, each repr'd
     return scope["values"]
 
