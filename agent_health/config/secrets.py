@@ -28,6 +28,7 @@ from pydantic.fields import FieldInfo
 from agent_health.errors import ConfigError
 from agent_health.model.json_bytes import model_json
 from agent_health.model.result import TestResult
+from agent_health.model.run import RunResult
 
 REDACTED = "[REDACTED]"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -317,8 +318,11 @@ class SecretSet:
             try:
                 # `model_dump_json()`'s bytes, through orjson where they are sure to be the same
                 text = model_json(model).decode()
+                if isinstance(model, TestResult):  # its runs' texts are in it now: not kept twice
+                    _forget_runs_json(model)
                 if not self.found_in(text):
-                    if isinstance(model, TestResult):  # kept: its store need not encode it again
+                    # kept: the store need not encode a result again, nor its result a run
+                    if isinstance(model, (TestResult, RunResult)):
                         model.remember_json(text)
                     return model
             except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
@@ -577,6 +581,15 @@ def _install_log_filter() -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+
+
+def _forget_runs_json(result: TestResult) -> None:
+    """Drop the JSON texts the result's runs remembered (their connector's check made them)."""
+    if result.run is not None:
+        result.run.forget_json()
+    for trial in result.trials:
+        if trial.run is not None:
+            trial.run.forget_json()
 
 
 def scrub_secrets(value: Any) -> Any:

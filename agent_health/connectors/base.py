@@ -75,16 +75,24 @@ class Connector(abc.ABC):
         artifacts: tuple[Artifact, ...] = (),
     ) -> RunResult:
         """The `RunResult` of one call of this agent: what it answered (output, steps, usage, raw
-        events, files), stamped with the request it answered (run and trace ids, prompt, context)
-        and the agent version's ref. Every connector builds its result here."""
+        events, files), stamped with the request it answered (run and trace ids, prompt, context,
+        the prompt as the trajectory's first step when the agent's steps do not open with it),
+        when it started (`duration_ms` before now) and the agent version's ref. Every connector
+        builds its result here, so the run its secrets check saw is the one the test gets (the
+        runtime then has nothing to add: see `AgentRuntime.invoke`)."""
+        trajectory = tuple(steps)
+        if not (trajectory and trajectory[0].role == "user"):
+            prompt = built(Step, {"kind": "message", "role": "user", "content": request.prompt})
+            trajectory = (prompt, *trajectory)
         fields: dict[str, Any] = {
             "output": output,
-            "trajectory": tuple(steps),
+            "trajectory": trajectory,
             "run_id": request.run_id,
             "trace_id": request.trace_id,
             "agent": self.agent.ref,
             "prompt": request.prompt,
             "context": request.context,
+            "started_at": time.time() - duration_ms / 1000,
             "duration_ms": duration_ms,
             "usage": usage or _UNREPORTED,
             "raw_events": tuple(raw_events),
@@ -95,6 +103,7 @@ class Connector(abc.ABC):
         if (
             type(output) is str
             and type(duration_ms) is float
+            and type(request.prompt) is str
             and type(fields["usage"]) is Usage
             and type(artifacts) is tuple
             and all(type(step) is Step for step in fields["trajectory"])

@@ -87,12 +87,14 @@ async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def answered(result: RunResult) -> bool:
-    """Whether a run holds anything the agent answered: output text, a message with text, or a
-    tool call or result (a test may check only those). Thinking alone is no answer."""
+    """Whether a run holds anything the agent answered: output text, a message of its own with
+    text, or a tool call or result (a test may check only those). Thinking alone is no answer,
+    nor the user's prompt the trajectory opens with."""
     if result.output.strip():
         return True
     return any(
-        s.kind in ("tool_call", "tool_result") or (s.kind == "message" and s.content.strip()) for s in result.trajectory
+        s.kind in ("tool_call", "tool_result") or (s.kind == "message" and s.role != "user" and s.content.strip())
+        for s in result.trajectory
     )
 
 

@@ -16,7 +16,11 @@ private attributes, and each field's type is one whose value pydantic writes as 
 but for `int` and `float` fields (and lists and dicts of them), whose values' exact types are
 checked: pydantic writes an int in a float field as `1.0` and a bool in an int field as `1`.
 Anything else (a set, a datetime, bytes, a dict with int keys, an int past 64 bits, a value of
-another type) makes orjson fail, and the whole model is written by pydantic, as before."""
+another type) makes orjson fail, and the whole model is written by pydantic, as before.
+
+A model whose class has a `_json` slot (a run, a result) may remember its own JSON text there
+(`remember_json`, when a check for secrets made it): that text is written as it is, so a result
+holding a run its connector checked does not encode the run again."""
 
 from __future__ import annotations
 
@@ -95,8 +99,18 @@ def _compiled(cls: type) -> Any:
     if not _plain_class(cls):
         return _refuse
     names = tuple(cls.model_fields)  # type: ignore[attr-defined]
-    lines = [
-        "def values(model):",
+    lines = ["def values(model):"]
+    scope: dict[str, Any] = {"_FLOAT_OK": _FLOAT_OK, "_INT_OK": _INT_OK, "_NotPlain": _NotPlain}
+    if "_json" in cls.__dict__.get("__slots__", ()):  # a model that may remember its own JSON text
+        scope["_remembered"] = cls.__dict__["_json"].__get__
+        scope["_Fragment"] = orjson.Fragment
+        lines += [
+            "    try:",
+            "        return _Fragment(_remembered(model))",
+            "    except AttributeError:  # none remembered",
+            "        pass",
+        ]
+    lines += [
         "    d = model.__dict__",
         f"    if len(d) != {len(names)}:  # something set beside the fields (object.__setattr__)",
         f"        d = {{name: d[name] for name in {names!r}}}",
@@ -116,7 +130,6 @@ def _compiled(cls: type) -> Any:
             lines.append(f"    if v and not _{what.upper()}_OK.issuperset(map(type, {items})):")
         lines.append("        raise _NotPlain(v)")
     lines.append("    return d")
-    scope: dict[str, Any] = {"_FLOAT_OK": _FLOAT_OK, "_INT_OK": _INT_OK, "_NotPlain": _NotPlain}
     exec("\n".join(lines), scope)  # the code is made of the class's own field names, each repr'd
     return scope["values"]
 

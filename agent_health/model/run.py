@@ -170,8 +170,9 @@ class RunResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     # The characters of text this very object holds, once `text_over` has counted them all (see
-    # `text_chars`). A slot, not a field: never copied (`model_copy`, pickling), never compared.
-    __slots__ = ("_chars",)
+    # `text_chars`), and its JSON text, once a secrets check made it (`remember_json`). Slots, not
+    # fields: never copied (`model_copy`, pickling), never compared.
+    __slots__ = ("_chars", "_json")
 
     output: str = Field("", description="The agent's final answer text.")
     trajectory: tuple[Step, ...] = Field((), description="Ordered steps the agent took.")
@@ -190,6 +191,20 @@ class RunResult(BaseModel):
         (), description="The turns of a conversation, in order; empty for a run of one prompt and one answer."
     )
     conversation: Conversation | None = Field(None, description="How a conversation went; None for one turn.")
+
+    def remember_json(self, text: str) -> None:
+        """Keep `text`, this run's `model_dump_json()` as just made (its connector's check for
+        secrets), so the result holding the run writes it as it is (`model_json`) instead of
+        encoding the run again. A run is frozen and nothing changes the values inside it in
+        place, so the text stays true."""
+        _JSON.__set__(self, text)
+
+    def forget_json(self) -> None:
+        """Drop the remembered text (once the result holding the run was encoded)."""
+        try:
+            _JSON.__delete__(self)
+        except AttributeError:
+            pass
 
     def turn(self, n: int) -> RunResult:
         """The run of turn `n` alone (1-based; -1 is the last): its steps from the user's message on,
@@ -289,7 +304,8 @@ SCRUB_INLINE_CHARS = 1 << 16
 _COUNTED_PARTS = 2_000  # parts of a JSON-like value counted before it is taken as large
 
 
-_CHARS = RunResult.__dict__["_chars"]  # the slot's descriptor
+_CHARS = RunResult.__dict__["_chars"]  # the slots' descriptors
+_JSON = RunResult.__dict__["_json"]
 
 
 def text_over(runs: Iterable[RunResult | None], chars: int = SCRUB_INLINE_CHARS) -> bool:

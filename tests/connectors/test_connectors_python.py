@@ -33,6 +33,40 @@ def test_function_returning_run_result_and_callable_setting():
     ]
 
 
+def test_the_run_the_connector_checked_is_the_run_the_test_gets():
+    """The connector builds the whole run (the prompt as its first step, when it started): the
+    runtime returns that very object, whose JSON its secrets check made and kept, so the result
+    holding it does not encode it again."""
+    import asyncio
+    import time
+
+    from agent_health.model import RunResult
+    from agent_health.model.agent import AgentRequest
+    from agent_health.model.json_bytes import model_json
+
+    rt = runtime("python", function="tests.connectors.py_agent:async_agent")
+    checked: list[RunResult] = []
+    scrub = rt.connector.scrub
+    rt.connector.scrub = lambda run: checked.append(scrub(run)) or checked[-1]
+
+    async def go() -> RunResult:
+        try:
+            return await rt.invoke(AgentRequest(prompt="q", provisioned={"x": 1}))
+        finally:
+            await rt.aclose()
+
+    before = time.time()
+    run = asyncio.run(go())
+    assert run is checked[0]
+    first = run.trajectory[0]
+    assert (first.kind, first.role, first.content) == ("message", "user", "q")
+    assert before <= run.started_at <= time.time() and run.agent == "agent@v1"
+    remembered = RunResult.__dict__["_json"].__get__(run)
+    assert remembered == run.model_dump_json()
+    run.forget_json()
+    assert model_json(run).decode() == remembered
+
+
 def test_raising_and_slow_functions():
     msg = invoke_error(runtime("python", function="tests.connectors.py_agent:broken_agent"))
     assert msg == ("agent agent@v1 (tests.connectors.py_agent:broken_agent): raised RuntimeError: vector store offline")

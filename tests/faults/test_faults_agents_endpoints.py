@@ -243,7 +243,12 @@ def test_an_endpoint_giving_no_answer_is_errored_with_the_reason(agent, connecto
 
 
 def no_answer(prompt: str):
-    return {"none": None, "blank": "", "null output": {"output": None}}[prompt]
+    return {
+        "none": None,
+        "blank": "",
+        "null output": {"output": None},
+        "the prompt echoed": {"trajectory": [{"kind": "message", "role": "user", "content": "the prompt echoed"}]},
+    }[prompt]
 
 
 @pytest.mark.parametrize(
@@ -252,6 +257,8 @@ def no_answer(prompt: str):
         ("none", "no answer: the function returned None"),
         ("blank", "no answer: the function returned str ''"),
         ("null output", "no answer: the function returned dict {'output': None}"),
+        # the user's message the trajectory opens with is not the agent's answer
+        ("the prompt echoed", "no answer: the function returned dict {'trajectory': [{'kind': 'message'"),
     ],
 )
 def test_a_python_agent_returning_nothing_is_errored_with_the_reason(prompt, reason):

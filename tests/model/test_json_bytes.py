@@ -176,14 +176,33 @@ def test_values_not_of_their_fields_type_give_pydantics_bytes(field, value):
 
 
 def test_only_the_fields_are_written():
-    result = built(TestResult, _result_values())
-    result.remember_json("not this")  # kept in a slot of its own
-    _same_bytes(result)
     signal = Signal(kind="metric", name="m", value=1.5)
     object.__setattr__(signal, "_note", "not this either")  # kept beside the fields
     assert "_note" in signal.__dict__
     _same_bytes(signal)
     _same_bytes(replaced(signal, {"value": 2.5}))
+
+
+def test_a_remembered_text_is_written_as_it_is_and_never_outlives_its_object():
+    result = built(TestResult, _result_values())
+    run = result.run
+    assert run is not None
+    expected = _same_bytes(result)
+    # what a connector's secrets check keeps: the run's own text, written inside its result as it is
+    run.remember_json(model_json(run).decode())
+    assert model_json(result) == expected
+    run.remember_json('{"remembered":true}')  # (never true of a run: shows where the text goes)
+    assert b'"run":{"remembered":true},' in model_json(result)
+    result.remember_json('{"result":1}')
+    assert model_json(result) == b'{"result":1}' and result.json_text() == '{"result":1}'
+    # a copy, made either way, is encoded from its fields
+    for copy in (replaced(run, {}), run.model_copy()):
+        assert model_json(copy) == copy.__pydantic_serializer__.to_json(copy) != b'{"remembered":true}'
+    assert model_json(result.model_copy()) != b'{"result":1}'
+    result.forget_json()
+    run.forget_json()
+    run.forget_json()  # forgetting twice is nothing
+    assert model_json(result) == expected
 
 
 class Aliased(BaseModel):

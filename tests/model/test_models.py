@@ -87,6 +87,30 @@ def test_a_results_remembered_json_is_its_own_and_never_outlives_a_change():
     assert getattr(result, "_json", None) is None and result.json_text() == result.model_dump_json()
 
 
+def test_a_runs_remembered_json_goes_into_its_result_once_then_is_dropped():
+    """A connector's secrets check keeps its run's JSON text; the result's check writes it inside
+    the result's text as it is, then drops it (a result kept after its run holds no second copy),
+    and a run holding a secret keeps nothing."""
+    import pickle
+
+    from agent_health.config.secrets import SecretSet, scrub_model
+    from agent_health.model import RunResult
+
+    run = RunResult(output="done", run_id="r1", trajectory=({"kind": "message", "role": "user", "content": "go"},))
+    assert scrub_model(run) is run
+    assert RunResult.__dict__["_json"].__get__(run) == run.model_dump_json()
+    assert getattr(pickle.loads(pickle.dumps(run)), "_json", None) is None
+    result = TestResult(
+        test_id="s::t", name="t", suite="s", source_file="s.json", agent="a@v1", status="passed", run=run
+    )
+    assert scrub_model(result) is result and result.json_text() == result.model_dump_json()
+    assert getattr(run, "_json", None) is None
+    secret = RunResult(output="key sk-0123456789abcdef", run_id="r2")
+    scrubbed = SecretSet(["sk-0123456789abcdef"]).scrub_model(secret)
+    assert scrubbed is not secret and "sk-0123456789abcdef" not in scrubbed.model_dump_json()
+    assert getattr(secret, "_json", None) is None and getattr(scrubbed, "_json", None) is None
+
+
 def test_a_run_stored_before_conversations_reads_as_one_turn():
     """Stored results written before runs had turns (no `turns`, no `conversation`) still load: a
     run of one turn, its own turn 1."""
