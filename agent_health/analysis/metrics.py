@@ -48,9 +48,13 @@ def _args_key(args: Any) -> str:
     return json.dumps(_near(args or {}), sort_keys=True, default=str)
 
 
-def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+def run_metrics(
+    run: RunResult | None, prices: Mapping[str, tuple[float, float]] | None = None, *, untraced: bool = False
+) -> dict[str, Any]:
     """Tokens, cost, latency, LLM and tool calls, redundant calls, tool errors (and the ones the
-    agent ignored), retries, step count and the slowest step."""
+    agent ignored), retries, step count and the slowest step; with `untraced` (the run has no
+    traces), the trace metrics' status too (`not_enabled`, last, as `with_trace_metrics` adds it:
+    that analyzer then has nothing to add and makes no copy of the result)."""
     if run is None:
         return {}
     # One pass over the trajectory where the figures allow it (this runs for every test): the
@@ -91,7 +95,7 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
                 retries += int(nxt is not None and nxt.tool == step.tool)
     agent_steps = run.agent_steps
     usage = run.usage  # read once: a model's attribute read costs a hook call (BaseModel.__getattr__)
-    return {
+    metrics: dict[str, Any] = {
         **conversation_metrics(run),
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
@@ -120,6 +124,9 @@ def run_metrics(run: RunResult | None, prices: Mapping[str, tuple[float, float]]
             else None
         ),
     }
+    if untraced:
+        metrics["traces"] = _NOT_ENABLED.copy()
+    return metrics
 
 
 def conversation_metrics(run: RunResult) -> dict[str, Any]:
@@ -254,8 +261,14 @@ def with_trace_metrics(
     async def analyze(result: TestResult, traces: Any = None) -> TestResult:
         if result.run is None:
             return result
-        # an agent without traces (most) needs no coroutine to say so
-        found = _NOT_ENABLED.copy() if traces is None else await atrace_metrics(traces, prices, wait_s)
+        # an agent without traces (most) needs no coroutine to say so, nor a copy when the
+        # engine's run metrics said so already (`run_metrics(untraced=True)`)
+        if traces is None:
+            if result.metrics.get("traces") == _NOT_ENABLED:
+                return result
+            found = _NOT_ENABLED.copy()
+        else:
+            found = await atrace_metrics(traces, prices, wait_s)
         return replaced(result, {"metrics": {**result.metrics, "traces": found}})
 
     return analyze

@@ -29,6 +29,7 @@ OUTPUT_KEYS = ("response", "content", "answer", "text", "message", "output", "re
 TOOL_KEYS = ("toolCalls", "tool_calls", "tools_called")
 THINKING_KEYS = ("thinking", "reasoning", "reasoning_content")
 STEP_KEYS = ("trajectory", "steps")
+_KNOWN_KEYS = frozenset((*OUTPUT_KEYS, *TOOL_KEYS, *THINKING_KEYS, *STEP_KEYS))
 
 
 NO_USAGE = Usage(unreported=True)  # frozen: the one usage of every answer that reports none
@@ -219,20 +220,25 @@ def parse_body(
         if not usage.llm_calls:
             usage = usage.model_copy(update={"llm_calls": 1})
         return text, steps, usage
+    # the keys looked for that the answer has, found at once: an answer has a few of the 16
+    known = _KNOWN_KEYS.intersection(data)
     steps = []
-    for k in STEP_KEYS:
-        if isinstance(data.get(k), list):
-            steps = explicit_steps(data[k])
-            break
-    if not steps:
-        for k in THINKING_KEYS:
-            steps += _thinking_steps(data.get(k))
-        for k in TOOL_KEYS:
-            if k in data:
-                steps += tool_steps(data[k])
+    if not known.isdisjoint(STEP_KEYS):
+        for k in STEP_KEYS:
+            if isinstance(data.get(k), list):
+                steps = explicit_steps(data[k])
                 break
+    if not steps:
+        if not known.isdisjoint(THINKING_KEYS):
+            for k in THINKING_KEYS:
+                steps += _thinking_steps(data.get(k))
+        if not known.isdisjoint(TOOL_KEYS):
+            for k in TOOL_KEYS:
+                if k in data:
+                    steps += tool_steps(data[k])
+                    break
     text = ""
-    for k in OUTPUT_KEYS:
+    for k in OUTPUT_KEYS if not known.isdisjoint(OUTPUT_KEYS) else ():
         if data.get(k) not in (None, ""):
             text = as_text(data[k])
             break

@@ -268,8 +268,9 @@ class AgentEngine:
             trials.add(await self._run_trial(test, case, epoch, timeout, views, trials.cost, tab))
         if due := self.scopes.left(test):
             await self.scopes.finish(due)
-        result = self._result(test, case, trials, started, (time.perf_counter() - t0) * 1000, tab)
-        result = await self._analyse(result, views.get(result.run_id) if result.run_id else None, timeout)
+        traces = views.get(trials.last.run.run_id) if trials.last and trials.last.run else None
+        result = self._result(test, case, trials, started, (time.perf_counter() - t0) * 1000, tab, traces is None)
+        result = await self._analyse(result, traces, timeout)
         # no credential the process resolved leaves the engine (judge echoes too); a result holding
         # megabytes of agent text is scrubbed in a worker thread, piece by piece: on the loop it
         # stopped every other test, and the watchdog, for seconds
@@ -434,15 +435,13 @@ class AgentEngine:
                 tab.trial(starting=False)
             views.update(ctx.trace_views)
         signals = tuple(ctx.signals)
-        error = "; ".join(infra) if infra else None
-        status = scoring.status_of(signals, error)
-        error = error or scoring.first_failure(signals)
+        status, score, error = scoring.outcome_of(signals, "; ".join(infra) if infra else None)
         return built(  # the engine's own values: not validated again
             TrialResult,
             {
                 "epoch": epoch,
                 "status": status,
-                "score": None if status == "errored" else scoring.score_of(signals),
+                "score": score,
                 "signals": signals,
                 "run": ctx.run,
                 "error": cut_text(error) if error is not None else None,
@@ -504,6 +503,7 @@ class AgentEngine:
         started: float,
         duration_ms: float,
         tab: Tab | None = None,
+        untraced: bool = False,
     ) -> TestResult:
         last = trials.last
         assert last is not None
@@ -533,7 +533,7 @@ class AgentEngine:
             "cost_usd": round(trials.cost, 8) if trials.cost is not None else None,
             "judge_cost_usd": round(trials.judge_cost, 8) if trials.judge_cost is not None else None,
             "epochs": trials.tally.count,
-            "metrics": run_metrics(last.run, prices),
+            "metrics": run_metrics(last.run, prices, untraced=untraced),
             "eval_run_id": self.options.eval_run_id,
             "provenance": built(
                 Provenance,

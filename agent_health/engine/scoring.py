@@ -39,6 +39,40 @@ def score_of(signals: Iterable[Signal]) -> float | None:
     return round(fmean(values), 4) if values else None
 
 
+def outcome_of(signals: Sequence[Signal], infra_error: str | None = None) -> tuple[str, float | None, str | None]:
+    """A trial's (status, score, error) in one pass over its signals: `status_of`, then `score_of`
+    (None when errored), then `infra_error` or else `first_failure`, the same values as those
+    three calls (each walked the signals again, reading each signal's fields through pydantic's
+    attribute hook: about 2% of a fixed-answer test)."""
+    errored = bool(infra_error)
+    failed = found = False
+    failure: str | None = None
+    values: list[float] = []
+    for s in signals:
+        kind, passed, skipped, score = s.kind, s.passed, s.skipped, s.score
+        if s.errored:
+            errored = True
+            if not found:
+                found, failure = True, s.reasoning
+            continue
+        if passed is False and not skipped and s.role == "gate":
+            if not found:
+                reasoning = s.reasoning
+                found, failure = True, f"{s.name}: {reasoning}" if reasoning else s.name
+            if kind != "metric":
+                failed = True
+        if kind == "metric" or skipped or (passed is None and score is None):
+            continue
+        values.append(score if score is not None else (1.0 if passed else 0.0))
+    if errored:
+        return "errored", None, infra_error or failure
+    if len(values) == 1:
+        mean: float | None = round(values[0], 4)
+    else:
+        mean = round(fmean(values), 4) if values else None
+    return ("failed" if failed else "passed"), mean, infra_error or failure
+
+
 def evaluation_type(signals: Iterable[Signal]) -> str:
     return evaluation_type_of({s.kind for s in signals if not s.skipped})
 
