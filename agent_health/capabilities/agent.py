@@ -58,34 +58,38 @@ class AgentFixture:
                     "(one test, one trajectory, one comparable data point)"
                 )
             ctx.run_started = True
-        where = f"test {ctx.case.name!r}: agent.run()"
-        if turns is not None and user is not None:
-            raise TypeError(f"{where}: give turns= (a script) or user= (a simulated user), not both")
-        script = check_turns(turns, where) if turns is not None else () if user is not None else ctx.case.turns
-        simulated = _simulated(user, where) if user is not None else None if turns is not None else ctx.case.user
-        text = prompt if prompt is not None else ctx.case.prompt
+        case = ctx.case
+        if turns is None and user is None:  # the usual call: the test's own prompt, turns or user
+            script, simulated = case.turns, case.user
+        else:
+            where = f"test {case.name!r}: agent.run()"
+            if turns is not None and user is not None:
+                raise TypeError(f"{where}: give turns= (a script) or user= (a simulated user), not both")
+            script = check_turns(turns, where) if turns is not None else ()
+            simulated = _simulated(user, where) if user is not None else None
+        text = prompt if prompt is not None else case.prompt
         if simulated is not None and simulated.opening is not None and prompt is None:
             text = simulated.opening
         if not text and simulated is None:
             raise InfrastructureError(
-                f"test {ctx.case.name!r}: agent.run() has no prompt; pass one or set prompt= on @test"
+                f"test {case.name!r}: agent.run() has no prompt; pass one or set prompt= on @test"
             )
         side: UserSide | None = None
         if simulated is not None:
-            side = simulated_user_side(simulated, ctx.judges, ctx.case.id)
+            side = simulated_user_side(simulated, ctx.judges, case.id)
         elif script:
-            side = ScriptedUser(script, ctx.case.name)
-        items = to_context(context) if context is not None else ctx.case.context
+            side = ScriptedUser(script, case.name)
+        items = to_context(context) if context is not None else case.context
         # empty mappings are left to their defaults: each one given is validated (copied) again
-        given = {
-            name: dict(value) for name, value in (("env", env), ("files", files), ("provisioned", provisioned)) if value
-        }
+        given = {}
+        if env or files or provisioned:
+            given = {n: dict(v) for n, v in (("env", env), ("files", files), ("provisioned", provisioned)) if v}
         fields = {
             "prompt": text or "",
-            "context": tuple(i.model_dump() for i in items),
+            "context": tuple(i.model_dump() for i in items) if items else (),
             **given,
-            "test_id": ctx.case.id,
-            "timeout_s": ctx.case.timeout_s,
+            "test_id": case.id,
+            "timeout_s": case.timeout_s,
             # the runtime's ids, made here: the runtime then has no copy of the request to make
             "run_id": random_hex(128),
             "trace_id": random_hex(128),

@@ -388,8 +388,9 @@ def _load_rows(
         if fields["expected_trajectory"] is not last_steps[0]:
             last_steps = (fields["expected_trajectory"], shared_value(fields["expected_trajectory"], shared))
         fields["expected_trajectory"] = last_steps[1]
-        for name, value in fields.items():
-            if name != "name" and name != "expected_trajectory" and isinstance(value, _SHAREABLE):
+        for name in _SHARED_FIELDS:
+            value = fields[name]
+            if value and isinstance(value, _SHAREABLE):  # (an empty text or tuple is one object already)
                 fields[name] = shared_value(value, shared)
         steps = fields["expected_trajectory"]  # a shared tuple: the tools of the file's equal ones found once
         tools = tools_of.get(id(steps))
@@ -434,6 +435,9 @@ def _load_rows(
 _FIRST = operator.itemgetter(0)
 _REST = operator.itemgetter(*CASE_REST)
 _SHAREABLE = (str, tuple, ExpectedStep, ContextItem)  # what `shared_value` shares; the rest is kept as it is
+# the fields of `normalize` whose values cases repeat (not the name, a test's own; the steps are
+# shared above): the texts and tuples of texts among them
+_SHARED_FIELDS = ("prompt", "labels", "description", "context", "turns", "expected_outcomes")
 _ID = operator.attrgetter("id")
 
 

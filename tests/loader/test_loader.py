@@ -283,6 +283,30 @@ def test_a_data_case_keeps_what_differs_and_makes_its_test_case_when_read(write_
     assert other.case.epochs == 3 and other.epochs == 3 and other.id == a.id
 
 
+def test_the_values_data_cases_repeat_are_held_once(write_eval, tmp_path):
+    """Each text and tuple the cases of a file repeat (prompt, labels, description, context,
+    turns, outcomes, the steps) is one object for all of them, whatever else differs."""
+    same = {
+        "prompt": "Diagnose it.",
+        "labels": ["rca", "payments"],
+        "description": "the payment service fails",
+        "context": [{"description": "logs", "value": "db-primary refused"}],
+        "turns": ["And now?", "Thanks."],
+        "expected_outcomes": ["names db-primary"],
+        "expected_tools": ["lookup"],
+    }
+    cases = [{"name": f"case {i}", **same, "epochs": i + 1} for i in range(3)]
+    write_eval("repeat.json", json.dumps(cases))
+    loaded = load_tests([tmp_path / "evals"])
+    assert not loaded.errors
+    first, *rest = (t.case for t in loaded.tests)
+    fields = ("prompt", "labels", "description", "context", "turns", "expected_outcomes", "expected_trajectory")
+    for case in rest:
+        assert case.name != first.name and case.epochs != first.epochs
+        for field in fields:
+            assert getattr(case, field) is getattr(first, field) and getattr(first, field), field
+
+
 def test_missing_path_is_an_error():
     loaded = load_tests(["/nonexistent/evals"])
     assert not loaded.tests and "no such file or directory" in str(loaded.errors[0])
