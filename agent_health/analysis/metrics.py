@@ -112,7 +112,7 @@ def run_metrics(
         "retries": usage.retries,
         "tool_retries": retries,
         # the prompt echoed as first event (and in a conversation each turn's user message) is no step the agent took
-        "steps": len(agent_steps) - sum(1 for t in run.turns[1:] if trajectory[t.start].role == "user"),
+        "steps": len(agent_steps) - _later_user_turns(run),
         "step_latency_ms": [s.duration_ms for s in agent_steps],  # per step, in trajectory order
         "tool_latency_ms": {k: round(v, 3) for k, v in tool_ms.items()},
         "slowest_step": (
@@ -127,6 +127,15 @@ def run_metrics(
     if untraced:
         metrics["traces"] = _NOT_ENABLED.copy()
     return metrics
+
+
+def _later_user_turns(run: RunResult) -> int:
+    """The turns after the first of a conversation that open with the user's message."""
+    turns = run.turns
+    if len(turns) < 2:  # a run of one prompt (most): no later turn
+        return 0
+    trajectory = run.trajectory
+    return sum(1 for t in turns[1:] if trajectory[t.start].role == "user")
 
 
 def conversation_metrics(run: RunResult) -> dict[str, Any]:

@@ -274,7 +274,8 @@ class AgentEngine:
         # no credential the process resolved leaves the engine (judge echoes too); a result holding
         # megabytes of agent text is scrubbed in a worker thread, piece by piece: on the loop it
         # stopped every other test, and the watchdog, for seconds
-        if text_over((result.run, *(t.run for t in result.trials))):
+        kept = result.trials
+        if text_over((result.run, *(t.run for t in kept)) if kept else (result.run,)):
             return await run_off_loop(_scrubbed, result, True)  # type: ignore[no-any-return]
         return _scrubbed(result)
 
