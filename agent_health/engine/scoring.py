@@ -43,7 +43,7 @@ def outcome_of(signals: Sequence[Signal], infra_error: str | None = None) -> tup
     """A trial's (status, score, error) in one pass over its signals: `status_of`, then `score_of`
     (None when errored), then `infra_error` or else `first_failure`, the same values as those
     three calls (each walked the signals again, reading each signal's fields through pydantic's
-    attribute hook: about 2% of a fixed-answer test)."""
+    attribute hook)."""
     errored = bool(infra_error)
     failed = found = False
     failure: str | None = None

@@ -196,7 +196,9 @@ class RunResult(BaseModel):
         """Keep `text`, this run's `model_dump_json()` as just made (its connector's check for
         secrets), so the result holding the run writes it as it is (`model_json`) instead of
         encoding the run again. A run is frozen and nothing changes the values inside it in
-        place, so the text stays true."""
+        place, so the text stays true (a test body that changed a dict inside its run would
+        change the object, not the record of what the agent answered, whose text is the one
+        checked for secrets again with its result)."""
         _JSON.__set__(self, text)
 
     def forget_json(self) -> None:
