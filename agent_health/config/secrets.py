@@ -314,22 +314,21 @@ class SecretSet:
         `piecewise` (for a model holding megabytes of text, in a worker thread): field by field,
         text by text, each long one window by window, never the model's JSON in one piece, so no
         step holds the interpreter lock for long and the event loop keeps running."""
-        try:
-            if not piecewise:
-                try:
-                    # `model_dump_json()`'s bytes, through orjson where they are sure to be the same
-                    text = model_json(model).decode()
-                    if not self.found_in(text):
-                        # kept: the store need not encode a result again, nor its result a run
-                        if isinstance(model, (TestResult, RunResult)):
-                            model.remember_json(text)
-                        return model
-                except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
-                    pass
-            return self._scrub_fields(model, _TOP_IDENTIFIERS)
-        finally:
-            if isinstance(model, TestResult):  # its runs' texts (their connectors' checks) are used now
-                _forget_runs_json(model)
+        text: str | None = None
+        if not piecewise:
+            try:
+                # `model_dump_json()`'s bytes, through orjson where they are sure to be the same
+                text = model_json(model).decode()
+            except Exception:  # not serializable as it is (nested past pydantic's depth): scrub field by field  # noqa: BLE001
+                pass
+        if isinstance(model, TestResult):  # its runs' texts (their connectors' checks) are in `text` now
+            _forget_runs_json(model)
+        if text is not None and not self.found_in(text):
+            # kept: the store need not encode a result again, nor its result a run
+            if isinstance(model, (TestResult, RunResult)):
+                model.remember_json(text)
+            return model
+        return self._scrub_fields(model, _TOP_IDENTIFIERS)
 
     def _scrub_fields(self, model: M, identifiers: frozenset[str]) -> M:
         updates: dict[str, Any] = {}

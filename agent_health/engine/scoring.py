@@ -19,33 +19,12 @@ from statistics import fmean
 from agent_health.model import Signal, TrialResult
 
 
-def status_of(signals: Iterable[Signal], infra_error: str | None = None) -> str:
-    signals = list(signals)
-    if infra_error or any(s.errored for s in signals):
-        return "errored"
-    if any(s.role == "gate" and s.kind != "metric" and s.passed is False and not s.skipped for s in signals):
-        return "failed"
-    return "passed"
-
-
-def score_of(signals: Iterable[Signal]) -> float | None:
-    values = []
-    for s in signals:
-        if s.kind == "metric" or s.skipped or s.errored or (s.passed is None and s.score is None):
-            continue
-        values.append(s.score if s.score is not None else (1.0 if s.passed else 0.0))
-    if len(values) == 1:  # most tests: one expectation or one judge (fmean of one value is that value)
-        return round(values[0], 4)
-    return round(fmean(values), 4) if values else None
-
-
-def outcome_of(signals: Sequence[Signal], infra_error: str | None = None) -> tuple[str, float | None, str | None]:
-    """A trial's (status, score, error) in one pass over its signals: `status_of`, then `score_of`
-    (None when errored), then `infra_error` or else `first_failure`, the same values as those
-    three calls (each walked the signals again, reading each signal's fields through pydantic's
-    attribute hook)."""
-    errored = bool(infra_error)
-    failed = found = False
+def _walk(signals: Iterable[Signal]) -> tuple[bool, bool, str | None, list[float]]:
+    """One pass over the signals (each field read once: a model's attribute read goes through
+    pydantic's hook): whether one errored, whether a gate failed, the first failure's text (an
+    errored signal's reasoning, or a failed gate's name and reasoning; None when none, or when
+    the first had no reasoning), and the scores that count."""
+    errored = failed = found = False
     failure: str | None = None
     values: list[float] = []
     for s in signals:
@@ -64,13 +43,35 @@ def outcome_of(signals: Sequence[Signal], infra_error: str | None = None) -> tup
         if kind == "metric" or skipped or (passed is None and score is None):
             continue
         values.append(score if score is not None else (1.0 if passed else 0.0))
-    if errored:
+    return errored, failed, failure, values
+
+
+def _mean(values: list[float]) -> float | None:
+    if len(values) == 1:  # most tests: one expectation or one judge (fmean of one value is that value)
+        return round(values[0], 4)
+    return round(fmean(values), 4) if values else None
+
+
+def status_of(signals: Iterable[Signal], infra_error: str | None = None) -> str:
+    errored, failed, _, _ = _walk(signals)
+    return "errored" if infra_error or errored else "failed" if failed else "passed"
+
+
+def score_of(signals: Iterable[Signal]) -> float | None:
+    return _mean(_walk(signals)[3])
+
+
+def first_failure(signals: Iterable[Signal]) -> str | None:
+    return _walk(signals)[2]
+
+
+def outcome_of(signals: Sequence[Signal], infra_error: str | None = None) -> tuple[str, float | None, str | None]:
+    """A trial's (status, score, error) in one pass over its signals: `status_of`, then `score_of`
+    (None when errored), then `infra_error` or else `first_failure`."""
+    errored, failed, failure, values = _walk(signals)
+    if infra_error or errored:
         return "errored", None, infra_error or failure
-    if len(values) == 1:
-        mean: float | None = round(values[0], 4)
-    else:
-        mean = round(fmean(values), 4) if values else None
-    return ("failed" if failed else "passed"), mean, infra_error or failure
+    return ("failed" if failed else "passed"), _mean(values), failure
 
 
 def evaluation_type(signals: Iterable[Signal]) -> str:
@@ -82,15 +83,6 @@ def evaluation_type_of(kinds: set[str]) -> str:
     if "judge" in kinds:
         return "hybrid" if "deterministic" in kinds else "agentic"
     return "deterministic"
-
-
-def first_failure(signals: Iterable[Signal]) -> str | None:
-    for s in signals:
-        if s.errored:
-            return s.reasoning
-        if s.role == "gate" and s.passed is False and not s.skipped:
-            return f"{s.name}: {s.reasoning}" if s.reasoning else s.name
-    return None
 
 
 def combine_trials(trials: Sequence[TrialResult]) -> dict[str, object]:

@@ -1,10 +1,13 @@
-"""A trial's status, score and error in one pass (`outcome_of`): the same values as the three
-functions that define them (`status_of`, `score_of`, `first_failure`), on any signals."""
+"""A trial's status, score and error in one pass (`outcome_of`, and `status_of`, `score_of` and
+`first_failure`, which share its walk): the same values as the rules of agent_health.engine.scoring's
+docstring, written here as three plain functions (the engine's own before the one pass), on any
+signals."""
 
 from __future__ import annotations
 
 import itertools
 import random
+from statistics import fmean
 
 import pytest
 
@@ -12,9 +15,35 @@ from agent_health.engine.scoring import first_failure, outcome_of, score_of, sta
 from agent_health.model import Signal
 
 
+def status_spec(signals: tuple[Signal, ...], infra_error: str | None = None) -> str:
+    if infra_error or any(s.errored for s in signals):
+        return "errored"
+    if any(s.role == "gate" and s.kind != "metric" and s.passed is False and not s.skipped for s in signals):
+        return "failed"
+    return "passed"
+
+
+def score_spec(signals: tuple[Signal, ...]) -> float | None:
+    values = [
+        s.score if s.score is not None else (1.0 if s.passed else 0.0)
+        for s in signals
+        if not (s.kind == "metric" or s.skipped or s.errored or (s.passed is None and s.score is None))
+    ]
+    return round(fmean(values), 4) if values else None
+
+
+def first_failure_spec(signals: tuple[Signal, ...]) -> str | None:
+    for s in signals:
+        if s.errored:
+            return s.reasoning
+        if s.role == "gate" and s.passed is False and not s.skipped:
+            return f"{s.name}: {s.reasoning}" if s.reasoning else s.name
+    return None
+
+
 def _defined(signals: tuple[Signal, ...], infra: str | None) -> tuple[str, float | None, str | None]:
-    status = status_of(signals, infra)
-    return status, None if status == "errored" else score_of(signals), infra or first_failure(signals)
+    status = status_spec(signals, infra)
+    return status, None if status == "errored" else score_spec(signals), infra or first_failure_spec(signals)
 
 
 def _signal(rng: random.Random, n: int) -> Signal:
@@ -37,6 +66,10 @@ def test_one_pass_gives_what_the_three_functions_give(seed: int) -> None:
         signals = tuple(_signal(rng, n) for n in range(rng.randint(0, 5)))
         for infra in (None, "", "agent down"):
             assert outcome_of(signals, infra) == _defined(signals, infra), (signals, infra)
+            assert status_of(signals, infra) == status_spec(signals, infra)
+        assert score_of(signals) == score_spec(signals)
+        assert first_failure(signals) == first_failure_spec(signals)
+        assert status_of(iter(signals)) == status_spec(signals)  # any iterable, walked once
 
 
 def test_the_usual_outcomes() -> None:
